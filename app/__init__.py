@@ -1,0 +1,1 @@
+"""The service: HTTP API, database, jobs, web UI, CLI and SDK."""

@@ -1,0 +1,1 @@
+"""The catalog: model architectures, GPUs, cluster presets and calibration profiles."""

@@ -1,0 +1,444 @@
+"""Domain types: the model, the hardware, the training job and one parallel layout.
+
+Every type is a frozen, keyword-only dataclass with SI units in its field names. Cross-field
+checks raise :class:`SpecError` with a message that names the bad values and says how to fix
+them. Model fields use Megatron-LM's flag names with underscores (``--num-query-groups`` is
+``num_query_groups``), so that a user who knows Megatron knows these types.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+Normalization = Literal["LayerNorm", "RMSNorm"]
+PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
+Precision = Literal["bf16", "fp8"]
+Recompute = Literal["none", "selective", "full"]
+OptimizerSharding = Literal["none", "optimizer", "full"]
+
+RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
+OPTIMIZER_SHARDING_CHOICES: tuple[OptimizerSharding, ...] = ("none", "optimizer", "full")
+PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8")
+
+
+class SpecError(ValueError):
+    """An input that cannot describe a real model, cluster, job or layout.
+
+    ``field`` names the offending field (dotted for nested input) so that an API can point at it.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def _positive(obj: object, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(f"{name}={value!r} must be an integer", field=name)
+        if value <= 0:
+            raise SpecError(f"{name}={value} must be a positive integer", field=name)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """A decoder-only transformer in Megatron-LM flag terms."""
+
+    name: str
+    """Catalog slug or a user's name for the model."""
+    num_layers: int
+    """Decoder layers (``--num-layers``), MTP layers not included."""
+    hidden_size: int
+    """``--hidden-size``."""
+    ffn_hidden_size: int
+    """Dense MLP intermediate size (``--ffn-hidden-size``)."""
+    num_attention_heads: int
+    """Query heads (``--num-attention-heads``)."""
+    vocab_size: int
+    """Tokenizer vocabulary before Megatron's padding (megatron-facts §3.4)."""
+    num_query_groups: int | None = None
+    """KV heads for GQA (``--num-query-groups``); None means multi-head attention."""
+    kv_channels: int | None = None
+    """Head dimension (``--kv-channels``); None means hidden_size / num_attention_heads."""
+    max_position_embeddings: int | None = None
+    """``--max-position-embeddings``; None means 'as long as the job's sequence'."""
+    swiglu: bool = True
+    """Gated SiLU MLP (``--swiglu``); False means GeLU with one FC1."""
+    normalization: Normalization = "RMSNorm"
+    position_embedding_type: PositionEmbedding = "rope"
+    untie_embeddings_and_output_weights: bool = True
+    add_bias_linear: bool = False
+    """Biases on every linear layer (Megatron's default is True; Llama-style models have none)."""
+    add_qkv_bias: bool = False
+    """Bias on the QKV projection only (Qwen2)."""
+    qk_layernorm: bool = False
+    """RMSNorm on Q and K per head (Qwen3, OLMo2)."""
+    hidden_dropout: float = 0.0
+    attention_dropout: float = 0.0
+    # --- mixture of experts -------------------------------------------------------------------
+    num_experts: int | None = None
+    """Routed experts (``--num-experts``); None for a dense model."""
+    moe_router_topk: int = 2
+    moe_ffn_hidden_size: int | None = None
+    """Routed-expert intermediate size; None means ffn_hidden_size."""
+    moe_shared_expert_intermediate_size: int | None = None
+    """Total shared-expert intermediate size (number of shared experts x size of each)."""
+    moe_layer_freq: int = 1
+    """Every moe_layer_freq-th layer is MoE, counting from layer 0 (Megatron's int form)."""
+    moe_first_dense_layers: int = 0
+    """Leading dense layers before the MoE layers (DeepSeek-V3: 3). Emitted as a list pattern."""
+    # --- multi-head latent attention (DeepSeek) -----------------------------------------------
+    multi_latent_attention: bool = False
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_head_dim: int | None = None
+    qk_pos_emb_head_dim: int | None = None
+    v_head_dim: int | None = None
+    # --- multi-token prediction ---------------------------------------------------------------
+    mtp_num_layers: int = 0
+    """Depth D of multi-token prediction (``--mtp-num-layers``)."""
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    """Where each number comes from: field name (or 'all') -> citation."""
+
+    def __post_init__(self) -> None:
+        _positive(
+            self,
+            "num_layers",
+            "hidden_size",
+            "ffn_hidden_size",
+            "num_attention_heads",
+            "vocab_size",
+            "num_query_groups",
+            "kv_channels",
+            "max_position_embeddings",
+            "moe_ffn_hidden_size",
+            "moe_shared_expert_intermediate_size",
+            "moe_layer_freq",
+            "q_lora_rank",
+            "kv_lora_rank",
+            "qk_head_dim",
+            "qk_pos_emb_head_dim",
+            "v_head_dim",
+        )
+        if not self.name or not self.name.strip():
+            raise SpecError("name must not be empty", field="name")
+        if self.normalization not in ("LayerNorm", "RMSNorm"):
+            raise SpecError(
+                f"normalization={self.normalization!r} is not supported; use 'LayerNorm' or "
+                "'RMSNorm'",
+                field="normalization",
+            )
+        if self.position_embedding_type not in ("rope", "yarn", "learned_absolute", "none"):
+            raise SpecError(
+                f"position_embedding_type={self.position_embedding_type!r} is not supported; "
+                "use rope, yarn, learned_absolute or none",
+                field="position_embedding_type",
+            )
+        a = self.num_attention_heads
+        if self.kv_channels is None and not self.multi_latent_attention and self.hidden_size % a:
+            raise SpecError(
+                f"hidden_size={self.hidden_size} is not divisible by num_attention_heads={a}; "
+                "set kv_channels (the head dimension) explicitly",
+                field="kv_channels",
+            )
+        g = self.num_query_groups
+        if g is not None:
+            if self.multi_latent_attention:
+                raise SpecError(
+                    "num_query_groups (GQA) cannot be combined with multi_latent_attention; "
+                    "leave num_query_groups unset for MLA models",
+                    field="num_query_groups",
+                )
+            if g > a or a % g:
+                raise SpecError(
+                    f"num_query_groups={g} must divide num_attention_heads={a}; "
+                    f"valid values: {', '.join(map(str, _divisors(a)))}",
+                    field="num_query_groups",
+                )
+        if self.num_experts is not None:
+            if self.num_experts < 1:
+                raise SpecError("num_experts must be >= 1, or null for a dense model",
+                                field="num_experts")
+            if not 1 <= self.moe_router_topk <= self.num_experts:
+                raise SpecError(
+                    f"moe_router_topk={self.moe_router_topk} must be between 1 and "
+                    f"num_experts={self.num_experts}",
+                    field="moe_router_topk",
+                )
+        if not 0 <= self.moe_first_dense_layers < self.num_layers:
+            raise SpecError(
+                f"moe_first_dense_layers={self.moe_first_dense_layers} must be in "
+                f"[0, num_layers={self.num_layers})",
+                field="moe_first_dense_layers",
+            )
+        if self.multi_latent_attention:
+            for name in ("kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"):
+                if getattr(self, name) is None:
+                    raise SpecError(
+                        f"{name} is required when multi_latent_attention is true "
+                        "(DeepSeek-V3: kv_lora_rank 512, qk_head_dim 128, "
+                        "qk_pos_emb_head_dim 64, v_head_dim 128)",
+                        field=name,
+                    )
+        if self.mtp_num_layers < 0:
+            raise SpecError("mtp_num_layers must be >= 0", field="mtp_num_layers")
+        if self.mtp_num_layers and self.position_embedding_type not in ("rope", "yarn", "none"):
+            raise SpecError(
+                "multi-token prediction needs rope or no position embedding (megatron-facts "
+                "rule 60); set position_embedding_type to 'rope'",
+                field="mtp_num_layers",
+            )
+        for name in ("hidden_dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise SpecError(f"{name}={value} must be in [0, 1)", field=name)
+
+    # --- derived shape ------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts is not None and self.num_experts > 1
+
+    @property
+    def query_groups(self) -> int:
+        """KV heads g (= heads for MHA)."""
+        return self.num_query_groups or self.num_attention_heads
+
+    @property
+    def head_dim(self) -> int:
+        if self.kv_channels is not None:
+            return self.kv_channels
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def expert_ffn_hidden_size(self) -> int:
+        return self.moe_ffn_hidden_size or self.ffn_hidden_size
+
+    @property
+    def shared_expert_ffn_hidden_size(self) -> int:
+        return self.moe_shared_expert_intermediate_size or 0
+
+    def moe_layer_pattern(self) -> list[bool]:
+        """True for each decoder layer that is MoE (megatron-facts §1.5 moe_layer_freq)."""
+        if not self.is_moe:
+            return [False] * self.num_layers
+        return [
+            i >= self.moe_first_dense_layers and i % self.moe_layer_freq == 0
+            for i in range(self.num_layers)
+        ]
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.moe_layer_pattern())
+
+    @property
+    def num_dense_layers(self) -> int:
+        return self.num_layers - self.num_moe_layers
+
+    def padded_vocab_size(self, tp: int, divisible_by: int = 128) -> int:
+        """Megatron's padded vocabulary: ceil(V / (128 t)) * 128 t (megatron-facts §3.4)."""
+        unit = divisible_by * tp
+        return math.ceil(self.vocab_size / unit) * unit
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GPUSpec:
+    """One accelerator type. Numbers come from ``models_db/gpus`` with their sources."""
+
+    name: str
+    """Catalog slug, e.g. ``h100-sxm-80gb``."""
+    hbm_bytes: int
+    """Usable device memory as the driver reports it."""
+    hbm_bandwidth_bytes_per_s: float
+    """Peak HBM bandwidth."""
+    peak_bf16_flop_per_s: float
+    """Dense (not 2:4 sparse) bf16 tensor-core peak."""
+    peak_fp8_flop_per_s: float | None
+    """Dense fp8 peak; None where the GPU has no fp8 tensor cores (A100)."""
+    intra_node_bandwidth_bytes_per_s: float
+    """Scale-up link bandwidth per GPU, one direction (NVLink / Infinity Fabric)."""
+    vendor: str = "nvidia"
+    architecture: str = "hopper"
+    """ampere | hopper | blackwell | cdna3: decides kernels and env vars."""
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.hbm_bytes <= 0:
+            raise SpecError("hbm_bytes must be positive", field="hbm_bytes")
+        for name in ("hbm_bandwidth_bytes_per_s", "peak_bf16_flop_per_s",
+                     "intra_node_bandwidth_bytes_per_s"):
+            if not getattr(self, name) > 0:
+                raise SpecError(f"{name} must be positive", field=name)
+        if self.peak_fp8_flop_per_s is not None and self.peak_fp8_flop_per_s <= 0:
+            raise SpecError("peak_fp8_flop_per_s must be positive or null",
+                            field="peak_fp8_flop_per_s")
+
+    def peak_flop_per_s(self, precision: Precision) -> float:
+        if precision == "fp8" and self.peak_fp8_flop_per_s is not None:
+            return self.peak_fp8_flop_per_s
+        return self.peak_bf16_flop_per_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GPUSpec:
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSpec:
+    """A set of identical nodes: GPUs inside a node share the scale-up link, nodes a network."""
+
+    name: str
+    gpu: GPUSpec
+    num_gpus: int
+    """GPUs the job may use."""
+    gpus_per_node: int = 8
+    inter_node_bandwidth_bytes_per_s: float = 50e9
+    """Network bandwidth per GPU, one direction (8 x 400 Gb/s NICs per 8 GPUs = 50 GB/s)."""
+    inter_node_latency_s: float = 5e-6
+    intra_node_latency_s: float = 2e-6
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        _positive(self, "num_gpus", "gpus_per_node")
+        if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
+            raise SpecError(
+                f"num_gpus={self.num_gpus} is not a whole number of nodes of "
+                f"gpus_per_node={self.gpus_per_node}; use a multiple of {self.gpus_per_node}",
+                field="num_gpus",
+            )
+        if not self.inter_node_bandwidth_bytes_per_s > 0:
+            raise SpecError("inter_node_bandwidth_bytes_per_s must be positive",
+                            field="inter_node_bandwidth_bytes_per_s")
+
+    @property
+    def num_nodes(self) -> int:
+        return max(1, math.ceil(self.num_gpus / self.gpus_per_node))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClusterSpec:
+        data = dict(data)
+        if isinstance(data.get("gpu"), dict):
+            data["gpu"] = GPUSpec.from_dict(data["gpu"])
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingJob:
+    """What is trained: sequence length, batch and numeric precision."""
+
+    seq_length: int
+    global_batch_size: int
+    """Sequences per iteration (``--global-batch-size``)."""
+    precision: Precision = "bf16"
+
+    def __post_init__(self) -> None:
+        _positive(self, "seq_length", "global_batch_size")
+        if self.precision not in PRECISION_CHOICES:
+            raise SpecError(f"precision={self.precision!r} is not supported; use bf16 or fp8",
+                            field="precision")
+
+    @property
+    def tokens_per_iteration(self) -> int:
+        return self.seq_length * self.global_batch_size
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """One parallel layout. ``dp`` is derived: num_gpus / (tp * pp * cp)."""
+
+    tp: int = 1
+    pp: int = 1
+    vpp: int = 1
+    """Virtual pipeline stages per pipeline rank (1 = not interleaved)."""
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = None
+    """Expert tensor parallel size; None means 'same as tp' (Megatron's default)."""
+    dp: int = 1
+    micro_batch_size: int = 1
+    recompute: Recompute = "none"
+    sequence_parallel: bool | None = None
+    """None means 'on when tp > 1' (the planner's default)."""
+    optimizer_sharding: OptimizerSharding = "optimizer"
+
+    def __post_init__(self) -> None:
+        _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
+        if self.recompute not in RECOMPUTE_CHOICES:
+            raise SpecError(
+                f"recompute={self.recompute!r} is not one of none, selective, full",
+                field="recompute",
+            )
+        if self.optimizer_sharding not in OPTIMIZER_SHARDING_CHOICES:
+            raise SpecError(
+                f"optimizer_sharding={self.optimizer_sharding!r} is not one of none, optimizer, "
+                "full",
+                field="optimizer_sharding",
+            )
+
+    @property
+    def expert_tp(self) -> int:
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def sp(self) -> bool:
+        return self.tp > 1 if self.sequence_parallel is None else self.sequence_parallel
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp * self.cp * self.dp
+
+    def normalized(self) -> Layout:
+        """The same layout with defaults made explicit (etp, sequence_parallel)."""
+        return Layout(
+            tp=self.tp, pp=self.pp, vpp=self.vpp, cp=self.cp, ep=self.ep, etp=self.expert_tp,
+            dp=self.dp, micro_batch_size=self.micro_batch_size, recompute=self.recompute,
+            sequence_parallel=self.sp, optimizer_sharding=self.optimizer_sharding,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        n = self.normalized()
+        return {f.name: getattr(n, f.name) for f in fields(n)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Layout:
+        return _from_dict(cls, data)
+
+
+def _from_dict(cls: Any, data: dict[str, Any]) -> Any:
+    """Build a dataclass from a mapping, naming unknown keys instead of a bare TypeError."""
+    if not isinstance(data, dict):
+        raise SpecError(f"{cls.__name__} must be an object, got {type(data).__name__}")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SpecError(
+            f"unknown field(s) for {cls.__name__}: {', '.join(unknown)}; "
+            f"known fields: {', '.join(sorted(known))}",
+            field=unknown[0],
+        )
+    try:
+        return cls(**data)
+    except TypeError as exc:  # a required field is missing
+        raise SpecError(f"{cls.__name__}: {exc}") from exc
