@@ -1,0 +1,33 @@
+"""The ``planner`` command line: evaluate, plan, catalog, calibrate, and the service commands.
+
+Heavy imports (numpy models, optuna, the web stack) happen inside the commands, so that
+``planner --help`` and a plan both start fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from app.cli import calibrate, catalog, evaluate, plan
+
+cli = typer.Typer(
+    name="planner",
+    help="Find the fastest Megatron-LM parallel layout that fits in GPU memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+evaluate.register(cli)
+plan.register(cli)
+catalog.register(cli)
+calibrate.register(cli)
+try:  # the service commands (serve, migrate, submit)
+    from app.cli import service
+except ImportError:  # pragma: no cover - only while the service is being built
+    service = None  # type: ignore[assignment]
+if service is not None:
+    service.register(cli)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,32 @@
+"""Helpers shared by the CLI commands: errors to stderr with a non-zero exit, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+from rich.console import Console
+
+err_console = Console(stderr=True)
+EXIT_BAD_INPUT = 2
+EXIT_NOTHING_FEASIBLE = 3
+
+
+def fail(message: str, *, field: str | None = None, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    where = f" (field: {field.replace('_', '-')})" if field else ""
+    err_console.print(f"[bold red]error:[/] {message}{where}", highlight=False, markup=True)
+    raise SystemExit(code)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+
+
+def gib(value: float | None) -> str:
+    return "-" if value is None else f"{value / 2**30:.1f}"
+
+
+def request_from_options(**options: Any) -> dict[str, Any]:
+    """The request dict for the given command-line options (unset options left out)."""
+    return {k: v for k, v in options.items() if v is not None}

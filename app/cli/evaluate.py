@@ -1,0 +1,128 @@
+"""``planner evaluate``: one layout from flags, or many from a JSON-lines file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from app.cli.common import fail, gib, print_json, request_from_options
+
+Opt = typer.Option
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("evaluate")(evaluate)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any] | str]:
+    """Each line's object, or an error string for a line that is not a JSON object."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror}", field="input")
+    items: list[dict[str, Any] | str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            items.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(obj, dict):
+            items.append(f"line {number}: expected a JSON object, got {type(obj).__name__}")
+            continue
+        items.append(obj)
+    return items
+
+
+def evaluate(
+    model: Annotated[str | None, Opt(help="Catalog slug, spec/config.json path.")] = None,
+    gpu: Annotated[str | None, Opt(help="GPU slug, e.g. h100-sxm-80gb.")] = None,
+    num_gpus: Annotated[int | None, Opt(help="GPUs in the job.")] = None,
+    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default: preset's).")] = None,
+    gpu_memory_gib: Annotated[float | None, Opt(help="Override GPU memory (GiB).")] = None,
+    seq_length: Annotated[int | None, Opt(help="Sequence length.")] = None,
+    global_batch_size: Annotated[int | None, Opt(help="Sequences per iteration.")] = None,
+    precision: Annotated[str | None, Opt(help="bf16 or fp8.")] = None,
+    tp: Annotated[int | None, Opt(help="Tensor parallel size.")] = None,
+    pp: Annotated[int | None, Opt(help="Pipeline parallel size.")] = None,
+    vpp: Annotated[int | None, Opt(help="Virtual pipeline stages per rank.")] = None,
+    cp: Annotated[int | None, Opt(help="Context parallel size.")] = None,
+    ep: Annotated[int | None, Opt(help="Expert parallel size.")] = None,
+    etp: Annotated[int | None, Opt(help="Expert tensor parallel size (default tp).")] = None,
+    micro_batch_size: Annotated[int | None, Opt(help="Micro-batch size.")] = None,
+    recompute: Annotated[str | None, Opt(help="none, selective or full.")] = None,
+    sequence_parallel: Annotated[
+        bool | None, Opt("--sequence-parallel/--no-sequence-parallel", help="Default: tp > 1.")
+    ] = None,
+    optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
+    memory_threshold: Annotated[float | None, Opt(help="Feasibility threshold (0.8).")] = None,
+    input: Annotated[
+        Path | None, Opt("--input", help="JSON-lines file: one request object per line.")
+    ] = None,
+    json_output: Annotated[bool, Opt("--json", help="One JSON object per layout.")] = False,
+) -> None:
+    """Check one layout (or many): Megatron's rules, memory per GPU, speed, launch flags."""
+    from app.planning import evaluate_requests
+    from planner.specs import SpecError
+
+    if input is not None:
+        items = _read_jsonl(input)
+        good = [item for item in items if isinstance(item, dict)]
+        results = iter(evaluate_requests(good, errors_inline=True))
+        outputs = [next(results) if isinstance(item, dict) else {"error": {"message": item}}
+                   for item in items]
+    else:
+        request = request_from_options(
+            model=model, gpu=gpu, num_gpus=num_gpus, gpus_per_node=gpus_per_node,
+            gpu_memory_gib=gpu_memory_gib, seq_length=seq_length,
+            global_batch_size=global_batch_size, precision=precision, tp=tp, pp=pp, vpp=vpp,
+            cp=cp, ep=ep, etp=etp, micro_batch_size=micro_batch_size, recompute=recompute,
+            sequence_parallel=sequence_parallel, optimizer_sharding=optimizer_sharding,
+            memory_threshold=memory_threshold,
+        )
+        try:
+            outputs = evaluate_requests([request])
+        except SpecError as exc:
+            fail(exc.message, field=exc.field)
+    if json_output:
+        for out in outputs:
+            print_json(out)
+    else:
+        _print_table(outputs)
+    if input is None and not outputs[0].get("valid", False):
+        raise SystemExit(1)
+
+
+def _print_table(outputs: list[dict[str, Any]]) -> None:
+    console = Console()
+    table = Table(title="Layouts", header_style="bold")
+    for column in ("#", "layout", "valid", "memory GiB", "fits", "tokens/s/GPU", "MFU", "notes"):
+        table.add_column(column, justify="right" if column not in ("layout", "notes") else "left")
+    for n, out in enumerate(outputs, start=1):
+        if "error" in out:
+            table.add_row(str(n), "-", "-", "-", "-", "-", "-", out["error"]["message"])
+            continue
+        lay = out["layout"]
+        text = (f"tp{lay['tp']} pp{lay['pp']} vpp{lay['vpp']} cp{lay['cp']} ep{lay['ep']} "
+                f"dp{lay['dp']} mbs{lay['micro_batch_size']} {lay['recompute']}")
+        mem = out["memory"]
+        perf = out.get("performance") or {}
+        mem_text = f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}"
+        tps = perf.get("tokens_per_s_per_gpu")
+        mfu = perf.get("mfu")
+        table.add_row(
+            str(n), text, "yes" if out["valid"] else "no", mem_text,
+            "yes" if mem["fits"] else "no", "-" if tps is None else f"{tps:,.0f}",
+            "-" if mfu is None else f"{100 * mfu:.1f}%", "; ".join(out["violations"]),
+        )
+    console.print(table)
+    if len(outputs) == 1 and outputs[0].get("megatron"):
+        console.print("\n[bold]Launch:[/]")
+        console.print(outputs[0]["megatron"]["command"], soft_wrap=True, highlight=False)

@@ -1,0 +1,155 @@
+"""``planner plan``: search every layout and rank the feasible ones."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, gib, print_json, request_from_options
+
+Opt = typer.Option
+AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
+MaxOpt = Annotated[int | None, Opt(help="Upper limit for this axis.")]
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("plan")(plan)
+
+
+def _split_gpus(value: str | None) -> tuple[int | None, str | None]:
+    """'64' -> (64, None); '64-1024' or '64,128' -> (None, the range)."""
+    if value is None:
+        return None, None
+    text = value.strip()
+    if text.isdigit():
+        return int(text), None
+    return None, text
+
+
+def plan(
+    model: Annotated[str | None, Opt(help="Catalog slug, spec/config.json path.")] = None,
+    gpu: Annotated[str | None, Opt(help="GPU slug, e.g. h100-sxm-80gb.")] = None,
+    num_gpus: Annotated[str | None, Opt(help="GPUs: 64, a list 64,128 or a range 64-1024.")] = None,
+    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default: preset's).")] = None,
+    gpu_memory_gib: Annotated[float | None, Opt(help="Override GPU memory (GiB).")] = None,
+    seq_length: Annotated[int | None, Opt(help="Sequence length.")] = None,
+    global_batch_size: Annotated[
+        str | None, Opt(help="Sequences per iteration: 1024, a list or a range.")
+    ] = None,
+    precision: Annotated[str | None, Opt(help="bf16 or fp8.")] = None,
+    tp: AxisOpt = None,
+    pp: AxisOpt = None,
+    vpp: AxisOpt = None,
+    cp: AxisOpt = None,
+    ep: AxisOpt = None,
+    etp: AxisOpt = None,
+    micro_batch_size: AxisOpt = None,
+    max_tp: MaxOpt = None,
+    max_pp: MaxOpt = None,
+    max_vpp: MaxOpt = None,
+    max_cp: MaxOpt = None,
+    max_ep: MaxOpt = None,
+    max_micro_batch_size: MaxOpt = None,
+    recompute: Annotated[str | None, Opt(help="Allowed: none,selective,full.")] = None,
+    sequence_parallel: Annotated[
+        bool | None, Opt("--sequence-parallel/--no-sequence-parallel")
+    ] = None,
+    optimizer_sharding: Annotated[str | None, Opt(help="Allowed: none,optimizer,full.")] = None,
+    objective: Annotated[str, Opt(help="throughput, time_to_train or cost.")] = "throughput",
+    token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
+    usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,
+    memory_threshold: Annotated[float | None, Opt(help="Feasibility threshold (0.8).")] = None,
+    top_k: Annotated[int, Opt(help="Plans to return.")] = 10,
+    seed: Annotated[int, Opt(help="Seed of the sampled search.")] = 0,
+    max_trials: Annotated[int, Opt(help="Layouts the sampled search may evaluate.")] = 2000,
+    exhaustive: Annotated[bool, Opt(help="Evaluate every feasible layout.")] = False,
+    pareto: Annotated[bool, Opt(help="Also return the throughput/headroom Pareto front.")] = False,
+    json_output: Annotated[bool, Opt("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Rank the feasible layouts by predicted speed and print the best with launch flags."""
+    from app.planning import plan_request
+    from planner.specs import SpecError
+
+    gpus, gpus_range = _split_gpus(num_gpus)
+    batch, batch_range = _split_gpus(global_batch_size)
+    request = request_from_options(
+        model=model, gpu=gpu, num_gpus=gpus, num_gpus_options=gpus_range,
+        gpus_per_node=gpus_per_node, gpu_memory_gib=gpu_memory_gib, seq_length=seq_length,
+        global_batch_size=batch, global_batch_size_options=batch_range, precision=precision,
+        tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, micro_batch_size=micro_batch_size,
+        max_tp=max_tp, max_pp=max_pp, max_vpp=max_vpp, max_cp=max_cp, max_ep=max_ep,
+        max_micro_batch_size=max_micro_batch_size, recompute=recompute,
+        sequence_parallel=sequence_parallel, optimizer_sharding=optimizer_sharding,
+        objective=objective, token_budget=token_budget, usd_per_gpu_hour=usd_per_gpu_hour,
+        memory_threshold=memory_threshold, top_k=top_k, seed=seed, max_trials=max_trials,
+        exhaustive=exhaustive, pareto=pareto,
+    )
+    show_progress = not json_output and sys.stderr.isatty()
+    try:
+        if show_progress:
+            result = _plan_with_progress(plan_request, request)
+        else:
+            result = plan_request(request)
+    except SpecError as exc:
+        fail(exc.message, field=exc.field)
+    if json_output:
+        print_json(result)
+    else:
+        _print_result(result)
+    if not result["plans"]:
+        if not json_output:
+            Console(stderr=True).print("[bold red]No feasible layout.[/]")
+        raise SystemExit(EXIT_NOTHING_FEASIBLE)
+
+
+def _plan_with_progress(plan_request: Any, request: dict[str, Any]) -> dict[str, Any]:
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("searching layouts", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        out: dict[str, Any] = plan_request(request, progress=progress)
+        return out
+
+
+def _print_result(result: dict[str, Any]) -> None:
+    console = Console()
+    search = result["search"]
+    table = Table(
+        title=f"Best layouts for {result.get('model')} on {result.get('gpu')}",
+        caption=(
+            f"{search.get('evaluated')} layouts evaluated, {search.get('feasible')} feasible, "
+            f"{'proven optimal' if search.get('proven_optimal') else 'sampled search'}, "
+            f"{search.get('elapsed_s', 0):.2f} s"
+        ),
+        header_style="bold",
+    )
+    for column in ("#", "GPUs", "tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "recompute",
+                   "tokens/s/GPU", "MFU", "step s", "mem GiB"):
+        table.add_column(column, justify="left" if column == "recompute" else "right")
+    for rank, plan in enumerate(result["plans"], start=1):
+        lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
+        gpus = lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"]
+        table.add_row(
+            str(rank), str(gpus), *(str(lay[k]) for k in ("tp", "pp", "vpp", "cp", "ep", "dp")),
+            str(lay["micro_batch_size"]), lay["recompute"],
+            f"{perf['tokens_per_s_per_gpu']:,.0f}", f"{100 * perf['mfu']:.1f}%",
+            f"{perf['step_time_s']:.2f}",
+            f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}",
+        )
+    console.print(table)
+    if result["plans"]:
+        console.print("\n[bold]Launch the best plan:[/]")
+        console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True,
+                      highlight=False)
+    if result.get("rejections"):
+        console.print("\n[bold]Rejected layouts:[/]")
+        for reason, count in sorted(result["rejections"].items(), key=lambda kv: -kv[1]):
+            console.print(f"  {count:>8,}  {reason}", highlight=False)

@@ -1,0 +1,274 @@
+"""The planning service layer shared by the CLI, the API and the web UI.
+
+Turns request dicts (the same field names everywhere: underscores in JSON, dashes on the command
+line) into planner domain objects, runs the planner, and returns JSON-ready dicts. Bad input
+raises :class:`planner.specs.SpecError` whose ``field`` names the request field to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import models_db
+from models_db.profiles import load_profile
+from planner.evaluate import evaluate_layouts
+from planner.performance import PerformanceProfile
+from planner.specs import (
+    OPTIMIZER_SHARDING_CHOICES,
+    PRECISION_CHOICES,
+    RECOMPUTE_CHOICES,
+    ClusterSpec,
+    GPUSpec,
+    Layout,
+    ModelSpec,
+    SpecError,
+    TrainingJob,
+)
+
+GIB = 2**30
+
+COMMON_FIELDS = {
+    "model", "gpu", "cluster", "gpu_memory_gib", "num_gpus", "gpus_per_node", "seq_length",
+    "global_batch_size", "precision", "memory_threshold",
+}
+LAYOUT_FIELDS = {
+    "tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "recompute", "sequence_parallel",
+    "optimizer_sharding",
+}
+PLAN_FIELDS = {
+    "tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size",
+    "max_tp", "max_pp", "max_vpp", "max_cp", "max_ep", "max_micro_batch_size",
+    "recompute", "sequence_parallel", "optimizer_sharding",
+    "num_gpus_options", "global_batch_size_options",
+    "objective", "token_budget", "usd_per_gpu_hour", "top_k", "seed", "max_trials",
+    "exhaustive", "pareto",
+}
+
+Progress = Callable[[int, int], None]
+
+
+# --- field coercion with messages a person can act on --------------------------------------
+def _int(req: dict[str, Any], name: str, default: int | None = None, *, minimum: int = 1,
+         maximum: int | None = None) -> int | None:
+    value = req.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str | float):
+        raise SpecError(f"{name} must be an integer, got {value!r}", field=name)
+    try:
+        number = int(value)
+        if isinstance(value, float) and number != value:
+            raise ValueError
+    except ValueError:
+        raise SpecError(f"{name} must be an integer, got {value!r}", field=name) from None
+    if number < minimum:
+        raise SpecError(f"{name}={number} must be at least {minimum}", field=name)
+    if maximum is not None and number > maximum:
+        raise SpecError(f"{name}={number} must be at most {maximum}", field=name)
+    return number
+
+
+def _required_int(req: dict[str, Any], name: str, **kw: Any) -> int:
+    value = _int(req, name, **kw)
+    if value is None:
+        raise SpecError(f"{name} is required", field=name)
+    return value
+
+
+def _float(req: dict[str, Any], name: str, default: float | None, *, low: float,
+           high: float) -> float | None:
+    value = req.get(name, default)
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{name} must be a number, got {value!r}", field=name) from None
+    if not low <= number <= high:
+        raise SpecError(f"{name}={number} must be between {low} and {high}", field=name)
+    return number
+
+
+def _bool(req: dict[str, Any], name: str, default: bool | None) -> bool | None:
+    value = req.get(name, default)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise SpecError(f"{name} must be true or false, got {value!r}", field=name)
+
+
+def _choice(req: dict[str, Any], name: str, default: str, choices: Iterable[str]) -> str:
+    value = req.get(name, default)
+    options = tuple(choices)
+    if value not in options:
+        raise SpecError(f"{name}={value!r} is not one of {', '.join(options)}", field=name)
+    return str(value)
+
+
+def _check_fields(req: dict[str, Any], allowed: set[str]) -> None:
+    if not isinstance(req, dict):
+        raise SpecError("the request must be a JSON object")
+    unknown = sorted(set(req) - allowed)
+    if unknown:
+        raise SpecError(
+            f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
+            field=unknown[0],
+        )
+
+
+# --- resolution ------------------------------------------------------------------------------
+def resolve_model(ref: Any) -> ModelSpec:
+    if ref is None or ref == "":
+        raise SpecError("model is required: a catalog slug (see `planner catalog list`), a "
+                        "path to a spec or config.json, or an inline object", field="model")
+    if isinstance(ref, ModelSpec):
+        return ref
+    try:
+        return models_db.resolve_model(ref)
+    except SpecError as exc:
+        raise SpecError(exc.message, field="model" if exc.field is None else
+                        f"model.{exc.field}") from exc
+
+
+def resolve_gpu(req: dict[str, Any]) -> GPUSpec:
+    slug = req.get("gpu")
+    if not slug or not isinstance(slug, str):
+        raise SpecError(f"gpu is required; one of: {', '.join(models_db.list_gpus())}",
+                        field="gpu")
+    try:
+        gpu = models_db.load_gpu(slug)
+    except SpecError as exc:
+        raise SpecError(exc.message, field="gpu") from exc
+    override = _float(req, "gpu_memory_gib", None, low=1.0, high=4096.0)
+    if override is not None:
+        gpu = dataclasses.replace(gpu, hbm_bytes=int(override * GIB))
+    return gpu
+
+
+def resolve_cluster(req: dict[str, Any], num_gpus: int) -> ClusterSpec:
+    gpu = resolve_gpu(req)
+    gpus_per_node = _int(req, "gpus_per_node", None, maximum=64)
+    try:
+        cluster = models_db.cluster_spec(gpu.name, num_gpus, gpus_per_node)
+    except SpecError as exc:
+        raise SpecError(exc.message, field=exc.field or "num_gpus") from exc
+    if cluster.gpu != gpu:  # keep the memory override
+        cluster = dataclasses.replace(cluster, gpu=gpu)
+    return cluster
+
+
+def resolve_job(req: dict[str, Any], global_batch_size: int | None = None) -> TrainingJob:
+    return TrainingJob(
+        seq_length=_required_int(req, "seq_length", maximum=1 << 22),
+        global_batch_size=global_batch_size
+        or _required_int(req, "global_batch_size", maximum=1 << 24),
+        precision=_choice(req, "precision", "bf16", PRECISION_CHOICES),  # type: ignore[arg-type]
+    )
+
+
+def resolve_layout(req: dict[str, Any], num_gpus: int) -> Layout:
+    tp = _required_int(req, "tp", default=1, maximum=1024)
+    pp = _required_int(req, "pp", default=1, maximum=1024)
+    cp = _required_int(req, "cp", default=1, maximum=1024)
+    dp = max(1, num_gpus // (tp * pp * cp))
+    return Layout(
+        tp=tp,
+        pp=pp,
+        vpp=_required_int(req, "vpp", default=1, maximum=1024),
+        cp=cp,
+        ep=_required_int(req, "ep", default=1, maximum=4096),
+        etp=_int(req, "etp", None, maximum=1024),
+        dp=dp,
+        micro_batch_size=_required_int(req, "micro_batch_size", default=1, maximum=1 << 16),
+        recompute=_choice(req, "recompute", "none", RECOMPUTE_CHOICES),  # type: ignore[arg-type]
+        sequence_parallel=_bool(req, "sequence_parallel", None),
+        optimizer_sharding=_choice(  # type: ignore[arg-type]
+            req, "optimizer_sharding", "optimizer", OPTIMIZER_SHARDING_CHOICES
+        ),
+    )
+
+
+def _threshold(req: dict[str, Any]) -> float:
+    value = _float(req, "memory_threshold", 0.8, low=0.05, high=1.0)
+    assert value is not None
+    return value
+
+
+def profile_for(gpu: GPUSpec, profile: PerformanceProfile | None) -> PerformanceProfile:
+    return profile if profile is not None else load_profile(gpu)
+
+
+# --- entry points ----------------------------------------------------------------------------
+def evaluate_request(
+    request: dict[str, Any], *, profile: PerformanceProfile | None = None
+) -> dict[str, Any]:
+    """Evaluate one layout request (the JSON of ``planner evaluate --json``)."""
+    return evaluate_requests([request], profile=profile)[0]
+
+
+def evaluate_requests(
+    requests: list[dict[str, Any]],
+    *,
+    profile: PerformanceProfile | None = None,
+    errors_inline: bool = False,
+) -> list[dict[str, Any]]:
+    """Evaluate many layout requests; those sharing model, cluster and job run as one batch.
+
+    With ``errors_inline`` a bad request yields ``{"error": {...}}`` in its place instead of
+    raising, so one bad line never sinks the others.
+    """
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    resolved: dict[tuple[Any, ...], tuple[ModelSpec, ClusterSpec, TrainingJob, float]] = {}
+    layouts: list[Layout | None] = [None] * len(requests)
+    out: list[dict[str, Any] | None] = [None] * len(requests)
+    model_cache: dict[str, ModelSpec] = {}
+    for i, req in enumerate(requests):
+        try:
+            _check_fields(req, COMMON_FIELDS | LAYOUT_FIELDS)
+            ref = req.get("model")
+            key_model = ref if isinstance(ref, str) else repr(ref)
+            if key_model not in model_cache:
+                model_cache[key_model] = resolve_model(ref)
+            model = model_cache[key_model]
+            num_gpus = _required_int(req, "num_gpus", maximum=1 << 17)
+            cluster = resolve_cluster(req, num_gpus)
+            job = resolve_job(req)
+            threshold = _threshold(req)
+            layouts[i] = resolve_layout(req, num_gpus)
+        except SpecError as exc:
+            if not errors_inline:
+                raise
+            out[i] = {"error": {"message": exc.message, "field": exc.field}}
+            continue
+        key = (key_model, cluster, job, threshold)
+        groups.setdefault(key, []).append(i)
+        resolved[key] = (model, cluster, job, threshold)
+    for key, indexes in groups.items():
+        model, cluster, job, threshold = resolved[key]
+        batch_layouts = [layouts[i] for i in indexes]
+        results = evaluate_layouts(
+            model, cluster, job, [lay for lay in batch_layouts if lay is not None],
+            profile_for(cluster.gpu, profile), threshold=threshold,
+        )
+        for i, result in zip(indexes, results, strict=True):
+            result["model"] = model.name
+            result["gpu"] = cluster.gpu.name
+            result["num_gpus"] = cluster.num_gpus
+            out[i] = result
+    return [r if r is not None else {"error": {"message": "not evaluated"}} for r in out]
+
+
+def plan_request(
+    request: dict[str, Any],
+    *,
+    profile: PerformanceProfile | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Search for the best layouts (the JSON of ``planner plan --json``)."""
+    from app.plan_request import run_plan  # the search stack loads optuna: import it lazily
+
+    _check_fields(request, COMMON_FIELDS | PLAN_FIELDS)
+    return run_plan(request, profile=profile, progress=progress)
