@@ -1,0 +1,68 @@
+"""Alembic environment: the URL from ``-x url=``, the caller's config, or the service Settings."""
+
+from __future__ import annotations
+
+from logging.config import fileConfig
+
+from sqlalchemy import pool
+from sqlalchemy.engine import create_engine
+
+from alembic import context
+from app.db import models  # noqa: F401  (registers the rows on the metadata)
+from app.db.base import Base
+from app.db.engine import make_engine
+
+config = context.config
+if config.config_file_name and config.attributes.get("configure_logger", True):
+    fileConfig(config.config_file_name)
+
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    x_args = context.get_x_argument(as_dictionary=True)
+    if x_args.get("url"):
+        return x_args["url"]
+    url = config.get_main_option("sqlalchemy.url")
+    if url:
+        return url
+    from app.settings import Settings
+
+    return Settings().database_url
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=_url(),
+        target_metadata=target_metadata,
+        literal_binds=True,
+        render_as_batch=True,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    url = _url()
+    engine = (
+        make_engine(url)
+        if url.startswith("sqlite")
+        else create_engine(url, poolclass=pool.NullPool)
+    )
+    with engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            render_as_batch=True,
+            compare_type=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

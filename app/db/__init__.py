@@ -1,0 +1,1 @@
+"""Storage: rows, engine, migrations and repositories (the only place that builds SQL)."""

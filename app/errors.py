@@ -1,0 +1,151 @@
+"""Typed errors and their rendering as problem JSON (RFC 9457, ``application/problem+json``).
+
+One family, :class:`AppError`, carries its status code; the handlers installed by
+:func:`install_error_handlers` turn it, request-validation errors, ``SpecError`` and anything
+unexpected into the same problem document, so that no input ever yields a bare 500 page.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from planner.specs import SpecError
+
+log = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Payload too large",
+    415: "Unsupported media type",
+    422: "Invalid input",
+    500: "Internal server error",
+    503: "Service unavailable",
+}
+
+
+class AppError(Exception):
+    """An error the service expects; ``status_code`` says how it is reported."""
+
+    status_code = 400
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        errors: list[dict[str, str]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if status_code is not None:
+            self.status_code = status_code
+        self.errors = errors or []
+
+
+class NotFoundError(AppError):
+    status_code = 404
+
+
+class ConflictError(AppError):
+    status_code = 409
+
+
+class InvalidInputError(AppError):
+    status_code = 422
+
+    @classmethod
+    def for_field(cls, field: str | None, message: str) -> InvalidInputError:
+        return cls(message, errors=[{"field": field or "body", "message": message}])
+
+
+class UnsupportedMediaError(AppError):
+    status_code = 415
+
+
+class UnavailableError(AppError):
+    status_code = 503
+
+
+def problem(status: int, detail: str, errors: list[dict[str, str]] | None = None) -> JSONResponse:
+    """A problem-JSON response."""
+    body: dict[str, Any] = {
+        "type": f"https://parallel-planner.dev/problems/{status}",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "errors": errors or [],
+    }
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in {"body", "query", "path", "header"}:
+        parts = parts[1:] if len(parts) > 1 else parts
+    return ".".join(parts) or "body"
+
+
+def validation_errors(exc: RequestValidationError) -> list[dict[str, str]]:
+    """Pydantic's errors as ``[{field, message}]``, each message saying what would be accepted."""
+    out = []
+    for err in exc.errors():
+        field = _loc_to_field(err.get("loc", ()))
+        message = str(err.get("msg", "invalid value"))
+        if err.get("type") == "extra_forbidden":
+            message = f"unknown field {field!r}; remove it (see the schema for accepted fields)"
+        elif err.get("type") == "missing":
+            message = f"{field} is required"
+        else:
+            message = f"{field}: {message}"
+        out.append({"field": field, "message": message})
+    return out
+
+
+async def _app_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, AppError)
+    return problem(exc.status_code, exc.message, exc.errors)
+
+
+async def _spec_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, SpecError)
+    return problem(422, exc.message, [{"field": exc.field or "body", "message": exc.message}])
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = validation_errors(exc)
+    detail = "; ".join(e["message"] for e in errors[:5]) or "the request is not valid"
+    return problem(422, detail, errors)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    response = problem(exc.status_code, str(exc.detail))
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem(500, "an unexpected error occurred; it has been logged")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Render every error the app can raise as problem JSON."""
+    app.add_exception_handler(AppError, _app_error)
+    app.add_exception_handler(SpecError, _spec_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
