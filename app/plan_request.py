@@ -131,8 +131,10 @@ def run_plan(
     if batch_options is None:
         gbs = _int(req, "global_batch_size", None, maximum=1 << 24)
         if gbs is None:
-            raise SpecError("global_batch_size (or global_batch_size_options) is required",
-                            field="global_batch_size")
+            raise SpecError(
+                "global_batch_size (or global_batch_size_options) is required",
+                field="global_batch_size",
+            )
         batch_options = [gbs]
     clusters = [resolve_cluster(req, n) for n in num_gpus_options]
     jobs = [resolve_job(req, global_batch_size=b) for b in batch_options]
@@ -159,8 +161,7 @@ def run_plan(
     out = result.to_dict()
     for plan_json, found in zip(out["plans"], result.plans, strict=True):
         launch = launch_spec(found.model, found.cluster, found.job, found.layout)
-        plan_json["megatron"] = {"args": launch.args, "command": launch.command,
-                                 "env": launch.env}
+        plan_json["megatron"] = {"args": launch.args, "command": launch.command, "env": launch.env}
     out["model"] = model.name
     out["gpu"] = clusters[0].gpu.name
     return out

@@ -30,28 +30,70 @@ from planner.specs import (
 GIB = 2**30
 
 COMMON_FIELDS = {
-    "model", "gpu", "cluster", "gpu_memory_gib", "num_gpus", "gpus_per_node", "seq_length",
-    "global_batch_size", "precision", "memory_threshold",
+    "model",
+    "gpu",
+    "cluster",
+    "gpu_memory_gib",
+    "num_gpus",
+    "gpus_per_node",
+    "seq_length",
+    "global_batch_size",
+    "precision",
+    "memory_threshold",
 }
 LAYOUT_FIELDS = {
-    "tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size", "recompute", "sequence_parallel",
+    "tp",
+    "pp",
+    "vpp",
+    "cp",
+    "ep",
+    "etp",
+    "micro_batch_size",
+    "recompute",
+    "sequence_parallel",
     "optimizer_sharding",
 }
 PLAN_FIELDS = {
-    "tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size",
-    "max_tp", "max_pp", "max_vpp", "max_cp", "max_ep", "max_micro_batch_size",
-    "recompute", "sequence_parallel", "optimizer_sharding",
-    "num_gpus_options", "global_batch_size_options",
-    "objective", "token_budget", "usd_per_gpu_hour", "top_k", "seed", "max_trials",
-    "exhaustive", "pareto",
+    "tp",
+    "pp",
+    "vpp",
+    "cp",
+    "ep",
+    "etp",
+    "micro_batch_size",
+    "max_tp",
+    "max_pp",
+    "max_vpp",
+    "max_cp",
+    "max_ep",
+    "max_micro_batch_size",
+    "recompute",
+    "sequence_parallel",
+    "optimizer_sharding",
+    "num_gpus_options",
+    "global_batch_size_options",
+    "objective",
+    "token_budget",
+    "usd_per_gpu_hour",
+    "top_k",
+    "seed",
+    "max_trials",
+    "exhaustive",
+    "pareto",
 }
 
 Progress = Callable[[int, int], None]
 
 
 # --- field coercion with messages a person can act on --------------------------------------
-def _int(req: dict[str, Any], name: str, default: int | None = None, *, minimum: int = 1,
-         maximum: int | None = None) -> int | None:
+def _int(
+    req: dict[str, Any],
+    name: str,
+    default: int | None = None,
+    *,
+    minimum: int = 1,
+    maximum: int | None = None,
+) -> int | None:
     value = req.get(name, default)
     if value is None:
         return None
@@ -77,8 +119,9 @@ def _required_int(req: dict[str, Any], name: str, **kw: Any) -> int:
     return value
 
 
-def _float(req: dict[str, Any], name: str, default: float | None, *, low: float,
-           high: float) -> float | None:
+def _float(
+    req: dict[str, Any], name: str, default: float | None, *, low: float, high: float
+) -> float | None:
     value = req.get(name, default)
     if value is None:
         return None
@@ -122,22 +165,25 @@ def _check_fields(req: dict[str, Any], allowed: set[str]) -> None:
 # --- resolution ------------------------------------------------------------------------------
 def resolve_model(ref: Any) -> ModelSpec:
     if ref is None or ref == "":
-        raise SpecError("model is required: a catalog slug (see `planner catalog list`), a "
-                        "path to a spec or config.json, or an inline object", field="model")
+        raise SpecError(
+            "model is required: a catalog slug (see `planner catalog list`), a "
+            "path to a spec or config.json, or an inline object",
+            field="model",
+        )
     if isinstance(ref, ModelSpec):
         return ref
     try:
         return models_db.resolve_model(ref)
     except SpecError as exc:
-        raise SpecError(exc.message, field="model" if exc.field is None else
-                        f"model.{exc.field}") from exc
+        raise SpecError(
+            exc.message, field="model" if exc.field is None else f"model.{exc.field}"
+        ) from exc
 
 
 def resolve_gpu(req: dict[str, Any]) -> GPUSpec:
     slug = req.get("gpu")
     if not slug or not isinstance(slug, str):
-        raise SpecError(f"gpu is required; one of: {', '.join(models_db.list_gpus())}",
-                        field="gpu")
+        raise SpecError(f"gpu is required; one of: {', '.join(models_db.list_gpus())}", field="gpu")
     try:
         gpu = models_db.load_gpu(slug)
     except SpecError as exc:
@@ -250,8 +296,12 @@ def evaluate_requests(
         model, cluster, job, threshold = resolved[key]
         batch_layouts = [layouts[i] for i in indexes]
         results = evaluate_layouts(
-            model, cluster, job, [lay for lay in batch_layouts if lay is not None],
-            profile_for(cluster.gpu, profile), threshold=threshold,
+            model,
+            cluster,
+            job,
+            [lay for lay in batch_layouts if lay is not None],
+            profile_for(cluster.gpu, profile),
+            threshold=threshold,
         )
         for i, result in zip(indexes, results, strict=True):
             result["model"] = model.name
@@ -272,3 +322,30 @@ def plan_request(
 
     _check_fields(request, COMMON_FIELDS | PLAN_FIELDS)
     return run_plan(request, profile=profile, progress=progress)
+
+
+def gpu_from_type_string(text: str) -> GPUSpec:
+    """The catalog GPU for a free-text GPU type as measurement files and logs write it.
+
+    Accepts catalog slugs and names such as 'A100-SXM4-80GB', 'H100 (DGX-H100)' or 'H200'.
+    """
+    slugs = models_db.list_gpus()
+    key = text.strip().lower()
+    if key in slugs:
+        return models_db.load_gpu(key)
+    compact = "".join(ch for ch in key if ch.isalnum())
+    families = [
+        ("a100", "a100-sxm4-80gb"),
+        ("h100", "h100-sxm-80gb"),
+        ("h200", "h200-sxm-141gb"),
+        ("b200", "b200-sxm-180gb"),
+        ("mi300", "mi300x-192gb"),
+    ]
+    for family, default in families:
+        if family in compact:
+            if family == "a100" and "40" in compact.replace("a100", ""):
+                return models_db.load_gpu("a100-sxm4-40gb")
+            return models_db.load_gpu(default)
+    raise SpecError(
+        f"unknown GPU type {text!r}; use a catalog slug: {', '.join(slugs)}", field="gpu_type"
+    )

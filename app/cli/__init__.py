@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import calibrate, catalog, evaluate, plan
+from app.cli import batch, calibrate, catalog, evaluate, plan
 
 cli = typer.Typer(
     name="planner",
@@ -21,6 +21,7 @@ evaluate.register(cli)
 plan.register(cli)
 catalog.register(cli)
 calibrate.register(cli)
+batch.register(cli)
 try:  # the service commands (serve, migrate, submit)
     from app.cli import service
 except ImportError:  # pragma: no cover - only while the service is being built

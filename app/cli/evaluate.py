@@ -76,15 +76,30 @@ def evaluate(
         items = _read_jsonl(input)
         good = [item for item in items if isinstance(item, dict)]
         results = iter(evaluate_requests(good, errors_inline=True))
-        outputs = [next(results) if isinstance(item, dict) else {"error": {"message": item}}
-                   for item in items]
+        outputs = [
+            next(results) if isinstance(item, dict) else {"error": {"message": item}}
+            for item in items
+        ]
     else:
         request = request_from_options(
-            model=model, gpu=gpu, num_gpus=num_gpus, gpus_per_node=gpus_per_node,
-            gpu_memory_gib=gpu_memory_gib, seq_length=seq_length,
-            global_batch_size=global_batch_size, precision=precision, tp=tp, pp=pp, vpp=vpp,
-            cp=cp, ep=ep, etp=etp, micro_batch_size=micro_batch_size, recompute=recompute,
-            sequence_parallel=sequence_parallel, optimizer_sharding=optimizer_sharding,
+            model=model,
+            gpu=gpu,
+            num_gpus=num_gpus,
+            gpus_per_node=gpus_per_node,
+            gpu_memory_gib=gpu_memory_gib,
+            seq_length=seq_length,
+            global_batch_size=global_batch_size,
+            precision=precision,
+            tp=tp,
+            pp=pp,
+            vpp=vpp,
+            cp=cp,
+            ep=ep,
+            etp=etp,
+            micro_batch_size=micro_batch_size,
+            recompute=recompute,
+            sequence_parallel=sequence_parallel,
+            optimizer_sharding=optimizer_sharding,
             memory_threshold=memory_threshold,
         )
         try:
@@ -110,17 +125,24 @@ def _print_table(outputs: list[dict[str, Any]]) -> None:
             table.add_row(str(n), "-", "-", "-", "-", "-", "-", out["error"]["message"])
             continue
         lay = out["layout"]
-        text = (f"tp{lay['tp']} pp{lay['pp']} vpp{lay['vpp']} cp{lay['cp']} ep{lay['ep']} "
-                f"dp{lay['dp']} mbs{lay['micro_batch_size']} {lay['recompute']}")
+        text = (
+            f"tp{lay['tp']} pp{lay['pp']} vpp{lay['vpp']} cp{lay['cp']} ep{lay['ep']} "
+            f"dp{lay['dp']} mbs{lay['micro_batch_size']} {lay['recompute']}"
+        )
         mem = out["memory"]
         perf = out.get("performance") or {}
         mem_text = f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}"
         tps = perf.get("tokens_per_s_per_gpu")
         mfu = perf.get("mfu")
         table.add_row(
-            str(n), text, "yes" if out["valid"] else "no", mem_text,
-            "yes" if mem["fits"] else "no", "-" if tps is None else f"{tps:,.0f}",
-            "-" if mfu is None else f"{100 * mfu:.1f}%", "; ".join(out["violations"]),
+            str(n),
+            text,
+            "yes" if out["valid"] else "no",
+            mem_text,
+            "yes" if mem["fits"] else "no",
+            "-" if tps is None else f"{tps:,.0f}",
+            "-" if mfu is None else f"{100 * mfu:.1f}%",
+            "; ".join(out["violations"]),
         )
     console.print(table)
     if len(outputs) == 1 and outputs[0].get("megatron"):

@@ -77,16 +77,41 @@ def plan(
     gpus, gpus_range = _split_gpus(num_gpus)
     batch, batch_range = _split_gpus(global_batch_size)
     request = request_from_options(
-        model=model, gpu=gpu, num_gpus=gpus, num_gpus_options=gpus_range,
-        gpus_per_node=gpus_per_node, gpu_memory_gib=gpu_memory_gib, seq_length=seq_length,
-        global_batch_size=batch, global_batch_size_options=batch_range, precision=precision,
-        tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, etp=etp, micro_batch_size=micro_batch_size,
-        max_tp=max_tp, max_pp=max_pp, max_vpp=max_vpp, max_cp=max_cp, max_ep=max_ep,
-        max_micro_batch_size=max_micro_batch_size, recompute=recompute,
-        sequence_parallel=sequence_parallel, optimizer_sharding=optimizer_sharding,
-        objective=objective, token_budget=token_budget, usd_per_gpu_hour=usd_per_gpu_hour,
-        memory_threshold=memory_threshold, top_k=top_k, seed=seed, max_trials=max_trials,
-        exhaustive=exhaustive, pareto=pareto,
+        model=model,
+        gpu=gpu,
+        num_gpus=gpus,
+        num_gpus_options=gpus_range,
+        gpus_per_node=gpus_per_node,
+        gpu_memory_gib=gpu_memory_gib,
+        seq_length=seq_length,
+        global_batch_size=batch,
+        global_batch_size_options=batch_range,
+        precision=precision,
+        tp=tp,
+        pp=pp,
+        vpp=vpp,
+        cp=cp,
+        ep=ep,
+        etp=etp,
+        micro_batch_size=micro_batch_size,
+        max_tp=max_tp,
+        max_pp=max_pp,
+        max_vpp=max_vpp,
+        max_cp=max_cp,
+        max_ep=max_ep,
+        max_micro_batch_size=max_micro_batch_size,
+        recompute=recompute,
+        sequence_parallel=sequence_parallel,
+        optimizer_sharding=optimizer_sharding,
+        objective=objective,
+        token_budget=token_budget,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        memory_threshold=memory_threshold,
+        top_k=top_k,
+        seed=seed,
+        max_trials=max_trials,
+        exhaustive=exhaustive,
+        pareto=pareto,
     )
     show_progress = not json_output and sys.stderr.isatty()
     try:
@@ -131,24 +156,41 @@ def _print_result(result: dict[str, Any]) -> None:
         ),
         header_style="bold",
     )
-    for column in ("#", "GPUs", "tp", "pp", "vpp", "cp", "ep", "dp", "mbs", "recompute",
-                   "tokens/s/GPU", "MFU", "step s", "mem GiB"):
+    for column in (
+        "#",
+        "GPUs",
+        "tp",
+        "pp",
+        "vpp",
+        "cp",
+        "ep",
+        "dp",
+        "mbs",
+        "recompute",
+        "tokens/s/GPU",
+        "MFU",
+        "step s",
+        "mem GiB",
+    ):
         table.add_column(column, justify="left" if column == "recompute" else "right")
     for rank, plan in enumerate(result["plans"], start=1):
         lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
         gpus = lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"]
         table.add_row(
-            str(rank), str(gpus), *(str(lay[k]) for k in ("tp", "pp", "vpp", "cp", "ep", "dp")),
-            str(lay["micro_batch_size"]), lay["recompute"],
-            f"{perf['tokens_per_s_per_gpu']:,.0f}", f"{100 * perf['mfu']:.1f}%",
+            str(rank),
+            str(gpus),
+            *(str(lay[k]) for k in ("tp", "pp", "vpp", "cp", "ep", "dp")),
+            str(lay["micro_batch_size"]),
+            lay["recompute"],
+            f"{perf['tokens_per_s_per_gpu']:,.0f}",
+            f"{100 * perf['mfu']:.1f}%",
             f"{perf['step_time_s']:.2f}",
             f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}",
         )
     console.print(table)
     if result["plans"]:
         console.print("\n[bold]Launch the best plan:[/]")
-        console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True,
-                      highlight=False)
+        console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True, highlight=False)
     if result.get("rejections"):
         console.print("\n[bold]Rejected layouts:[/]")
         for reason, count in sorted(result["rejections"].items(), key=lambda kv: -kv[1]):

@@ -1,0 +1,122 @@
+"""``planner calibrate``: fit a performance profile to your own measured runs."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from app.cli.common import fail, print_json
+
+Opt = typer.Option
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("calibrate")(calibrate)
+
+
+def read_measurement_rows(
+    paths: list[Path], logs: list[Path], gpu_type: str | None, gpus_per_node: int | None
+) -> list[dict[str, str]]:
+    """Rows with the shared CSV's columns, from CSV files and Megatron-LM logs."""
+    from planner.megatron_log import LogParseError, parse_megatron_log
+
+    rows: list[dict[str, str]] = []
+    for path in paths:
+        try:
+            with path.open(newline="", encoding="utf-8") as handle:
+                rows.extend(csv.DictReader(handle))
+        except OSError as exc:
+            fail(f"cannot read {path}: {exc.strerror}", field="measurements")
+    for path in logs:
+        if gpu_type is None:
+            fail(
+                "--gpu-type is needed with --log: Megatron logs do not name the GPU",
+                field="gpu_type",
+            )
+        try:
+            parsed = parse_megatron_log(
+                path.read_text(encoding="utf-8", errors="replace"),
+                source_id=path.stem,
+                gpu_type=gpu_type,
+                gpus_per_node=gpus_per_node,
+            )
+            rows.extend(parsed.to_measurement_rows())
+        except OSError as exc:
+            fail(f"cannot read {path}: {exc.strerror}", field="log")
+        except LogParseError as exc:
+            fail(f"{path}: {exc}", field="log")
+    return rows
+
+
+def calibrate(
+    measurements: Annotated[
+        list[Path] | None, Opt(help="CSV with the columns of shared/data/measured-throughput.csv.")
+    ] = None,
+    log: Annotated[list[Path] | None, Opt(help="A Megatron-LM training log (repeatable).")] = None,
+    gpu_type: Annotated[str | None, Opt(help="GPU of the logged runs, e.g. h100-sxm-80gb.")] = None,
+    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node of the logged runs.")] = None,
+    group_by: Annotated[str, Opt(help="Cross-validation groups: source or sweep.")] = "sweep",
+    output: Annotated[Path | None, Opt(help="Write the fitted profile(s) here (JSON).")] = None,
+    json_output: Annotated[bool, Opt("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Fit the throughput model's coefficients to measured runs; report cross-validated error."""
+    from app.calibration import calibrate_rows
+    from planner.specs import SpecError
+
+    if not measurements and not log:
+        fail("give --measurements FILE.csv and/or --log FILE", field="measurements")
+    if group_by not in ("source", "sweep"):
+        fail(f"--group-by {group_by!r} is not one of source, sweep", field="group_by")
+    rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
+    try:
+        report = calibrate_rows(rows, group_by=group_by)
+    except SpecError as exc:
+        fail(exc.message, field=exc.field)
+    if output is not None:
+        output.write_text(json.dumps(report["profiles"], indent=2) + "\n", encoding="utf-8")
+    if json_output:
+        print_json(report)
+        return
+    _print_report(report, output)
+
+
+def _print_report(report: dict[str, Any], output: Path | None) -> None:
+    console = Console()
+    table = Table(
+        title="Calibration (cross-validated error of tokens/s per GPU)", header_style="bold"
+    )
+    for column in (
+        "GPU",
+        "rows",
+        "median APE before",
+        "median APE after",
+        "p90 before",
+        "p90 after",
+    ):
+        table.add_column(column, justify="left" if column == "GPU" else "right")
+    for gpu, item in report["gpus"].items():
+        cv = item["cross_validation"]
+        table.add_row(
+            gpu,
+            str(item["rows"]),
+            *(
+                f"{100 * cv[k]:.1f}%" if cv.get(k) is not None else "-"
+                for k in (
+                    "median_ape_before",
+                    "median_ape_after",
+                    "p90_ape_before",
+                    "p90_ape_after",
+                )
+            ),
+        )
+    console.print(table)
+    for message in report.get("skipped", []):
+        console.print(f"[yellow]skipped:[/] {message}", highlight=False)
+    if output is not None:
+        console.print(f"profiles written to {output}")
