@@ -1,0 +1,61 @@
+"""Dependencies: settings, the request's unit of work, the worker pool (all from app.state)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.engine import unit_of_work
+from app.errors import AppError
+from app.jobs.backend import PlanningBackend
+from app.jobs.worker import WorkerPool
+from app.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_session_factory(request: Request) -> sessionmaker[Session]:
+    factory: sessionmaker[Session] = request.app.state.session_factory
+    return factory
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """One unit of work per request: commit when the route returns, roll back if it raises."""
+    with unit_of_work(get_session_factory(request)) as session:
+        yield session
+
+
+def get_pool(request: Request) -> WorkerPool | None:
+    pool: WorkerPool | None = request.app.state.worker_pool
+    return pool
+
+
+def get_backend(request: Request) -> PlanningBackend:
+    backend: PlanningBackend = request.app.state.backend
+    return backend
+
+
+def require_api_key(request: Request) -> None:
+    expected = get_settings(request).api_key
+    if not expected:
+        return
+    header = request.headers.get("authorization", "")
+    token = header.removeprefix("Bearer ").strip()
+    if not secrets.compare_digest(token.encode(), expected.encode()):
+        raise AppError(
+            "missing or wrong API key: send Authorization: Bearer <key>", status_code=401
+        )
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+FactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
+PoolDep = Annotated[WorkerPool | None, Depends(get_pool)]
+BackendDep = Annotated[PlanningBackend, Depends(get_backend)]

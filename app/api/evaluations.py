@@ -1,0 +1,31 @@
+"""``POST /v1/evaluations``: one layout, evaluated synchronously in the threadpool."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+
+from app.api.deps import BackendDep, SessionDep
+from app.jobs.service import profile_from, resolve_references
+from app.schemas import EvaluationRequest
+from app.schemas.common import problem_responses
+from app.schemas.jobs import EVALUATION_EXAMPLE
+
+router = APIRouter(prefix="/v1", tags=["evaluations"])
+
+
+@router.post(
+    "/evaluations",
+    responses=problem_responses(422),
+    summary="Evaluate one layout: Megatron's rules, memory, throughput and launch flags",
+    operation_id="evaluate_layout",
+)
+def evaluate(
+    body: Annotated[EvaluationRequest, Body(examples=[EVALUATION_EXAMPLE])],
+    session: SessionDep,
+    backend: BackendDep,
+) -> dict[str, Any]:
+    # a plain `def` route: FastAPI runs it in the threadpool, never on the event loop
+    request, resolved = resolve_references(session, body.model_dump(exclude_none=True))
+    return backend.evaluate(request, profile=profile_from(resolved))

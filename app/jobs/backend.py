@@ -1,0 +1,70 @@
+"""The planning functions the service calls, passed in rather than imported globally.
+
+The default backend is ``app.planning`` (loaded on first use); tests and scale-out deployments
+can hand ``create_app`` another one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Runner = Callable[..., dict[str, Any]]
+
+
+def load_callable(path: str) -> Runner:
+    """``module:function`` -> the function."""
+    module_name, _, attr = path.partition(":")
+    func: Runner = getattr(importlib.import_module(module_name), attr)
+    return func
+
+
+def _evaluate(request: dict[str, Any], *, profile: Any = None) -> dict[str, Any]:
+    from app.planning import evaluate_request
+
+    return evaluate_request(request, profile=profile)
+
+
+def _validate_plan(request: dict[str, Any]) -> dict[str, Any]:
+    """Resolve what a plan request names, raising SpecError now rather than in the job."""
+    from app import planning
+
+    model = planning.resolve_model(request.get("model"))
+    options = request.get("num_gpus_options") or [request.get("num_gpus")]
+    if options[0] is None:
+        from planner.specs import SpecError
+
+        raise SpecError("num_gpus (or num_gpus_options) is required", field="num_gpus")
+    gbs = request.get("global_batch_size") or (request.get("global_batch_size_options") or [0])[0]
+    if not gbs:
+        from planner.specs import SpecError
+
+        raise SpecError(
+            "global_batch_size (or global_batch_size_options) is required",
+            field="global_batch_size",
+        )
+    cluster = None
+    for n in options:
+        cluster = planning.resolve_cluster(request, int(n))
+    planning.resolve_job(request, global_batch_size=int(gbs))
+    assert cluster is not None
+    return {"model": model.to_dict(), "gpu": cluster.gpu.to_dict()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanningBackend:
+    evaluate: Runner
+    """``evaluate_request(request, *, profile=None) -> dict``."""
+    plan: Runner
+    """``plan_request(request, *, profile=None, progress=None) -> dict``."""
+    validate_plan: Callable[[dict[str, Any]], dict[str, Any]]
+    """Raise SpecError for a request that cannot run; return the specs it resolves to."""
+
+
+def default_backend(job_runner: str = "app.planning:plan_request") -> PlanningBackend:
+    def plan(request: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return load_callable(job_runner)(request, **kwargs)
+
+    return PlanningBackend(evaluate=_evaluate, plan=plan, validate_plan=_validate_plan)

@@ -1,0 +1,207 @@
+"""In-process plan-job workers.
+
+Each worker thread claims the oldest queued job (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, a
+conditional UPDATE on SQLite), runs it with a heartbeat thread beside it, and writes the result.
+A job whose heartbeat stops (its server died) is put back in the queue by any worker, so nothing
+submitted is ever lost; cancellation is a flag that the heartbeat reads and the progress
+callback acts on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import traceback
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.base import utcnow
+from app.db.engine import unit_of_work
+from app.db.repositories import PlanJobRepository
+from app.jobs.backend import Runner
+from app.jobs.service import profile_from
+from app.settings import Settings
+from planner.specs import SpecError
+
+log = logging.getLogger(__name__)
+
+
+class JobInterrupted(Exception):
+    """Raised inside a running search to stop it (cancelled, shut down, or lost)."""
+
+
+class _RunState:
+    def __init__(self) -> None:
+        self.done = 0
+        self.total: int | None = None
+        self.cancel = threading.Event()
+        self.lost = threading.Event()
+        self.finished = threading.Event()
+
+    @property
+    def progress(self) -> float:
+        if not self.total:
+            return 0.0
+        return min(1.0, self.done / self.total)
+
+
+class WorkerPool:
+    """``settings.workers`` threads that run plan jobs from the database queue."""
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        settings: Settings,
+        *,
+        skip_locked: bool,
+        runner: Runner,
+    ) -> None:
+        self.factory = factory
+        self.settings = settings
+        self.skip_locked = skip_locked
+        self.runner = runner
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self.requeue_stale()
+        for i in range(self.settings.workers):
+            thread = threading.Thread(
+                target=self._loop,
+                args=(f"{self.worker_prefix}:{i}",),
+                daemon=True,
+                name=f"plan-worker-{i}",
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+        self._threads.clear()
+
+    def wake(self) -> None:
+        """Tell idle workers that a job was queued."""
+        self._wake.set()
+
+    # --- the queue ---------------------------------------------------------------------------
+    def requeue_stale(self) -> None:
+        with unit_of_work(self.factory) as session:
+            requeued, failed = PlanJobRepository(session).requeue_stale(
+                self.settings.job_stale_after_s, self.settings.job_max_attempts
+            )
+        if requeued or failed:
+            log.warning("re-queued %d orphaned plan job(s), failed %d", requeued, failed)
+
+    def claim(self, worker_id: str) -> str | None:
+        with unit_of_work(self.factory) as session:
+            return PlanJobRepository(session).claim_next(worker_id, skip_locked=self.skip_locked)
+
+    def _loop(self, worker_id: str) -> None:
+        reap_every = max(1.0, self.settings.job_stale_after_s / 2)
+        last_reap = 0.0
+        while not self._stop.is_set():
+            try:
+                now = utcnow().timestamp()
+                if now - last_reap >= reap_every:
+                    self.requeue_stale()
+                    last_reap = now
+                job_id = self.claim(worker_id)
+            except Exception:
+                log.exception("plan worker %s could not reach the database", worker_id)
+                self._stop.wait(self.settings.job_poll_s)
+                continue
+            if job_id is None:
+                self._wake.wait(self.settings.job_poll_s)
+                self._wake.clear()
+                continue
+            self.run_job(job_id, worker_id)
+
+    # --- one job -----------------------------------------------------------------------------
+    def _heartbeat(self, job_id: str, worker_id: str, state: _RunState) -> None:
+        while not state.finished.wait(self.settings.job_heartbeat_s):
+            try:
+                with unit_of_work(self.factory) as session:
+                    cancel = PlanJobRepository(session).heartbeat(
+                        job_id, worker_id, state.progress, state.done, state.total
+                    )
+            except Exception:
+                log.exception("heartbeat of plan job %s failed", job_id)
+                continue
+            if cancel is None:
+                state.lost.set()
+            elif cancel:
+                state.cancel.set()
+
+    def run_job(self, job_id: str, worker_id: str) -> None:
+        with self.factory() as session:
+            row = PlanJobRepository(session).get(job_id)
+            if row is None:
+                return
+            resolved = dict(row.resolved)
+            cancel_requested = row.cancel_requested
+        request = resolved.get("planner_request", {})
+        state = _RunState()
+        if cancel_requested:
+            state.cancel.set()
+        beat = threading.Thread(
+            target=self._heartbeat,
+            args=(job_id, worker_id, state),
+            daemon=True,
+            name=f"heartbeat-{job_id[:8]}",
+        )
+        beat.start()
+
+        def progress(done: int, total: int) -> None:
+            state.done, state.total = int(done), int(total)
+            if state.cancel.is_set() or state.lost.is_set() or self._stop.is_set():
+                raise JobInterrupted
+
+        values: dict[str, Any]
+        try:
+            if state.cancel.is_set():
+                raise JobInterrupted
+            result = self.runner(request, profile=profile_from(resolved), progress=progress)
+            values = {"status": "succeeded", "result": result, "progress": 1.0}
+            if state.total is None:
+                values["layouts_evaluated"] = int(result.get("search", {}).get("evaluated", 0))
+            else:
+                values["layouts_evaluated"] = state.done
+                values["layouts_total"] = state.total
+        except JobInterrupted:
+            if state.lost.is_set():
+                log.warning("plan job %s was taken over elsewhere; dropping this run", job_id)
+                return
+            if self._stop.is_set() and not state.cancel.is_set():
+                values = {"status": "queued", "worker_id": None}  # runs again after restart
+            else:
+                values = {"status": "cancelled"}
+        except SpecError as exc:
+            values = {"status": "failed", "error": exc.message}
+        except Exception as exc:
+            log.exception("plan job %s failed", job_id)
+            values = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+            values["error"] += "\n" + traceback.format_exc(limit=5)[-2000:]
+        finally:
+            state.finished.set()
+        if values["status"] != "queued":
+            values["finished_at"] = utcnow()
+            if state.cancel.is_set() and values["status"] == "succeeded":
+                values = {"status": "cancelled", "finished_at": values["finished_at"]}
+        values["heartbeat_at"] = utcnow()
+        with unit_of_work(self.factory) as session:
+            repo = PlanJobRepository(session)
+            current = repo.get(job_id)
+            if values["status"] == "succeeded" and current is not None and current.cancel_requested:
+                values = {"status": "cancelled", "finished_at": values["finished_at"]}
+            if not repo.finish(job_id, worker_id, **values):
+                log.warning("plan job %s changed hands before it finished here", job_id)

@@ -1,0 +1,54 @@
+"""Schemas shared by every route: the problem document and pagination."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+PROBLEM_REF = "#/components/schemas/Problem"
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
+
+
+class ProblemField(BaseModel):
+    field: str
+    message: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, with the fields to fix in ``errors``."""
+
+    type: str = Field(examples=["https://parallel-planner.dev/problems/422"])
+    title: str
+    status: int
+    detail: str
+    errors: list[ProblemField] = Field(default_factory=list)
+
+
+class Page(BaseModel):
+    total: int
+    limit: int
+    offset: int
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI declarations of the error responses a route can return."""
+    descriptions = {
+        400: "Bad request",
+        404: "Not found",
+        409: "Conflict with the current state",
+        413: "Payload too large",
+        415: "Unsupported media type",
+        422: "Invalid input: `errors` names each field and the fix",
+        503: "Service unavailable",
+    }
+    return {
+        status: {
+            "model": Problem,
+            "description": descriptions.get(status, "Error"),
+            "content": {
+                "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+            },
+        }
+        for status in statuses
+    }
