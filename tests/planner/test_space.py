@@ -209,3 +209,9 @@ def test_default_constraints_enumerate_all_recompute_and_sharding_modes() -> Non
     assert set(batch.recompute.tolist()) == {0, 1, 2}
     assert set(batch.optimizer_sharding.tolist()) == {0, 1, 2}
     assert np.isin(batch.micro_batch_size, [1, 2, 4, 8, 16, 32, 64, 128]).all()
+
+
+def test_fixed_vpp_choices_keep_pp1_plain() -> None:
+    batch = enumerate_layouts(LLAMA8B, cluster(16), JOB, SearchConstraints(vpp=(1, 2)))
+    assert (batch.vpp[batch.pp == 1] == 1).all()
+    assert set(batch.vpp[batch.pp > 1].tolist()) == {1, 2}

@@ -1,0 +1,346 @@
+"""Megatron-LM flags: what is emitted, and that it parses back to the same layout and model."""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.megatron import launch_spec, megatron_args, parse_megatron_args
+from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+
+H100 = GPUSpec(
+    name="h100-sxm-80gb",
+    hbm_bytes=80 * 2**30,
+    hbm_bandwidth_bytes_per_s=3.35e12,
+    peak_bf16_flop_per_s=989e12,
+    peak_fp8_flop_per_s=1979e12,
+    intra_node_bandwidth_bytes_per_s=450e9,
+)
+B200 = replace(H100, name="b200", architecture="blackwell", peak_fp8_flop_per_s=4.5e15)
+LLAMA8B = ModelSpec(
+    name="llama3.1-8b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
+    num_attention_heads=32, num_query_groups=8, vocab_size=128256,
+)  # fmt: skip
+DEEPSEEK = ModelSpec(
+    name="deepseek-v3", num_layers=61, hidden_size=7168, ffn_hidden_size=18432,
+    num_attention_heads=128, vocab_size=129280, num_experts=256, moe_router_topk=8,
+    moe_ffn_hidden_size=2048, moe_shared_expert_intermediate_size=2048,
+    moe_first_dense_layers=3, multi_latent_attention=True, q_lora_rank=1536,
+    kv_lora_rank=512, qk_head_dim=128, qk_pos_emb_head_dim=64, v_head_dim=128,
+    mtp_num_layers=1, max_position_embeddings=163840,
+)  # fmt: skip
+MIXTRAL = ModelSpec(
+    name="mixtral-8x7b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
+    num_attention_heads=32, num_query_groups=8, vocab_size=32000, num_experts=8,
+)  # fmt: skip
+JOB = TrainingJob(seq_length=8192, global_batch_size=128)
+
+
+def cluster(n: int, gpu: GPUSpec = H100) -> ClusterSpec:
+    return ClusterSpec(name=f"c{n}", gpu=gpu, num_gpus=n)
+
+
+def value(args: list[str], flag: str) -> str:
+    assert args.count(flag) == 1, flag
+    return args[args.index(flag) + 1]
+
+
+# --- round trip (hypothesis) ------------------------------------------------------------------
+
+
+@st.composite
+def models(draw: st.DrawFn) -> ModelSpec:
+    heads = draw(st.sampled_from([8, 16, 32, 64, 128]))
+    head_dim = draw(st.sampled_from([64, 128]))
+    layers = draw(st.integers(4, 96))
+    kw: dict[str, Any] = dict(
+        name="m", num_layers=layers, hidden_size=heads * head_dim,
+        ffn_hidden_size=draw(st.integers(1, 400)) * 64, num_attention_heads=heads,
+        vocab_size=draw(st.integers(1000, 260_000)),
+        kv_channels=draw(st.sampled_from([None, 128, 192])),
+        max_position_embeddings=draw(st.sampled_from([None, 2048, 131072])),
+        swiglu=draw(st.booleans()),
+        normalization=draw(st.sampled_from(["LayerNorm", "RMSNorm"])),
+        position_embedding_type=draw(st.sampled_from(["rope", "yarn", "learned_absolute",
+                                                      "none"])),
+        untie_embeddings_and_output_weights=draw(st.booleans()),
+        add_bias_linear=draw(st.booleans()), add_qkv_bias=draw(st.booleans()),
+        qk_layernorm=draw(st.booleans()),
+        hidden_dropout=draw(st.sampled_from([0.0, 0.1, 0.05])),
+        attention_dropout=draw(st.sampled_from([0.0, 0.1])),
+    )  # fmt: skip
+    if draw(st.booleans()):  # GQA (exclusive with MLA)
+        kw["num_query_groups"] = draw(st.sampled_from([g for g in (1, 2, 4, 8) if heads % g == 0]))
+    elif draw(st.booleans()):
+        kw.update(
+            multi_latent_attention=True, kv_channels=None,
+            q_lora_rank=draw(st.sampled_from([None, 1536])),
+            kv_lora_rank=draw(st.sampled_from([512, 256])),
+            qk_head_dim=128, qk_pos_emb_head_dim=64, v_head_dim=128,
+        )  # fmt: skip
+    if draw(st.booleans()):
+        experts = draw(st.sampled_from([4, 8, 64, 256]))
+        freq = draw(st.integers(1, 3))
+        kw.update(
+            num_experts=experts,
+            moe_router_topk=draw(st.integers(1, 4)),
+            moe_ffn_hidden_size=draw(st.sampled_from([None, 768, 2048])),
+            moe_shared_expert_intermediate_size=draw(st.sampled_from([None, 2048])),
+            moe_layer_freq=freq,
+            moe_first_dense_layers=draw(st.integers(0, layers // 2)),
+        )
+    if kw["position_embedding_type"] != "learned_absolute":
+        kw["mtp_num_layers"] = draw(st.integers(0, 2))
+    return ModelSpec(**kw)
+
+
+@st.composite
+def layouts(draw: st.DrawFn, model: ModelSpec) -> Layout:
+    tp = draw(st.sampled_from([1, 2, 4, 8]))
+    pp = draw(st.sampled_from([1, 2, 4]))
+    experts = model.num_experts or 1
+    return Layout(
+        tp=tp, pp=pp, vpp=draw(st.sampled_from([1, 2, 3])) if pp > 1 else 1,
+        cp=draw(st.sampled_from([1, 2, 4])),
+        ep=draw(st.sampled_from([e for e in (1, 2, 4, 8) if experts % e == 0])),
+        etp=draw(st.sampled_from([1, tp])) if model.is_moe else None,
+        dp=draw(st.integers(1, 16)), micro_batch_size=draw(st.sampled_from([1, 2, 4])),
+        recompute=draw(st.sampled_from(["none", "selective", "full"])),
+        optimizer_sharding=draw(st.sampled_from(["none", "optimizer", "full"])),
+    )  # fmt: skip
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[ModelSpec, Layout, TrainingJob]:
+    model = draw(models())
+    job = TrainingJob(
+        seq_length=draw(st.sampled_from([2048, 4096, 8192])),
+        global_batch_size=draw(st.integers(1, 4096)),
+        precision=draw(st.sampled_from(["bf16", "fp8"])),
+    )
+    return model, draw(layouts(model)), job
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_flags_parse_back_to_the_same_layout_and_job(case: Any) -> None:
+    model, layout, job = case
+    world = layout.num_gpus
+    parsed = parse_megatron_args(megatron_args(model, cluster(8), job, layout), world_size=world)
+    assert parsed.layout == layout.normalized()
+    assert (parsed.seq_length, parsed.global_batch_size, parsed.precision) == (
+        job.seq_length,
+        job.global_batch_size,
+        job.precision,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_flags_parse_back_to_the_same_model_shape(case: Any) -> None:
+    model, layout, job = case
+    args = megatron_args(model, cluster(8), job, layout)
+    fields = parse_megatron_args(args, world_size=layout.num_gpus).model_fields
+    rebuilt = ModelSpec(name=model.name, **fields)
+    # max positions are emitted as max(model value, seq); the MoE pattern may be re-expressed
+    assert rebuilt.max_position_embeddings == max(
+        model.max_position_embeddings or job.seq_length, job.seq_length
+    )
+    assert rebuilt.moe_layer_pattern() == model.moe_layer_pattern()
+    same = {"max_position_embeddings": None, "moe_layer_freq": 1, "moe_first_dense_layers": 0}
+    assert replace(rebuilt, **same) == replace(model, **same)
+
+
+# --- specific flags ---------------------------------------------------------------------------
+
+
+def test_llama_flags_contain_megatron_facts_case_a() -> None:
+    # megatron-facts §8 common flags for A-C plus case A's t=2, p=2, SP, selective, dist-opt
+    flags = (
+        "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+        "--group-query-attention --num-query-groups 8 --swiglu --normalization RMSNorm "
+        "--position-embedding-type rope --untie-embeddings-and-output-weights "
+        "--disable-bias-linear --seq-length 8192 --max-position-embeddings 8192 "
+        "--micro-batch-size 1 --global-batch-size 128 --bf16 --tensor-model-parallel-size 2 "
+        "--pipeline-model-parallel-size 2 --sequence-parallel --recompute-granularity selective "
+        "--use-distributed-optimizer"
+    )
+    expected = shlex.split(flags)
+    layout = Layout(tp=2, pp=2, dp=4, recompute="selective")
+    args = megatron_args(LLAMA8B, cluster(16), JOB, layout)
+    for i, token in enumerate(expected):
+        if not token.startswith("--"):
+            continue
+        nxt = expected[i + 1] if i + 1 < len(expected) else "--"
+        if nxt.startswith("--"):
+            assert token in args
+        else:
+            assert value(args, token) == nxt
+
+
+def test_deepseek_moe_layer_freq_lists_every_layer() -> None:
+    args = megatron_args(DEEPSEEK, cluster(64), JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+    text = value(args, "--moe-layer-freq")
+    assert text == "([0]*3+[1]*58)"
+    pattern = eval(text, {"__builtins__": {}})  # the same evaluation Megatron performs
+    assert len(pattern) == 61 and pattern[:3] == [0, 0, 0] and sum(pattern) == 58
+
+
+def test_deepseek_emits_mla_and_mtp_flags() -> None:
+    args = megatron_args(DEEPSEEK, cluster(64), JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+    assert "--multi-latent-attention" in args and "--group-query-attention" not in args
+    assert value(args, "--kv-lora-rank") == "512" and value(args, "--q-lora-rank") == "1536"
+    assert value(args, "--normalization") == "RMSNorm"
+    assert value(args, "--mtp-num-layers") == "1"
+    assert value(args, "--max-position-embeddings") == "163840"
+
+
+def test_moe_without_leading_dense_layers_uses_int_freq() -> None:
+    args = megatron_args(MIXTRAL, cluster(8), JOB, Layout(tp=2, ep=4, etp=1, dp=4))
+    assert value(args, "--moe-layer-freq") == "1"
+    assert value(args, "--moe-token-dispatcher-type") == "alltoall"
+    assert "--moe-grouped-gemm" in args
+    assert value(args, "--expert-tensor-parallel-size") == "1"
+
+
+def test_dense_model_emits_no_expert_flags() -> None:
+    args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(tp=8))
+    assert not [a for a in args if a.startswith(("--expert", "--moe", "--num-experts"))]
+
+
+def test_vpp_flag_only_when_interleaved() -> None:
+    with_vpp = megatron_args(LLAMA8B, cluster(8), JOB, Layout(pp=4, vpp=2, dp=2))
+    without = megatron_args(LLAMA8B, cluster(8), JOB, Layout(pp=4, dp=2))
+    assert value(with_vpp, "--num-virtual-stages-per-pipeline-rank") == "2"
+    assert "--num-virtual-stages-per-pipeline-rank" not in without
+
+
+def test_full_recompute_flags() -> None:
+    args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(dp=8, recompute="full"))
+    assert value(args, "--recompute-granularity") == "full"
+    assert value(args, "--recompute-method") == "uniform"
+    assert value(args, "--recompute-num-layers") == "1"
+
+
+def test_selective_recompute_has_no_method() -> None:
+    args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(dp=8, recompute="selective"))
+    assert "--recompute-method" not in args and "--recompute-num-layers" not in args
+
+
+@pytest.mark.parametrize(
+    ("sharding", "present", "absent"),
+    [
+        ("optimizer", ["--use-distributed-optimizer", "--overlap-param-gather"],
+         ["--use-torch-fsdp2"]),
+        ("full", ["--use-torch-fsdp2"], ["--use-distributed-optimizer", "--overlap-param-gather"]),
+        ("none", ["--overlap-grad-reduce"],
+         ["--use-distributed-optimizer", "--overlap-param-gather", "--use-torch-fsdp2"]),
+    ],
+)  # fmt: skip
+def test_optimizer_sharding_flags(sharding: Any, present: list[str], absent: list[str]) -> None:
+    args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(dp=8, optimizer_sharding=sharding))
+    assert all(flag in args for flag in present)
+    assert not any(flag in args for flag in absent)
+
+
+@pytest.mark.parametrize(("gpu", "recipe"), [(H100, "delayed"), (B200, "mxfp8")])
+def test_fp8_recipe_follows_architecture(gpu: GPUSpec, recipe: str) -> None:
+    job = TrainingJob(seq_length=8192, global_batch_size=128, precision="fp8")
+    args = megatron_args(LLAMA8B, cluster(8, gpu), job, Layout(dp=8))
+    assert value(args, "--fp8-format") == "hybrid" and value(args, "--fp8-recipe") == recipe
+    assert "--bf16" in args
+
+
+def test_bf16_job_has_no_fp8_flags() -> None:
+    args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(dp=8))
+    assert "--bf16" in args and "--fp8-format" not in args
+
+
+def test_max_position_embeddings_covers_the_sequence() -> None:
+    short = replace(LLAMA8B, max_position_embeddings=4096)
+    args = megatron_args(short, cluster(8), JOB, Layout(dp=8))
+    assert value(args, "--max-position-embeddings") == "8192"
+
+
+def test_mha_model_has_no_gqa_flag() -> None:
+    mha = replace(LLAMA8B, num_query_groups=None)
+    assert "--group-query-attention" not in megatron_args(mha, cluster(8), JOB, Layout(dp=8))
+
+
+def test_biased_model_keeps_biases() -> None:
+    gpt = replace(LLAMA8B, add_bias_linear=True, position_embedding_type="learned_absolute")
+    args = megatron_args(gpt, cluster(8), JOB, Layout(dp=8))
+    assert "--disable-bias-linear" not in args
+    assert value(args, "--position-embedding-type") == "learned_absolute"
+
+
+# --- environment and command ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu", "layout", "needed"),
+    [
+        (H100, Layout(tp=2, dp=4), True),
+        (H100, Layout(cp=2, dp=4), True),
+        (H100, Layout(dp=8), False),
+        (B200, Layout(tp=8), False),  # rule 30 applies before Blackwell only
+        (H100, Layout(tp=2, dp=4, optimizer_sharding="full"), False),  # FSDP2 skips the assert
+    ],
+)
+def test_cuda_device_max_connections(gpu: GPUSpec, layout: Layout, needed: bool) -> None:
+    env = launch_spec(LLAMA8B, cluster(8, gpu), JOB, layout).env
+    assert (env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1") is needed
+    assert ("CUDA_DEVICE_MAX_CONNECTIONS" in env) is needed
+
+
+def test_command_is_a_torchrun_line_with_quoted_args() -> None:
+    spec = launch_spec(DEEPSEEK, cluster(64), JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+    words = shlex.split(spec.command)
+    start = words.index("torchrun")
+    assert words[:start] == [f"{k}={v}" for k, v in spec.env.items()]
+    assert words[start : start + 7] == [
+        "torchrun", "--nproc-per-node", "8", "--nnodes", "8", "--node-rank", "$NODE_RANK",
+    ]  # fmt: skip
+    script = words.index("pretrain_gpt.py")
+    assert words[script + 1 :] == spec.args
+    assert "'([0]*3+[1]*58)'" in spec.command
+
+
+def test_single_node_command_uses_only_the_gpus_asked_for() -> None:
+    spec = launch_spec(LLAMA8B, cluster(4), JOB, Layout(dp=4), script="train.py")
+    assert "--nproc-per-node 4 --nnodes 1" in spec.command and " train.py " in spec.command
+
+
+def test_notes_mention_tokenizer_and_padded_vocab() -> None:
+    spec = launch_spec(LLAMA8B, cluster(8), JOB, Layout(tp=8))
+    assert any("128256" in n and "129024" in n for n in spec.notes)  # catalog-facts §1.9
+
+
+# --- parser errors ----------------------------------------------------------------------------
+
+
+def test_parse_rejects_unknown_flags() -> None:
+    args = [*megatron_args(LLAMA8B, cluster(8), JOB, Layout(dp=8)), "--frobnicate"]
+    with pytest.raises(SpecError, match="--frobnicate"):
+        parse_megatron_args(args, world_size=8)
+
+
+def test_parse_rejects_world_size_not_divisible() -> None:
+    args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(tp=4, dp=2))
+    with pytest.raises(SpecError, match="world_size=6"):
+        parse_megatron_args(args, world_size=6)
+
+
+def test_parse_reads_megatron_style_list_pattern() -> None:
+    args = megatron_args(DEEPSEEK, cluster(64), JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+    i = args.index("--moe-layer-freq") + 1
+    args[i] = str([0] * 3 + [1] * 58)  # a literal list instead of the product form
+    fields = parse_megatron_args(args, world_size=64).model_fields
+    assert (fields["moe_layer_freq"], fields["moe_first_dense_layers"]) == (1, 3)
+    assert ast.literal_eval(args[i])[:4] == [0, 0, 0, 1]
