@@ -58,6 +58,20 @@ _TIMER_HEAD = re.compile(r"(?:\(min, max\) time|max time|times) across ranks \(m
 _TIMER_LINE = re.compile(r"^\s+(\S.*?) \.*: \(?([0-9.]+)(?:, ([0-9.]+)\))?\s*$")
 
 
+_COPIED_ARGS = ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+                "seq_length", "micro_batch_size", "global_batch_size")  # fmt: skip
+_SIZE_ARGS = {  # row column -> (argument, key of the "using world size" line)
+              "num_gpus": ("world_size", "world_size"), "tp": ("tensor_model_parallel_size", "tp"),
+              "pp": ("pipeline_model_parallel_size", "pp"), "cp": ("context_parallel_size", "cp"),
+              "ep": ("expert_model_parallel_size", ""),
+              "dp": ("data_parallel_size", "dp")}  # fmt: skip
+_EXTRA_ARGS = ("expert_tensor_parallel_size", "log_interval", "recompute_method",
+               "recompute_num_layers", "activations_checkpoint_method", "fp8_recipe", "swiglu",
+               "normalization", "position_embedding_type", "untie_embeddings_and_output_weights",
+               "add_bias_linear", "mtp_num_layers")  # fmt: skip
+"""Arguments with no CSV column, copied into other_metrics when set."""
+
+
 class LogParseError(ValueError):
     """The text is not a Megatron-LM log, or lacks what a measurement row needs."""
 
@@ -305,15 +319,6 @@ def _memory(match: re.Match[str]) -> RankMemory:
     )
 
 
-def _peak(ranks: list[RankMemory], attr: str) -> tuple[float | None, int | None]:
-    best: tuple[float | None, int | None] = (None, None)
-    for r in ranks:
-        value = getattr(r, attr)
-        if value is not None and (best[0] is None or value > best[0]):
-            best = (value, r.rank)
-    return best
-
-
 def parse_megatron_log(
     text: str,
     *,
@@ -408,17 +413,17 @@ def parse_megatron_log(
         warnings.append("no iteration line with an elapsed time: the log has no throughput data")
     memory = None
     if ranks or theory[0] is not None:
-        rank_list = list(ranks.values())
-        alloc, reserved = (
-            _peak(rank_list, "max_allocated_mib"),
-            _peak(rank_list, "max_reserved_mib"),
-        )
+        rank_list = sorted(ranks.values(), key=lambda r: r.rank)
+        alloc = [r for r in rank_list if r.max_allocated_mib is not None]
+        resv = [r for r in rank_list if r.max_reserved_mib is not None]
+        top_a = max(alloc, key=lambda r: r.max_allocated_mib or 0.0) if alloc else None
+        top_r = max(resv, key=lambda r: r.max_reserved_mib or 0.0) if resv else None
         memory = MemoryRecord(
-            ranks=tuple(sorted(rank_list, key=lambda r: r.rank)),
-            max_allocated_mib=alloc[0],
-            max_allocated_rank=alloc[1],
-            max_reserved_mib=reserved[0],
-            max_reserved_rank=reserved[1],
+            ranks=tuple(rank_list),
+            max_allocated_mib=top_a.max_allocated_mib if top_a else None,
+            max_allocated_rank=top_a.rank if top_a else None,
+            max_reserved_mib=top_r.max_reserved_mib if top_r else None,
+            max_reserved_rank=top_r.rank if top_r else None,
             theoretical_weight_and_optimizer_mib=theory[0],
             theoretical_activation_mib=theory[1],
             theoretical_total_mib=theory[2],
@@ -466,25 +471,9 @@ def _build_row(res: LogParseResult) -> dict[str, str]:
     other: list[str] = [f"megatron_format={res.megatron_format}"]
     notes: list[str] = []
     row = dict.fromkeys(MEASUREMENT_COLUMNS, "")
-    for col in (
-        "num_layers",
-        "hidden_size",
-        "ffn_hidden_size",
-        "num_attention_heads",
-        "seq_length",
-        "micro_batch_size",
-        "global_batch_size",
-    ):
+    for col in _COPIED_ARGS:
         row[col] = arg(col)
-    sizes = {
-        "num_gpus": ("world_size", "world_size"),
-        "tp": ("tensor_model_parallel_size", "tp"),
-        "pp": ("pipeline_model_parallel_size", "pp"),
-        "cp": ("context_parallel_size", "cp"),
-        "ep": ("expert_model_parallel_size", ""),
-        "dp": ("data_parallel_size", "dp"),
-    }
-    for col, (name, key) in sizes.items():
+    for col, (name, key) in _SIZE_ARGS.items():
         row[col] = arg(name) or (str(wl[key]) if key in wl else "")
         if not row[col] and col in ("cp", "ep") and a and name not in a:
             row[col] = "1"  # the argument predates CP/EP, so the run had none (log sheet §2.3)
@@ -515,19 +504,13 @@ def _build_row(res: LogParseResult) -> dict[str, str]:
         row["num_experts"], row["moe_top_k"] = arg("num_experts"), arg("moe_router_topk")
         row["moe_ffn_hidden_size"] = arg("moe_ffn_hidden_size")
         other.append(f"moe_layer_freq={arg('moe_layer_freq')}" if arg("moe_layer_freq") else "")
-        shared, expert = (
-            _int(arg("moe_shared_expert_intermediate_size")),
-            _int(row["moe_ffn_hidden_size"]),
-        )
-        if shared and expert and shared % expert == 0:  # the column counts experts of moe_ffn size
+        shared = _int(arg("moe_shared_expert_intermediate_size"))
+        expert = _int(row["moe_ffn_hidden_size"])
+        if shared and expert and shared % expert == 0:  # the column counts moe_ffn-sized experts
             row["moe_shared_experts"] = str(shared // expert)
-            derived.append(
-                "moe_shared_experts=moe_shared_expert_intermediate_size/moe_ffn_hidden_size"
-            )
+            derived.append("moe_shared_experts=moe_shared_expert_intermediate_size/moe_ffn")
         elif shared:
-            notes.append(
-                f"moe_shared_expert_intermediate_size={shared} is not a multiple of moe_ffn_hidden_size"
-            )
+            notes.append(f"shared-expert size {shared} is not a multiple of moe_ffn_hidden_size")
     row["precision"] = _precision(a)
     if "recompute_granularity" in a:
         row["recompute"] = arg("recompute_granularity") or "none"
@@ -542,25 +525,12 @@ def _build_row(res: LogParseResult) -> dict[str, str]:
         if a and name not in a:  # v2.6 predates both (log sheet §2.3)
             row[col] = "no"
             derived.append(f"{col}=no (no {name} argument: Megatron predates it)")
-    for name in (
-        "expert_tensor_parallel_size",
-        "log_interval",
-        "recompute_method",
-        "recompute_num_layers",
-        "activations_checkpoint_method",
-        "fp8_recipe",
-        "swiglu",
-        "normalization",
-        "position_embedding_type",
-        "untie_embeddings_and_output_weights",
-        "add_bias_linear",
-        "mtp_num_layers",
-    ):
+    for name in _EXTRA_ARGS:
         if arg(name):  # architecture and schedule details the CSV has no column for
             other.append(f"{name}={arg(name)}")
     if res.num_microbatches is not None:
         other.append(f"num_microbatches={res.num_microbatches}")
-    _add_timing(res, steady, row, other, derived)
+    _add_timing(steady, row, other, derived)
     _add_memory(res.memory, other)
     if steady.dropped:
         notes.append(
@@ -616,11 +586,7 @@ def _precision(a: dict[str, str]) -> str:
 
 
 def _add_timing(
-    res: LogParseResult,
-    steady: SteadyState,
-    row: dict[str, str],
-    other: list[str],
-    derived: list[str],
+    steady: SteadyState, row: dict[str, str], other: list[str], derived: list[str]
 ) -> None:
     times = [r.elapsed_ms for r in steady.kept]
     step_s = steady.step_time_ms / 1000.0
@@ -648,14 +614,10 @@ def _add_timing(
 def _add_memory(mem: MemoryRecord | None, other: list[str]) -> None:
     if mem is None:
         return
-    if mem.max_allocated_mib is not None:
-        other.append(
-            f"mem_max_allocated_mib={_fmt(mem.max_allocated_mib)} (rank {mem.max_allocated_rank})"
-        )
-    if mem.max_reserved_mib is not None:
-        other.append(
-            f"mem_max_reserved_mib={_fmt(mem.max_reserved_mib)} (rank {mem.max_reserved_rank})"
-        )
+    for kind in ("allocated", "reserved"):
+        value, rank = getattr(mem, f"max_{kind}_mib"), getattr(mem, f"max_{kind}_rank")
+        if value is not None:
+            other.append(f"mem_max_{kind}_mib={_fmt(value)} (rank {rank})")
     for name in ("weight_and_optimizer", "activation", "total"):
         value = getattr(mem, f"theoretical_{name}_mib")
         if value is not None:

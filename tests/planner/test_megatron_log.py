@@ -175,6 +175,28 @@ def test_2021_log_has_no_throughput_field() -> None:
     assert (row["tflops_per_gpu"], row["tflops_basis"]) == ("", "")
 
 
+def test_min_max_timer_block_keeps_the_max_across_ranks() -> None:
+    timers = parse_megatron_log(MAIN).timers_ms
+    assert timers[0] == {"model-and-optimizer-setup": 5391.02,
+                         "train/valid/test-data-iterators-setup": 1744.90}  # fmt: skip
+
+
+def test_2021_log_predates_sequence_parallel_and_distributed_optimizer() -> None:
+    row = row_of(OLD)
+    assert (row["sequence_parallel"], row["distributed_optimizer"]) == ("no", "no")
+
+
+def test_shared_expert_size_becomes_a_count_of_expert_sized_experts() -> None:
+    moe = MOE.replace(
+        "[default0]:  num_experts ..................................... 8\n",
+        "[default0]:  num_experts ..................................... 8\n"
+        "[default0]:  moe_ffn_hidden_size ............................. 1408\n"
+        "[default0]:  moe_shared_expert_intermediate_size ............. 2816\n",
+    )
+    row = row_of(moe)
+    assert (row["moe_ffn_hidden_size"], row["moe_shared_experts"]) == ("1408", "2")
+
+
 def test_windows_line_endings_give_the_same_row() -> None:
     assert row_of(OLD.replace("\n", "\r\n")) == row_of(OLD)
 
