@@ -263,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
         "--moe-shared-expert-intermediate-size": None, "--q-lora-rank": None,
         "--kv-lora-rank": 32, "--qk-head-dim": 128, "--qk-pos-emb-head-dim": 64,
         "--v-head-dim": 128, "--mtp-num-layers": None, "--recompute-num-layers": None,
+        "--num-layers-per-virtual-pipeline-stage": None,
     }  # fmt: skip
     for flag, default in ints.items():
         p.add_argument(flag, type=int, default=default)
@@ -273,7 +274,7 @@ def _parser() -> argparse.ArgumentParser:
         "--overlap-grad-reduce", "--overlap-param-gather", "--group-query-attention",
         "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--add-qkv-bias", "--qk-layernorm", "--moe-grouped-gemm", "--multi-latent-attention",
-        "--bf16",
+        "--bf16", "--recompute-activations",
     ):  # fmt: skip
         p.add_argument(flag, action="store_true")
     p.add_argument("--normalization", choices=("LayerNorm", "RMSNorm"), default="LayerNorm")
@@ -315,23 +316,31 @@ def _parse_moe_layer_freq(text: str, num_layers: int) -> tuple[int, int]:
     )
 
 
-def parse_megatron_args(argv: Sequence[str], *, world_size: int) -> ParsedArgs:
-    """Parse flags emitted by :func:`megatron_args`; dp = world_size / (tp pp cp)."""
+def parse_megatron_args(
+    argv: Sequence[str], *, world_size: int | None = None, strict: bool = True
+) -> ParsedArgs:
+    """Parse Megatron flags (those :func:`megatron_args` emits, and the usual aliases).
+
+    ``dp = world_size / (tp pp cp)`` (megatron-facts §3.1); without ``world_size`` dp is 1.
+    ``strict`` rejects flags this parser does not know; pass False to read a full launch script
+    and ignore its data, optimizer and logging flags.
+    """
     ns, unknown = _parser().parse_known_args(list(argv))
-    if unknown:
+    if unknown and strict:
         raise SpecError(f"unknown Megatron flags: {' '.join(unknown)}")
-    tp, pp, cp = (
-        ns.tensor_model_parallel_size,
-        ns.pipeline_model_parallel_size,
-        (ns.context_parallel_size),
-    )
-    if world_size % (tp * pp * cp):
+    tp, pp = ns.tensor_model_parallel_size, ns.pipeline_model_parallel_size
+    cp = ns.context_parallel_size
+    world = tp * pp * cp if world_size is None else world_size
+    if world % (tp * pp * cp):
         raise SpecError(
-            f"world_size={world_size} is not divisible by tp*pp*cp = {tp * pp * cp}",
+            f"world_size={world} is not divisible by tp*pp*cp = {tp * pp * cp}",
             field="world_size",
         )
+    vpp = ns.num_virtual_stages_per_pipeline_rank or 1
+    if ns.num_layers_per_virtual_pipeline_stage:  # v = L / (p N) (megatron-facts rule 9)
+        vpp = ns.num_layers // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
     recompute: Recompute = "none"
-    if ns.recompute_granularity == "selective":
+    if ns.recompute_granularity == "selective" or ns.recompute_activations:
         recompute = "selective"
     elif ns.recompute_granularity == "full":
         recompute = "full"
@@ -339,9 +348,9 @@ def parse_megatron_args(argv: Sequence[str], *, world_size: int) -> ParsedArgs:
         "full" if ns.use_torch_fsdp2 else "optimizer" if ns.use_distributed_optimizer else "none"
     )
     layout = Layout(
-        tp=tp, pp=pp, vpp=ns.num_virtual_stages_per_pipeline_rank or 1, cp=cp,
+        tp=tp, pp=pp, vpp=vpp, cp=cp,
         ep=ns.expert_model_parallel_size, etp=ns.expert_tensor_parallel_size or tp,
-        dp=world_size // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
+        dp=world // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
         recompute=recompute, sequence_parallel=ns.sequence_parallel and tp > 1,
         optimizer_sharding=sharding,
     )  # fmt: skip

@@ -344,3 +344,25 @@ def test_parse_reads_megatron_style_list_pattern() -> None:
     fields = parse_megatron_args(args, world_size=64).model_fields
     assert (fields["moe_layer_freq"], fields["moe_first_dense_layers"]) == (1, 3)
     assert ast.literal_eval(args[i])[:4] == [0, 0, 0, 1]
+
+
+def test_parse_reads_a_hand_written_script_leniently() -> None:
+    # megatron-facts §8 case B: A + --num-layers-per-virtual-pipeline-stage 8 gives v = 2
+    argv = shlex.split(
+        "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+        "--group-query-attention --num-query-groups 8 --swiglu --normalization RMSNorm "
+        "--seq-length 8192 --max-position-embeddings 8192 --micro-batch-size 1 "
+        "--global-batch-size 128 --bf16 --tensor-model-parallel-size 2 "
+        "--pipeline-model-parallel-size 2 --sequence-parallel --recompute-activations "
+        "--use-distributed-optimizer --num-layers-per-virtual-pipeline-stage 8 "
+        "--lr 3e-4 --data-path /data/x"
+    )
+    parsed = parse_megatron_args(argv, world_size=16, strict=False)
+    assert parsed.layout == Layout(
+        tp=2, pp=2, vpp=2, dp=4, recompute="selective", sequence_parallel=True, etp=2
+    )
+
+
+def test_parse_without_world_size_assumes_one_replica() -> None:
+    args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(tp=4, dp=2))
+    assert parse_megatron_args(args).layout.dp == 1
