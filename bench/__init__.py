@@ -1,0 +1,1 @@
+"""Benchmarks: accuracy of the throughput model and the fitted default profiles."""
