@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,19 @@ class ClusterPreset:
 # --- raw files ---------------------------------------------------------------------------------
 
 
+def _root() -> Traversable:
+    """The package's data folder, also from a wheel or a zip (importlib.resources)."""
+    try:
+        return resources.files("models_db")
+    except (NotADirectoryError, TypeError):
+        # An editable install that registered models_db as a namespace package gives a
+        # MultiplexedPath over a placeholder entry; the folder of this file is the same data.
+        return Path(__file__).resolve().parent
+
+
 @cache
 def _slugs(kind: str) -> tuple[str, ...]:
-    folder = resources.files("models_db").joinpath(kind)
+    folder = _root().joinpath(kind)
     return tuple(
         sorted(entry.name[:-5] for entry in folder.iterdir() if entry.name.endswith(".json"))
     )
@@ -99,7 +110,7 @@ def _raw(kind: str, slug: str) -> dict[str, Any]:
             f"unknown {singular} {slug!r}; {hint}known {kind}: {', '.join(_slugs(kind))}",
             field=singular,
         )
-    text = resources.files("models_db").joinpath(kind, f"{slug}.json").read_text("utf-8")
+    text = _root().joinpath(kind).joinpath(f"{slug}.json").read_text("utf-8")
     data = json.loads(text)
     if not isinstance(data, dict) or data.get("name") != slug:
         raise SpecError(f"catalog file {kind}/{slug}.json must be an object with name {slug!r}")
