@@ -13,7 +13,7 @@ import copy
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -63,6 +63,9 @@ class ClusterPreset:
     intra_node_latency_s: float
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
     def spec(self, num_gpus: int, gpus_per_node: int | None = None) -> ClusterSpec:
         """A :class:`ClusterSpec` of ``num_gpus`` GPUs of this node type."""

@@ -274,3 +274,9 @@ def test_resolve_model_names_an_hf_config_after_its_folder(tmp_path: Path) -> No
 def test_resolve_model_unknown_string_is_a_catalog_error() -> None:
     with pytest.raises(CatalogError, match="not an existing file"):
         resolve_model("no-such-model")
+
+
+def test_preset_to_dict_names_its_gpu_by_slug() -> None:
+    data = load_cluster_preset("dgx-h200").to_dict()
+    assert data["gpu"] == "h200-sxm-141gb"
+    assert data["inter_node_bandwidth_bytes_per_s"] == pytest.approx(50e9)
