@@ -66,7 +66,7 @@ def create_app(
                 app.state.session_factory,
                 settings,
                 skip_locked=not settings.is_sqlite,
-                runner=backend.plan,
+                backend=backend,
             )
             pool.start()
         app.state.worker_pool = pool

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 
 from app.api.deps import BackendDep, SessionDep
-from app.jobs.service import profile_from, resolve_references
+from app.jobs.service import resolve_references
 from app.schemas import EvaluationRequest
 from app.schemas.common import problem_responses
 from app.schemas.jobs import EVALUATION_EXAMPLE
@@ -28,4 +28,4 @@ def evaluate(
 ) -> dict[str, Any]:
     # a plain `def` route: FastAPI runs it in the threadpool, never on the event loop
     request, resolved = resolve_references(session, body.model_dump(exclude_none=True))
-    return backend.evaluate(request, profile=profile_from(resolved))
+    return backend.evaluate(request, profile=backend.profile_for(resolved))

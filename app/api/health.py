@@ -18,7 +18,6 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import text
-from starlette.routing import Match
 
 from app.db.models import JOB_STATUSES
 from app.db.repositories import PlanJobRepository
@@ -102,20 +101,18 @@ class Metrics:
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         start = time.perf_counter()
-        route = _route_template(request)
         status = 500
         try:
             response = await call_next(request)
             status = response.status_code
             return response
         finally:
+            route = _route_template(request)
             self.requests.labels(request.method, route, str(status)).inc()
             self.latency.labels(request.method, route).observe(time.perf_counter() - start)
 
 
 def _route_template(request: Request) -> str:
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match == Match.FULL:
-            return str(getattr(route, "path", "unmatched"))
-    return "unmatched"
+    """The matched route's path template (bounded label values), set by the router."""
+    route = request.scope.get("route")
+    return str(getattr(route, "path", "unmatched"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Runner = Callable[..., dict[str, Any]]
@@ -53,6 +53,12 @@ def _validate_plan(request: dict[str, Any]) -> dict[str, Any]:
     return {"model": model.to_dict(), "gpu": cluster.gpu.to_dict()}
 
 
+def _profile(data: dict[str, Any]) -> Any:
+    from planner.performance import PerformanceProfile
+
+    return PerformanceProfile.from_dict(data)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanningBackend:
     evaluate: Runner
@@ -61,6 +67,13 @@ class PlanningBackend:
     """``plan_request(request, *, profile=None, progress=None) -> dict``."""
     validate_plan: Callable[[dict[str, Any]], dict[str, Any]]
     """Raise SpecError for a request that cannot run; return the specs it resolves to."""
+    load_profile: Callable[[dict[str, Any]], Any] = field(default=lambda data: _profile(data))
+    """A stored calibration profile (JSON) -> the object ``profile=`` expects."""
+
+    def profile_for(self, resolved: dict[str, Any]) -> Any:
+        """The profile a request runs with: its cluster's newest calibration, else None."""
+        data = resolved.get("profile")
+        return self.load_profile(data["profile"]) if data else None
 
 
 def default_backend(job_runner: str = "app.planning:plan_request") -> PlanningBackend:

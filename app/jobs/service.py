@@ -72,16 +72,6 @@ def resolve_references(
     return req, resolved
 
 
-def profile_from(resolved: dict[str, Any]) -> Any:
-    """The PerformanceProfile a request runs with, or None for the GPU's default."""
-    data = resolved.get("profile")
-    if not data:
-        return None
-    from planner.performance import PerformanceProfile
-
-    return PerformanceProfile.from_dict(data["profile"])
-
-
 def to_read(row: PlanJobRow) -> PlanJobRead:
     base = f"/v1/plan-jobs/{row.id}"
     return PlanJobRead(

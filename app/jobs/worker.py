@@ -22,8 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.base import utcnow
 from app.db.engine import unit_of_work
 from app.db.repositories import PlanJobRepository
-from app.jobs.backend import Runner
-from app.jobs.service import profile_from
+from app.jobs.backend import PlanningBackend
 from app.settings import Settings
 from planner.specs import SpecError
 
@@ -58,12 +57,12 @@ class WorkerPool:
         settings: Settings,
         *,
         skip_locked: bool,
-        runner: Runner,
+        backend: PlanningBackend,
     ) -> None:
         self.factory = factory
         self.settings = settings
         self.skip_locked = skip_locked
-        self.runner = runner
+        self.backend = backend
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -170,7 +169,9 @@ class WorkerPool:
         try:
             if state.cancel.is_set():
                 raise JobInterrupted
-            result = self.runner(request, profile=profile_from(resolved), progress=progress)
+            result = self.backend.plan(
+                request, profile=self.backend.profile_for(resolved), progress=progress
+            )
             values = {"status": "succeeded", "result": result, "progress": 1.0}
             if state.total is None:
                 values["layouts_evaluated"] = int(result.get("search", {}).get("evaluated", 0))

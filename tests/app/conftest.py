@@ -117,7 +117,10 @@ class FakePlanner:
 
     def backend(self) -> PlanningBackend:
         return PlanningBackend(
-            evaluate=self.evaluate, plan=self.plan, validate_plan=self.validate_plan
+            evaluate=self.evaluate,
+            plan=self.plan,
+            validate_plan=self.validate_plan,
+            load_profile=lambda data: data,
         )
 
 

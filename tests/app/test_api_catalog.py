@@ -16,9 +16,7 @@ SMALL = {
 
 def test_builtin_models_are_seeded(client: TestClient) -> None:
     items = client.get("/v1/models").json()["items"]
-    assert [(m["slug"], m["builtin"], m["version"]) for m in items] == [
-        ("llama-3.1-70b", True, 1)
-    ]
+    assert [(m["slug"], m["builtin"], m["version"]) for m in items] == [("llama-3.1-70b", True, 1)]
     assert items[0]["spec"]["hidden_size"] == 8192
 
 
