@@ -1,0 +1,16 @@
+"""The web UI: server-rendered pages (Jinja2 + htmx, vendored Chart.js), no JS build step.
+
+Wire it into an app with::
+
+    from app.web import mount_static, router
+    app.include_router(router)
+    mount_static(app)
+"""
+
+from app.web.catalog import router as _catalog_router
+from app.web.routes import router
+from app.web.templating import mount_static
+
+router.include_router(_catalog_router)
+
+__all__ = ["mount_static", "router"]

@@ -1,0 +1,201 @@
+"""What the web pages need from the rest of the service, behind one small interface.
+
+Routes ask a :class:`WebBackend` (found through :func:`get_backend`, replaceable in tests with
+``app.dependency_overrides``) for the catalog, to check a request, to submit a plan job and to
+read it back. The default backend goes through the service: the catalog service, plan-job rows
+and the in-process workers, so searches never run in the request thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Annotated, Any, Protocol
+
+from fastapi import Depends, Request
+
+from planner.specs import SpecError
+
+log = logging.getLogger(__name__)
+
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobView:
+    """A plan job as the pages show it."""
+
+    id: str
+    status: str
+    """queued | running | succeeded | failed | cancelled."""
+    progress: float = 0.0
+    """0..1."""
+    evaluated: int = 0
+    total: int | None = None
+    request: dict[str, Any] = dataclasses.field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    elapsed_s: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+
+class WebBackend(Protocol):
+    def list_models(self) -> list[str]: ...
+    def list_gpus(self) -> list[str]: ...
+    def list_clusters(self) -> list[str]: ...
+    def catalog_rows(self, kind: str) -> list[dict[str, Any]]: ...
+    def parse_hf_config(self, config: dict[str, Any], name: str) -> dict[str, Any]: ...
+    def check_request(self, request: dict[str, Any]) -> dict[str, Any]: ...
+    def submit_plan(self, request: dict[str, Any]) -> str: ...
+    def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]: ...
+    def get_plan(self, job_id: str) -> JobView | None: ...
+
+
+def get_backend(request: Request) -> WebBackend:
+    """The app's backend, built on first use and kept on ``app.state`` (never module-global)."""
+    state = request.app.state
+    backend: WebBackend | None = getattr(state, "web_backend", None)
+    if backend is None:
+        with _BUILD_LOCK:
+            backend = getattr(state, "web_backend", None)
+            if backend is None:
+                backend = ServiceBackend(request.app)
+                state.web_backend = backend
+    return backend
+
+
+_BUILD_LOCK = threading.Lock()
+Backend = Annotated[WebBackend, Depends(get_backend)]
+
+
+def _spec_error(exc: Exception) -> SpecError:
+    """An AppError from the service (problem JSON with field errors) as a SpecError."""
+    errors = getattr(exc, "errors", None) or []
+    field = errors[0].get("field") if errors else None
+    message = errors[0].get("message") if errors else None
+    return SpecError(str(message or getattr(exc, "message", exc)), field=field)
+
+
+class ServiceBackend:
+    """The default backend: the service's catalog, plan-job queue and workers."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    def _session(self) -> Any:
+        from app.db.engine import unit_of_work
+
+        return unit_of_work(self._app.state.session_factory)
+
+    # --- catalog ---------------------------------------------------------------------------
+    def _entries(self, kind: str) -> list[Any]:
+        from app.api.catalog_service import CatalogService
+
+        with self._session() as session:
+            return list(CatalogService(session).list(kind))
+
+    def list_models(self) -> list[str]:
+        return [e.slug for e in self._entries("model")]
+
+    def list_gpus(self) -> list[str]:
+        return [e.slug for e in self._entries("gpu")]
+
+    def list_clusters(self) -> list[str]:
+        return [e.slug for e in self._entries("cluster")]
+
+    def catalog_rows(self, kind: str) -> list[dict[str, Any]]:
+        singular = {"models": "model", "gpus": "gpu", "clusters": "cluster"}[kind]
+        return [{"slug": e.slug, **e.spec, "builtin": e.builtin} for e in self._entries(singular)]
+
+    def parse_hf_config(self, config: dict[str, Any], name: str) -> dict[str, Any]:
+        from planner.hf_config import model_from_hf_config
+
+        try:
+            spec = model_from_hf_config(config, name=name)
+        except SpecError as exc:
+            raise SpecError(exc.message, field="hf_config") from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SpecError(
+                f"config.json is missing or has a bad value: {exc}", field="hf_config"
+            ) from exc
+        return dict(spec.to_dict())
+
+    def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]:
+        """Add a model to the catalog from its config.json (a new user entry)."""
+        from app.api.catalog_service import CatalogService
+        from app.errors import AppError
+
+        try:
+            with self._session() as session:
+                entry = CatalogService(session).import_hf(slug, config)
+        except AppError as exc:
+            raise SpecError(
+                exc.message if not getattr(exc, "errors", None) else _spec_error(exc).message,
+                field="hf_config",
+            ) from exc
+        return {"slug": entry.slug, **entry.spec}
+
+    # --- planning --------------------------------------------------------------------------
+    def check_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request as it will run (a pasted config becomes an inline model spec); raises
+        SpecError naming the field for anything cheap to check before a job is queued."""
+        req = dict(request)
+        model = req.get("model")
+        if isinstance(model, dict) and "hf_config" in model:
+            config = model["hf_config"]
+            name = str(config.get("_name_or_path") or config.get("model_type") or "pasted")
+            spec = self.parse_hf_config(config, name.rsplit("/", 1)[-1])
+            req["model"] = spec
+        try:  # the search stack (optuna) may be swapped out by a test's planning backend
+            from app.plan_request import constraints_from_request, objective_from_request
+        except ImportError:
+            log.warning("app.plan_request is unavailable; axis checks wait for the job")
+            return req
+        constraints_from_request(req)
+        objective_from_request(req)
+        return req
+
+    def submit_plan(self, request: dict[str, Any]) -> str:
+        from app.errors import AppError
+        from app.jobs.service import PlanJobService
+
+        try:
+            with self._session() as session:
+                job, _created = PlanJobService(session, self._app.state.backend).submit(
+                    request, None
+                )
+                job_id = str(job.id)
+        except AppError as exc:
+            raise _spec_error(exc) from exc
+        pool = getattr(self._app.state, "worker_pool", None)
+        if pool is not None:
+            pool.wake()
+        return job_id
+
+    def get_plan(self, job_id: str) -> JobView | None:
+        from app.db.repositories import PlanJobRepository
+
+        with self._session() as session:
+            row = PlanJobRepository(session).get(job_id)
+            if row is None:
+                return None
+            elapsed = None
+            if row.started_at is not None:
+                end = row.finished_at or row.heartbeat_at or row.started_at
+                elapsed = (end - row.started_at).total_seconds()
+            return JobView(
+                id=row.id,
+                status=row.status,
+                progress=row.progress,
+                evaluated=row.layouts_evaluated,
+                total=row.layouts_total,
+                request=dict(row.request),
+                result=row.result,
+                error=row.error,
+                elapsed_s=elapsed,
+            )

@@ -1,0 +1,164 @@
+"""Catalog pages: models (with a pasted config.json parsed into a spec), GPUs, clusters."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.schemas.common import SLUG_PATTERN
+from app.web.backend import Backend
+from app.web.templating import templates
+from planner.specs import SpecError
+
+router = APIRouter(include_in_schema=False)
+
+MODEL_COLUMNS = (
+    ("slug", "Model"),
+    ("num_layers", "Layers"),
+    ("hidden_size", "Hidden"),
+    ("ffn_hidden_size", "FFN"),
+    ("num_attention_heads", "Heads"),
+    ("num_query_groups", "KV groups"),
+    ("vocab_size", "Vocab"),
+    ("num_experts", "Experts"),
+    ("moe_router_topk", "Top-k"),
+    ("max_position_embeddings", "Max positions"),
+)
+GPU_COLUMNS = (
+    ("slug", "GPU"),
+    ("hbm_bytes", "HBM"),
+    ("hbm_bandwidth_bytes_per_s", "HBM bandwidth"),
+    ("peak_bf16_flop_per_s", "Peak BF16"),
+    ("peak_fp8_flop_per_s", "Peak FP8"),
+    ("intra_node_bandwidth_bytes_per_s", "Intra-node link"),
+)
+
+
+def _fmt(key: str, value: Any) -> str:
+    """SI values rendered in the units people read (GiB, TB/s, TFLOP/s, GB/s)."""
+    if value is None:
+        return "–"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if key.endswith("_bytes"):
+            return f"{value / 2**30:,.0f} GiB"
+        if key.endswith("flop_per_s"):
+            return f"{value / 1e12:,.0f} TFLOP/s"
+        if key.endswith("bytes_per_s"):
+            return f"{value / 1e9:,.0f} GB/s"
+        if key.endswith("_s"):
+            return f"{value * 1e6:,.1f} µs"
+        if isinstance(value, float):
+            return f"{value:,.4g}"
+        return f"{value:,}"
+    return str(value)
+
+
+def _table(
+    rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...] | None
+) -> tuple[list[str], list[list[str]]]:
+    if columns is None:
+        keys = list(dict.fromkeys(k for r in rows for k in r if k != "sources"))
+        columns = tuple((k, k.replace("_", " ")) for k in keys)
+    head = [title for _, title in columns]
+    body = [[_fmt(k, r.get(k)) for k, _ in columns] for r in rows]
+    return head, body
+
+
+def _page(
+    request: Request,
+    backend: Backend,
+    kind: str,
+    extra: dict[str, Any] | None = None,
+    status_code: int = 200,
+) -> Response:
+    titles = {"models": "Models", "gpus": "GPU types", "clusters": "Cluster presets"}
+    columns = {"models": MODEL_COLUMNS, "gpus": GPU_COLUMNS}.get(kind)
+    error = None
+    try:
+        head, body = _table(backend.catalog_rows(kind), columns)
+    except (ImportError, AttributeError) as exc:  # catalog not installed in this build
+        head, body, error = [], [], f"The catalog is not available: {exc}"
+    ctx = {
+        "title": titles[kind],
+        "kind": kind,
+        "head": head,
+        "body": body,
+        "nav": kind,
+        "catalog_error": error,
+        "config_text": "",
+        "parsed": None,
+        "config_error": None,
+    }
+    ctx |= extra or {}
+    return templates(request.app).TemplateResponse(
+        request, "catalog.html", ctx, status_code=status_code
+    )
+
+
+@router.get("/catalog/models", response_class=HTMLResponse)
+def catalog_models(request: Request, backend: Backend) -> Response:
+    return _page(request, backend, "models")
+
+
+@router.post("/catalog/models", response_class=HTMLResponse)
+async def parse_model(request: Request, backend: Backend) -> Response:
+    form = await request.form()
+    text = str(form.get("config_json", ""))
+    name = str(form.get("name", "")).strip() or "pasted-model"
+    try:
+        config = json.loads(text)
+        if not isinstance(config, dict):
+            raise SpecError("config.json must be a JSON object", field="hf_config")
+        if form.get("store"):
+            if not re.match(SLUG_PATTERN, name):
+                raise SpecError(
+                    f"name {name!r} must be lower-case letters, digits, '.', '_' or "
+                    "'-' (a slug such as my-llama-70b)",
+                    field="name",
+                )
+            spec = backend.store_model(name, config)
+        else:
+            spec = backend.parse_hf_config(config, name)
+    except json.JSONDecodeError as exc:
+        return _page(
+            request,
+            backend,
+            "models",
+            {
+                "config_text": text,
+                "config_error": f"not valid JSON: {exc.msg} at line "
+                f"{exc.lineno}, column {exc.colno}",
+            },
+            status_code=422,
+        )
+    except SpecError as exc:
+        key = "name_error" if exc.field == "name" else "config_error"
+        return _page(
+            request,
+            backend,
+            "models",
+            {"config_text": text, key: exc.message, "parsed_name": name},
+            status_code=422,
+        )
+    parsed = [(k, json.dumps(v)) for k, v in spec.items() if k != "sources"]
+    extra = {
+        "config_text": text,
+        "parsed": parsed,
+        "parsed_name": name,
+        "stored": bool(form.get("store")),
+    }
+    return _page(request, backend, "models", extra)
+
+
+@router.get("/catalog/gpus", response_class=HTMLResponse)
+def catalog_gpus(request: Request, backend: Backend) -> Response:
+    return _page(request, backend, "gpus")
+
+
+@router.get("/catalog/clusters", response_class=HTMLResponse)
+def catalog_clusters(request: Request, backend: Backend) -> Response:
+    return _page(request, backend, "clusters")

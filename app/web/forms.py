@@ -1,0 +1,215 @@
+"""The plan form: its fields, their defaults, and the conversion of posted values into a request.
+
+The request uses the same field names as the JSON API and the CLI (see ``app.planning``), so a
+plan made in the browser can be replayed with ``planner plan`` or ``POST /v1/plans``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.specs import SpecError
+
+RECOMPUTE_OPTIONS = ("none", "selective", "full")
+SHARDING_OPTIONS = ("none", "optimizer", "full")
+OBJECTIVES = (
+    ("throughput", "Highest throughput (tokens/s per GPU)"),
+    ("time_to_train", "Shortest time to train a token budget"),
+    ("cost", "Lowest cost for a token budget"),
+)
+PRECISIONS = ("bf16", "fp8")
+
+# Axes that may be fixed to one value or given as a list ("1,2,4") or range ("1-8").
+AXIS_FIELDS = (
+    ("tp", "Tensor parallel (TP)"),
+    ("pp", "Pipeline parallel (PP)"),
+    ("vpp", "Virtual pipeline stages (VPP)"),
+    ("cp", "Context parallel (CP)"),
+    ("ep", "Expert parallel (EP)"),
+    ("etp", "Expert tensor parallel (ETP)"),
+    ("micro_batch_size", "Micro-batch size"),
+)
+MAX_FIELDS = (
+    ("max_tp", "Max TP"),
+    ("max_pp", "Max PP"),
+    ("max_cp", "Max CP"),
+    ("max_ep", "Max EP"),
+    ("max_micro_batch_size", "Max micro-batch"),
+)
+INT_FIELDS = ("num_gpus", "gpus_per_node", "seq_length", "global_batch_size", "top_k")
+FLOAT_FIELDS = ("token_budget", "usd_per_gpu_hour")
+
+DEFAULTS: dict[str, Any] = {
+    "model_source": "catalog",
+    "model": "",
+    "hf_config": "",
+    "gpu": "",
+    "num_gpus": "64",
+    "gpus_per_node": "8",
+    "seq_length": "4096",
+    "global_batch_size": "1024",
+    "precision": "bf16",
+    "objective": "throughput",
+    "recompute": list(RECOMPUTE_OPTIONS),
+    "optimizer_sharding": ["optimizer"],
+    "top_k": "10",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FormState:
+    """What the form shows: the values as typed, and an error message per field name."""
+
+    values: dict[str, Any]
+    errors: dict[str, str] = field(default_factory=dict)
+    message: str | None = None
+    """An error that names no field (shown above the form)."""
+
+    def value(self, name: str) -> Any:
+        return self.values.get(name, "")
+
+    def checked(self, name: str, option: str) -> bool:
+        chosen = self.values.get(name) or []
+        return option in chosen
+
+    def open_advanced(self) -> bool:
+        """Open the Advanced section when it holds a value or an error."""
+        advanced = {name for name, _ in AXIS_FIELDS} | {name for name, _ in MAX_FIELDS}
+        advanced |= {
+            "token_budget",
+            "usd_per_gpu_hour",
+            "objective",
+            "recompute",
+            "optimizer_sharding",
+            "top_k",
+            "exhaustive",
+        }
+        if any(name in advanced for name in self.errors):
+            return True
+        return any(self.values.get(name) for name, _ in AXIS_FIELDS + MAX_FIELDS)
+
+
+def default_state(models: list[str], gpus: list[str]) -> FormState:
+    values = dict(DEFAULTS)
+    values["model"] = _prefer(models, ("llama3.1-8b", "llama-3-8b"))
+    values["gpu"] = _prefer(gpus, ("h100-sxm-80gb", "h100"))
+    return FormState(values=values)
+
+
+def _prefer(options: list[str], wanted: tuple[str, ...]) -> str:
+    for slug in wanted:
+        if slug in options:
+            return slug
+    return options[0] if options else ""
+
+
+def form_values(form: Mapping[str, Any], multi: Mapping[str, list[str]]) -> dict[str, Any]:
+    """The posted values as the form shows them again (strings; lists for checkbox groups)."""
+    values: dict[str, Any] = {k: str(v).strip() for k, v in form.items() if isinstance(v, str)}
+    for name in ("recompute", "optimizer_sharding"):
+        values[name] = list(multi.get(name, []))
+    values["exhaustive"] = "exhaustive" in form
+    values.setdefault("model_source", "catalog")
+    return values
+
+
+def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A plan request (``app.planning.plan_request``'s fields) from the form's values.
+
+    Only syntax is checked here (numbers that are not numbers, JSON that is not JSON); the
+    planning layer checks meaning, and both report through ``SpecError.field``.
+    """
+    req: dict[str, Any] = {}
+    if values.get("model_source") == "hf_config":
+        req["model"] = {"hf_config": _parse_config(str(values.get("hf_config", "")))}
+    else:
+        req["model"] = values.get("model") or None
+    req["gpu"] = values.get("gpu") or None
+    req["precision"] = values.get("precision") or "bf16"
+    for name in INT_FIELDS:
+        text = str(values.get(name, "")).strip()
+        if text:
+            req[name] = _number(name, text, int)
+    for name in FLOAT_FIELDS:
+        text = str(values.get(name, "")).strip()
+        if text:
+            req[name] = _number(name, text, float)
+    for name, _ in AXIS_FIELDS:
+        text = str(values.get(name, "")).replace(" ", "")
+        if text:
+            req[name] = _number(name, text, int) if text.isdigit() else text
+    for name, _ in MAX_FIELDS:
+        text = str(values.get(name, "")).strip()
+        if text:
+            req[name] = _number(name, text, int)
+    for name, options in (
+        ("recompute", RECOMPUTE_OPTIONS),
+        ("optimizer_sharding", SHARDING_OPTIONS),
+    ):
+        chosen = [x for x in values.get(name) or [] if x in options]
+        if not chosen:
+            raise SpecError(f"tick at least one {name.replace('_', ' ')} option", field=name)
+        req[name] = chosen
+    req["objective"] = values.get("objective") or "throughput"
+    if values.get("exhaustive"):
+        req["exhaustive"] = True
+    req["pareto"] = True
+    return req
+
+
+def _number(name: str, text: str, kind: type[int] | type[float]) -> int | float:
+    try:
+        return kind(float(text)) if kind is float else kind(text)
+    except ValueError:
+        word = "a whole number" if kind is int else "a number"
+        raise SpecError(f"{name} must be {word}, got {text!r}", field=name) from None
+
+
+def _parse_config(text: str) -> dict[str, Any]:
+    if not text.strip():
+        raise SpecError("paste the model's config.json here", field="hf_config")
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", field="hf_config"
+        ) from None
+    if not isinstance(config, dict):
+        raise SpecError("config.json must be a JSON object", field="hf_config")
+    return config
+
+
+def error_field(field_name: str | None, values: Mapping[str, Any]) -> str | None:
+    """The form input an error belongs to (``model.hidden_size`` -> the model picker)."""
+    if field_name is None:
+        return None
+    if field_name.startswith("model") or field_name == "hf_config":
+        return "hf_config" if values.get("model_source") == "hf_config" else "model"
+    if field_name in ("num_gpus_options",):
+        return "num_gpus"
+    if field_name in ("global_batch_size_options",):
+        return "global_batch_size"
+    return field_name
+
+
+def values_from_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The form's values for a request made earlier (to show it again beside its results)."""
+    values: dict[str, Any] = dict(DEFAULTS)
+    for key, value in request.items():
+        if isinstance(value, list) and key not in ("recompute", "optimizer_sharding"):
+            values[key] = ",".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            continue
+        elif isinstance(value, bool):
+            values[key] = value
+        else:
+            values[key] = value if isinstance(value, list) else str(value)
+    model = request.get("model")
+    if isinstance(model, dict):
+        values["model_source"] = "hf_config"
+        values["model"] = ""
+        values["hf_config"] = json.dumps(model.get("hf_config", model), indent=1)
+    return values

@@ -1,0 +1,171 @@
+"""The plan pages: the form, the job's progress and results, one plan's detail, launch.sh.
+
+Every page works without JavaScript (POST, 303, a refreshing progress page); with htmx the
+form posts in place and the results replace the progress fragment, polled every 500 ms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.templating import Jinja2Templates
+
+from app.web import forms, views
+from app.web.backend import Backend, JobView, WebBackend
+from app.web.templating import templates as make_templates
+from planner.specs import SpecError
+
+router = APIRouter(include_in_schema=False)
+
+
+def _templates(request: Request) -> Jinja2Templates:
+    return make_templates(request.app)
+
+
+def _is_htmx(request: Request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]:
+    return {
+        "form": state,
+        "models": backend.list_models(),
+        "gpus": backend.list_gpus(),
+        "precisions": forms.PRECISIONS,
+        "axis_fields": forms.AXIS_FIELDS,
+        "max_fields": forms.MAX_FIELDS,
+        "recompute_options": forms.RECOMPUTE_OPTIONS,
+        "sharding_options": forms.SHARDING_OPTIONS,
+        "objectives": forms.OBJECTIVES,
+        "nav": "plan",
+    }
+
+
+def _job_context(job: JobView) -> dict[str, Any]:
+    ctx: dict[str, Any] = {"job": job}
+    if job.status == "succeeded" and job.result is not None:
+        plans = job.result.get("plans") or []
+        ctx["rows"] = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
+        ctx["scatter"] = views.scatter_chart(job.result)
+        ctx["rejections"] = views.rejections(job.result)
+    return ctx
+
+
+def _get_job(backend: WebBackend, job_id: str) -> JobView:
+    job = backend.get_plan(job_id)
+    if job is None:
+        raise _NotFound(f"no plan {job_id!r}; it may have been made before a restart")
+    return job
+
+
+class _NotFound(Exception):
+    pass
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request, backend: Backend) -> Response:
+    state = forms.default_state(backend.list_models(), backend.list_gpus())
+    return _templates(request).TemplateResponse(request, "home.html", _form_context(backend, state))
+
+
+@router.post("/plans", response_class=HTMLResponse)
+async def submit_plan(request: Request, backend: Backend) -> Response:
+    form = await request.form()
+    multi = {k: [str(v) for v in form.getlist(k)] for k in ("recompute", "optimizer_sharding")}
+    values = forms.form_values({k: v for k, v in form.items()}, multi)
+    try:
+        req = forms.to_request(values)
+        req = await _run_sync(backend.check_request, req)
+        job_id = await _run_sync(backend.submit_plan, req)
+    except SpecError as exc:
+        name = forms.error_field(exc.field, values)
+        state = forms.FormState(
+            values=values,
+            errors={name: exc.message} if name else {},
+            message=None if name else exc.message,
+        )
+        template = "_workspace.html" if _is_htmx(request) else "home.html"
+        return _templates(request).TemplateResponse(
+            request, template, _form_context(backend, state), status_code=422
+        )
+    if not _is_htmx(request):
+        return RedirectResponse(f"/plans/{job_id}", status_code=303)
+    job = _get_job(backend, job_id)
+    ctx = _form_context(backend, forms.FormState(values=values)) | _job_context(job)
+    response = _templates(request).TemplateResponse(request, "_workspace.html", ctx)
+    response.headers["HX-Push-Url"] = f"/plans/{job_id}"
+    return response
+
+
+async def _run_sync(fn: Any, *args: Any) -> Any:
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(fn, *args)
+
+
+@router.get("/plans/{job_id}", response_class=HTMLResponse)
+def plan_page(request: Request, job_id: str, backend: Backend) -> Response:
+    try:
+        job = _get_job(backend, job_id)
+    except _NotFound as exc:
+        return _not_found(request, str(exc))
+    state = forms.FormState(values=forms.values_from_request(job.request))
+    ctx = _form_context(backend, state) | _job_context(job)
+    return _templates(request).TemplateResponse(request, "home.html", ctx)
+
+
+@router.get("/plans/{job_id}/status", response_class=HTMLResponse)
+def plan_status(request: Request, job_id: str, backend: Backend) -> Response:
+    try:
+        job = _get_job(backend, job_id)
+    except _NotFound as exc:
+        return _not_found(request, str(exc))
+    return _templates(request).TemplateResponse(request, "_job.html", _job_context(job))
+
+
+def _plan_at(backend: WebBackend, job_id: str, rank: int) -> tuple[JobView, dict[str, Any]]:
+    job = _get_job(backend, job_id)
+    plans = (job.result or {}).get("plans") or []
+    if not 1 <= rank <= len(plans):
+        raise _NotFound(f"plan {job_id!r} has no rank {rank} (it has {len(plans)} plans)")
+    return job, plans[rank - 1]
+
+
+@router.get("/plans/{job_id}/{rank}", response_class=HTMLResponse)
+def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> Response:
+    try:
+        job, plan = _plan_at(backend, job_id, rank)
+    except _NotFound as exc:
+        return _not_found(request, str(exc))
+    ctx = {
+        "job": job,
+        "rank": rank,
+        "plan": plan,
+        "row": views.plan_row(rank, plan),
+        "memory_chart": views.memory_chart(plan),
+        "time_chart": views.time_chart(plan),
+        "command": views.launch_command(plan),
+        "nav": "plan",
+    }
+    return _templates(request).TemplateResponse(request, "plan_detail.html", ctx)
+
+
+@router.get("/plans/{job_id}/{rank}/launch.sh")
+def launch_sh(request: Request, job_id: str, rank: int, backend: Backend) -> Response:
+    try:
+        _job, plan = _plan_at(backend, job_id, rank)
+    except _NotFound as exc:
+        return PlainTextResponse(str(exc), status_code=404)
+    return PlainTextResponse(
+        views.launch_script(plan),
+        media_type="text/x-shellscript",
+        headers={"Content-Disposition": f'attachment; filename="launch-{rank}.sh"'},
+    )
+
+
+def _not_found(request: Request, message: str) -> Response:
+    return _templates(request).TemplateResponse(
+        request, "message.html", {"title": "Not found", "message": message}, status_code=404
+    )

@@ -1,0 +1,129 @@
+// Parallel Planner page script: draws the charts described by JSON blocks next to each
+// <canvas data-chart>, and wires the copy buttons. Works after htmx swaps (htmx.onLoad).
+(function () {
+  "use strict";
+  var COLORS = ["#0b5cad", "#1a7f37", "#bf8700", "#8250df", "#cf222e", "#0a7ea4", "#6e7781",
+                "#e16f24", "#57ab5a", "#a475f9"];
+
+  // A vertical (or horizontal) dashed line at a value on the value axis, with a label.
+  var limitLine = {
+    id: "limitLine",
+    afterDatasetsDraw: function (chart, _args, opts) {
+      if (opts == null || opts.value == null) return;
+      var horizontal = chart.options.indexAxis === "y";
+      var scale = horizontal ? chart.scales.x : chart.scales.x;
+      if (!horizontal && opts.axis === "y") scale = chart.scales.y;
+      var ctx = chart.ctx, area = chart.chartArea;
+      var px = scale.getPixelForValue(opts.value);
+      ctx.save();
+      ctx.strokeStyle = "#d1242f"; ctx.lineWidth = 2; ctx.setLineDash([6, 4]);
+      ctx.beginPath();
+      if (opts.axis === "y") { ctx.moveTo(area.left, px); ctx.lineTo(area.right, px); }
+      else { ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); }
+      ctx.stroke();
+      ctx.setLineDash([]); ctx.fillStyle = "#d1242f"; ctx.font = "12px system-ui, sans-serif";
+      if (opts.label) {
+        if (opts.axis === "y") ctx.fillText(opts.label, area.left + 4, px - 4);
+        else ctx.fillText(opts.label, Math.min(px + 4, area.right - 80), area.top + 12);
+      }
+      ctx.restore();
+    }
+  };
+
+  function stacked(data, unit, limit) {
+    var datasets = data.labels.map(function (label, i) {
+      return { label: label, data: [data.values[i]], backgroundColor: COLORS[i % COLORS.length] };
+    });
+    var max = data.capacity || undefined;
+    return {
+      type: "bar",
+      data: { labels: [""], datasets: datasets },
+      options: {
+        indexAxis: "y", responsive: true, maintainAspectRatio: false, animation: false,
+        scales: { x: { stacked: true, min: 0, max: max, title: { display: true, text: unit } },
+                  y: { stacked: true } },
+        plugins: {
+          legend: { position: "bottom", labels: { boxWidth: 12 } },
+          tooltip: { callbacks: { label: function (c) { return c.dataset.label + ": " + c.formattedValue + " " + unit; } } },
+          limitLine: limit
+        }
+      },
+      plugins: [limitLine]
+    };
+  }
+
+  function scatter(data) {
+    var fits = data.points.filter(function (p) { return p.fits; });
+    var over = data.points.filter(function (p) { return !p.fits; });
+    return {
+      type: "scatter",
+      data: { datasets: [
+        { label: "fits", data: fits, backgroundColor: "#0b5cad", pointRadius: 4 },
+        { label: "does not fit", data: over, backgroundColor: "rgba(0,0,0,0)", borderColor: "#cf222e", pointRadius: 4, pointStyle: "circle", borderWidth: 1.5 }
+      ] },
+      options: {
+        responsive: true, maintainAspectRatio: false, animation: false,
+        scales: { x: { title: { display: true, text: "memory per GPU (GiB)" } },
+                  y: { title: { display: true, text: "tokens/s per GPU" } } },
+        plugins: {
+          legend: { position: "bottom", labels: { boxWidth: 12 } },
+          tooltip: { callbacks: { label: function (c) { var p = c.raw; return (p.label || "") + ": " + p.y + " tok/s, " + p.x + " GiB"; } } },
+          limitLine: data.limit == null ? null : { value: data.limit, label: "limit" }
+        }
+      },
+      plugins: [limitLine]
+    };
+  }
+
+  function draw(canvas) {
+    if (typeof Chart === "undefined" || canvas.chart) return;
+    var block = document.querySelector('script[data-chart-for="' + canvas.id + '"]');
+    if (!block) return;
+    var data = JSON.parse(block.textContent);
+    var config = null;
+    if (data.kind === "memory") config = stacked(data, "GiB", { value: data.limit, label: data.limit_label });
+    else if (data.kind === "time") config = stacked({ labels: data.labels, values: data.values }, "ms", null);
+    else if (data.kind === "scatter") config = scatter(data);
+    if (config) canvas.chart = new Chart(canvas, config);
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    return new Promise(function (resolve, reject) {  // fallback for plain-http hosts
+      var area = document.createElement("textarea");
+      area.value = text; area.setAttribute("readonly", ""); area.style.position = "fixed"; area.style.opacity = "0";
+      document.body.appendChild(area); area.select();
+      var ok = false;
+      try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+      document.body.removeChild(area);
+      if (ok) resolve(); else reject(new Error("copy refused"));
+    });
+  }
+
+  function wireCopy(button) {
+    if (button.dataset.wired) return;
+    button.dataset.wired = "1";
+    button.addEventListener("click", function () {
+      var target = document.getElementById(button.dataset.copyTarget);
+      var status = document.getElementById("copy-status");
+      copyText(target.textContent).then(function () {
+        if (status) status.textContent = "Copied to the clipboard.";
+      }, function () {
+        var range = document.createRange(); range.selectNodeContents(target);
+        var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
+        if (status) status.textContent = "Selected: press Ctrl+C to copy.";
+      });
+    });
+  }
+
+  function init(root) {
+    (root || document).querySelectorAll("canvas[data-chart]").forEach(draw);
+    (root || document).querySelectorAll("[data-copy-target]").forEach(wireCopy);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (window.htmx) window.htmx.onLoad(function (el) { init(el.querySelectorAll ? el : document); });
+    init(document);
+  });
+  window.plannerCharts = { init: init };
+})();

@@ -1,0 +1,222 @@
+"""Turn plan results (``app.planning.plan_request``'s JSON) into what the templates show.
+
+SI units come in; GiB, TFLOP/s and percentages appear only here, at rendering.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+GIB = 2**30
+
+MEMORY_LABELS = {
+    "weights_bytes": "Weights",
+    "gradients_bytes": "Gradients",
+    "optimizer_bytes": "Optimizer state",
+    "activations_bytes": "Activations",
+    "logits_bytes": "Logits",
+    "comm_buffers_bytes": "Comm. buffers",
+    "runtime_overhead_bytes": "CUDA/NCCL runtime",
+}
+TIME_LABELS = {
+    "compute_s": "Compute",
+    "tp_comm_s": "TP comm.",
+    "cp_comm_s": "CP comm.",
+    "ep_comm_s": "EP comm.",
+    "pp_comm_s": "PP comm.",
+    "dp_comm_s": "DP comm.",
+    "bubble_s": "Pipeline bubble",
+    "optimizer_s": "Optimizer step",
+}
+
+
+def label(key: str, table: dict[str, str]) -> str:
+    if key in table:
+        return table[key]
+    stem = key.removesuffix("_bytes").removesuffix("_s")
+    return stem.replace("_", " ").capitalize()
+
+
+def _num(value: Any, default: float = 0.0) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def layout_text(layout: dict[str, Any]) -> str:
+    """A compact one-line layout: 'TP8 PP4 VPP2 DP8 EP8 mbs1 recompute=selective'."""
+    parts = []
+    for key, name in (
+        ("tp", "TP"),
+        ("pp", "PP"),
+        ("vpp", "VPP"),
+        ("cp", "CP"),
+        ("ep", "EP"),
+        ("etp", "ETP"),
+        ("dp", "DP"),
+    ):
+        value = layout.get(key)
+        if value is None or (key in ("vpp", "cp", "ep", "etp") and value in (1, None)):
+            continue
+        parts.append(f"{name}{value}")
+    parts.append(f"mbs{layout.get('micro_batch_size', 1)}")
+    return " ".join(parts)
+
+
+def shares(plan: dict[str, Any]) -> tuple[float, float]:
+    """(bubble share, exposed communication share) of the step time."""
+    perf = plan.get("performance", {})
+    given = perf.get("shares") or {}
+    step = _num(perf.get("step_time_s"))
+    breakdown = perf.get("breakdown") or {}
+    if "bubble" in given or "bubble_s" in given:
+        bubble = _num(given.get("bubble", given.get("bubble_s")))
+    else:
+        bubble = _num(breakdown.get("bubble_s")) / step if step else 0.0
+    comm_keys = [k for k in breakdown if k.endswith("_comm_s")]
+    comm = sum(_num(breakdown[k]) for k in comm_keys) / step if step else 0.0
+    for key in ("communication", "comm", "exposed_comm"):
+        if key in given:
+            comm = _num(given[key])
+    return bubble, comm
+
+
+def plan_row(rank: int, plan: dict[str, Any]) -> dict[str, Any]:
+    layout = plan.get("layout", {})
+    memory = plan.get("memory", {})
+    perf = plan.get("performance", {})
+    capacity = _num(memory.get("capacity_bytes"))
+    total = _num(memory.get("total_bytes"))
+    threshold = _num(memory.get("threshold"), 0.8)
+    bubble, comm = shares(plan)
+    return {
+        "rank": rank,
+        "layout": layout_text(layout),
+        "recompute": layout.get("recompute", "none"),
+        "sharding": layout.get("optimizer_sharding", "none"),
+        "tokens_per_s_per_gpu": _num(perf.get("tokens_per_s_per_gpu")),
+        "mfu": _num(perf.get("mfu")),
+        "step_time_s": _num(perf.get("step_time_s")),
+        "memory_gib": total / GIB,
+        "capacity_gib": capacity / GIB,
+        "used_fraction": total / capacity if capacity else 0.0,
+        "threshold": threshold,
+        "fits": bool(memory.get("fits", True)),
+        "bubble_share": bubble,
+        "comm_share": comm,
+    }
+
+
+def memory_chart(plan: dict[str, Any]) -> dict[str, Any]:
+    memory = plan.get("memory", {})
+    breakdown = memory.get("breakdown") or {}
+    capacity = _num(memory.get("capacity_bytes"))
+    threshold = _num(memory.get("threshold"), 0.8)
+    limit = _num(memory.get("limit_bytes"), threshold * capacity)
+    return {
+        "kind": "memory",
+        "labels": [label(k, MEMORY_LABELS) for k in breakdown],
+        "values": [round(_num(v) / GIB, 3) for v in breakdown.values()],
+        "limit": round(limit / GIB, 3),
+        "limit_label": f"{threshold:.0%} of HBM",
+        "capacity": round(capacity / GIB, 3),
+    }
+
+
+def time_chart(plan: dict[str, Any]) -> dict[str, Any]:
+    perf = plan.get("performance", {})
+    breakdown = perf.get("breakdown") or {}
+    return {
+        "kind": "time",
+        "labels": [label(k, TIME_LABELS) for k in breakdown],
+        "values": [round(_num(v) * 1000, 3) for v in breakdown.values()],
+        "total": round(_num(perf.get("step_time_s")) * 1000, 3),
+    }
+
+
+def _point(item: dict[str, Any]) -> dict[str, Any] | None:
+    """One scatter point from a plan, a Pareto entry or an evaluated-layout record."""
+    memory = item.get("memory") if isinstance(item.get("memory"), dict) else item
+    perf = item.get("performance") if isinstance(item.get("performance"), dict) else item
+    total = memory.get("total_bytes", memory.get("memory_bytes"))
+    speed = perf.get("tokens_per_s_per_gpu")
+    if total is None or speed is None:
+        return None
+    layout = item.get("layout") if isinstance(item.get("layout"), dict) else item
+    return {
+        "x": round(_num(total) / GIB, 3),
+        "y": round(_num(speed), 1),
+        "fits": bool(memory.get("fits", True)),
+        "label": layout_text(layout),
+    }
+
+
+def scatter_chart(result: dict[str, Any]) -> dict[str, Any]:
+    """Throughput against memory for every layout the result describes.
+
+    Uses ``evaluated`` when the search returns it, else the Pareto front and the plans.
+    """
+    sources: Iterable[Any]
+    evaluated = result.get("evaluated")
+    if isinstance(evaluated, list) and evaluated:
+        sources, basis = evaluated, "evaluated"
+    else:
+        pareto = result.get("pareto") or []
+        if isinstance(pareto, dict):
+            pareto = pareto.get("points") or pareto.get("plans") or []
+        sources, basis = list(pareto) + list(result.get("plans") or []), "pareto"
+    points = [p for p in (_point(s) for s in sources if isinstance(s, dict)) if p is not None]
+    plans = result.get("plans") or []
+    limit = None
+    if plans:
+        memory = plans[0].get("memory", {})
+        cap = _num(memory.get("capacity_bytes"))
+        limit = round(
+            _num(memory.get("limit_bytes"), _num(memory.get("threshold"), 0.8) * cap) / GIB, 3
+        )
+    return {"kind": "scatter", "points": points, "limit": limit, "basis": basis}
+
+
+def rejections(result: dict[str, Any]) -> list[tuple[str, int]]:
+    reasons = result.get("rejections") or {}
+    if isinstance(reasons, list):
+        pairs = [
+            (str(r.get("reason", r)), int(r.get("count", 1)))
+            for r in reasons
+            if isinstance(r, dict)
+        ]
+    else:
+        pairs = [(str(k), int(v)) for k, v in reasons.items()]
+    return sorted(pairs, key=lambda kv: -kv[1])
+
+
+def launch_script(plan: dict[str, Any]) -> str:
+    """A bash script that exports the plan's environment and runs its torchrun command."""
+    megatron = plan.get("megatron", {})
+    lines = [
+        "#!/usr/bin/env bash",
+        "# Launch script written by Parallel Planner.",
+        f"# Layout: {layout_text(plan.get('layout', {}))}",
+        "set -euo pipefail",
+        "",
+    ]
+    for key, value in (megatron.get("env") or {}).items():
+        lines.append(f"export {key}={shlex.quote(str(value))}")
+    command = megatron.get("command") or ""
+    if not command and megatron.get("args"):
+        command = "torchrun pretrain_gpt.py " + " ".join(shlex.quote(a) for a in megatron["args"])
+    lines += ["", command, ""]
+    return "\n".join(lines)
+
+
+def launch_command(plan: dict[str, Any]) -> str:
+    """The torchrun command, one flag per line (bash continuation) so it reads and pastes."""
+    megatron = plan.get("megatron", {})
+    command = str(megatron.get("command") or "")
+    if not command:
+        args = megatron.get("args") or []
+        command = "torchrun pretrain_gpt.py " + " ".join(shlex.quote(a) for a in args)
+    return command

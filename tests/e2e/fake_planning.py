@@ -1,0 +1,173 @@
+"""A stand-in planning backend for web tests: canned results, the real request checks' shape.
+
+It lets the pages be tested for what they show (and whether the job machinery carries the
+result), independent of the planner's numbers, which have their own tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from app.jobs.backend import PlanningBackend
+from planner.specs import SpecError
+
+GIB = 2**30
+KNOWN_MODELS = ("llama3.1-8b", "mixtral-8x22b")
+
+
+def _plan(rank: int) -> dict[str, Any]:
+    tp = (8, 4, 2)[rank % 3]
+    step = 4.0 + rank
+    capacity = 80 * GIB
+    breakdown = {
+        "weights_bytes": 10 * GIB,
+        "gradients_bytes": 10 * GIB,
+        "optimizer_bytes": 5 * GIB,
+        "activations_bytes": (20 + rank) * GIB,
+        "logits_bytes": 2 * GIB,
+        "comm_buffers_bytes": 1 * GIB,
+        "runtime_overhead_bytes": 3 * GIB,
+    }
+    total = sum(breakdown.values())
+    perf = {
+        "compute_s": step * 0.7,
+        "tp_comm_s": step * 0.05,
+        "dp_comm_s": step * 0.05,
+        "bubble_s": step * 0.15,
+        "optimizer_s": step * 0.05,
+    }
+    layout = {
+        "tp": tp,
+        "pp": 4,
+        "vpp": 2,
+        "cp": 1,
+        "ep": 1,
+        "etp": None,
+        "dp": 64 // (tp * 4),
+        "micro_batch_size": 1,
+        "recompute": "selective",
+        "sequence_parallel": True,
+        "optimizer_sharding": "optimizer",
+    }
+    return {
+        "layout": layout,
+        "memory": {
+            "total_bytes": total,
+            "capacity_bytes": capacity,
+            "threshold": 0.8,
+            "limit_bytes": 0.8 * capacity,
+            "fits": total <= 0.8 * capacity,
+            "utilization": total / capacity,
+            "headroom_bytes": 0.8 * capacity - total,
+            "worst_stage": "first",
+            "breakdown": breakdown,
+        },
+        "performance": {
+            "step_time_s": step,
+            "tokens_per_s_per_gpu": 4_000_000 / step / 64,
+            "model_tflops_per_gpu": 400.0 / step,
+            "mfu": 0.4 * 4 / step,
+            "breakdown": perf,
+        },
+        "megatron": {
+            "args": [
+                "--tensor-model-parallel-size",
+                str(tp),
+                "--pipeline-model-parallel-size",
+                "4",
+                "--num-layers-per-virtual-pipeline-stage",
+                "4",
+                "--sequence-parallel",
+                "--recompute-granularity",
+                "selective",
+                "--use-distributed-optimizer",
+            ],
+            "command": f"torchrun --nproc-per-node 8 pretrain_gpt.py "
+            f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size 4",
+            "env": {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+        },
+    }
+
+
+def canned_result(request: dict[str, Any]) -> dict[str, Any]:
+    plans = [_plan(i) for i in range(3)]
+    return {
+        "plans": plans,
+        "search": {"evaluated": 120, "feasible": 40, "proven_optimal": True, "elapsed_s": 0.2},
+        "rejections": {
+            "needs more than 80 % of HBM (memory)": 70,
+            "tp=16 exceeds GPUs per node 8": 10,
+        },
+        "pareto": [
+            {
+                "layout": plans[0]["layout"],
+                "memory": {"total_bytes": 90 * GIB, "fits": False},
+                "performance": {"tokens_per_s_per_gpu": 20_000.0},
+            },
+        ],
+        "model": request.get("model") if isinstance(request.get("model"), str) else "pasted",
+        "gpu": request.get("gpu"),
+    }
+
+
+def validate(request: dict[str, Any]) -> dict[str, Any]:
+    model = request.get("model")
+    if isinstance(model, str) and model not in KNOWN_MODELS:
+        raise SpecError(f"unknown model {model!r}", field="model")
+    if int(request.get("seq_length", 0)) < 1:
+        raise SpecError(
+            f"seq_length={request.get('seq_length')} must be at least 1", field="seq_length"
+        )
+    return {}
+
+
+def plan(request: dict[str, Any], *, profile: Any = None, progress: Any = None) -> dict[str, Any]:
+    delay = float(request.get("token_budget", 0) or 0) if request.get("objective") == "slow" else 0
+    for i in range(10):
+        if progress is not None:
+            progress(i, 10)
+        time.sleep(delay / 10)
+    return canned_result(request)
+
+
+def fake_backend() -> PlanningBackend:
+    return PlanningBackend(evaluate=lambda r, **k: {}, plan=plan, validate_plan=validate)
+
+
+def catalog_source() -> dict[str, dict[str, dict[str, Any]]]:
+    """The built-in catalog as the service seeds it (working around presets without to_dict)."""
+    from app.api.catalog_service import builtin_specs
+
+    try:
+        return builtin_specs()
+    except TypeError:
+        import models_db
+        from app.api.catalog_service import _jsonable
+
+        out: dict[str, dict[str, dict[str, Any]]] = {"model": {}, "gpu": {}, "cluster": {}}
+        for slug in models_db.list_models():
+            out["model"][slug] = _jsonable(models_db.load_model(slug).to_dict())
+        for slug in models_db.list_gpus():
+            out["gpu"][slug] = _jsonable(models_db.load_gpu(slug).to_dict())
+        keep = {
+            "gpu",
+            "gpus_per_node",
+            "inter_node_bandwidth_bytes_per_s",
+            "inter_node_latency_s",
+            "intra_node_latency_s",
+        }
+        for slug in models_db.list_clusters():
+            preset = dataclasses.asdict(models_db.load_cluster_preset(slug))
+            out["cluster"][slug] = {k: v for k, v in preset.items() if k in keep}
+        return out
+
+
+def real_stack_available() -> bool:
+    try:
+        import app.plan_request
+        import app.planning  # noqa: F401
+    except ImportError:
+        return False
+    return True
