@@ -87,7 +87,7 @@ def evaluate_layouts(
         return []
     batch = LayoutBatch.from_layouts(layouts)
     violated = check_rules(model, cluster, job, batch)
-    valid = ~violated.any(axis=1)
+    valid = np.asarray(~violated.any(axis=1), dtype=np.bool_)
     mem = estimate_memory(model, cluster, job, batch, MemoryOptions(threshold=threshold))
     perf: PerformanceEstimate | None = None
     if valid.any():

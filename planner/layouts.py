@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -145,7 +146,7 @@ class LayoutBatch:
 
     @staticmethod
     def concat(batches: Sequence[LayoutBatch]) -> LayoutBatch:
-        def cat(name: str) -> npt.NDArray[np.generic]:
+        def cat(name: str) -> Any:
             return np.concatenate([getattr(b, name) for b in batches])
 
         return LayoutBatch(

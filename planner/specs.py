@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 Normalization = Literal["LayerNorm", "RMSNorm"]
 PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
 Precision = Literal["bf16", "fp8"]
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
+
+_T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
 OPTIMIZER_SHARDING_CHOICES: tuple[OptimizerSharding, ...] = ("none", "optimizer", "full")
@@ -426,11 +428,11 @@ class Layout:
         return _from_dict(cls, data)
 
 
-def _from_dict(cls: Any, data: dict[str, Any]) -> Any:
+def _from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
     """Build a dataclass from a mapping, naming unknown keys instead of a bare TypeError."""
     if not isinstance(data, dict):
         raise SpecError(f"{cls.__name__} must be an object, got {type(data).__name__}")
-    known = {f.name for f in fields(cls)}
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - known)
     if unknown:
         raise SpecError(
