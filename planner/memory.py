@@ -92,6 +92,14 @@ class MemoryOptions:
     """cuBLAS/cuBLASLt and TE workspaces (32 MiB per stream on Hopper, a few streams)."""
     nccl_bytes_per_communicator: float = 0.5e9
     """NCCL buffers per communicator of size > 1 (memory-estimator-fujii §7, S7: about 0.5 GB)."""
+    dp_bucket_bytes: float = 0.0
+    """Gradient-reduction and parameter-gather buckets held outside the gradient buffer. 0 for
+    Megatron-Core, whose buckets are views of the contiguous grad/param buffers (in place);
+    DeepSpeed ZeRO-1 allocates reduce and all-gather buckets (2 x 5e8 elements by default)."""
+    keep_stage_outputs: bool = False
+    """False for Megatron, which frees each pipeline stage's output tensor once it is sent
+    (deallocate_output_tensor); DeepSpeed's pipeline engine keeps it (2sbh per in-flight
+    micro-batch) until the backward pass."""
     fragmentation_fraction: float = 0.1
     """Caching-allocator blocks reserved but unusable, as a fraction of the dynamic
     (per-step) memory: activations, logits, workspaces and buffers."""
@@ -229,8 +237,10 @@ def estimate_memory(
         batch.recompute == RECOMPUTE_FULL, np.maximum(dense_acts.full, moe_acts.full), 0.0
     )
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size)
+    stage_output = dense_acts.layer_input if opts.keep_stage_outputs else 0.0
     first["activations_bytes"] = (
-        inflight_first * (layers.first_dense * saved_dense + layers.first_moe * saved_moe)
+        inflight_first
+        * (layers.first_dense * saved_dense + layers.first_moe * saved_moe + stage_output)
         + regenerated
     )
     last["activations_bytes"] = (
@@ -273,7 +283,7 @@ def estimate_memory(
     # pipeline send/recv of s/(c t) x b x h activations and gradients, doubled when interleaved
     p2p = np.where(batch.pp > 1, 4 * BF16 * tokens * h / shape.sp_shard, 0.0)
     p2p = p2p * np.where(batch.vpp > 1, 2.0, 1.0)
-    comm = p2p
+    comm = p2p + opts.dp_bucket_bytes
     if model.is_moe:
         # all-to-all dispatch and combine buffers of one MoE layer
         routed = routed_tokens(model, shape, opts.moe_token_imbalance)

@@ -30,14 +30,14 @@ class StageLayers:
 def _rank_layers(is_moe: list[bool], pp: int, vpp: int, rank: int) -> tuple[int, int]:
     num_layers = len(is_moe)
     stages = pp * vpp
+    per_chunk = -(-num_layers // stages)  # ceil: an uneven split puts the extra layers anywhere
     dense = moe = 0
     for chunk in range(vpp):
         k = chunk * pp + rank
-        lo = k * num_layers // stages
-        hi = (k + 1) * num_layers // stages
-        n_moe = sum(is_moe[lo:hi])
+        lo = min(k * per_chunk, max(num_layers - per_chunk, 0))
+        n_moe = sum(is_moe[lo : lo + per_chunk])
         moe += n_moe
-        dense += hi - lo - n_moe
+        dense += per_chunk - n_moe
     return dense, moe
 
 
