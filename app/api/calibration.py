@@ -18,7 +18,7 @@ Slug = Annotated[str, Path(max_length=128)]
 MAX_BODY_BYTES = 8 * 2**20
 
 ROW_EXAMPLE = {
-    "model_name": "llama-3.1-70b",
+    "model_name": "llama3.1-70b",
     "num_layers": "80",
     "hidden_size": "8192",
     "ffn_hidden_size": "28672",

@@ -20,18 +20,18 @@ Precision = Literal["bf16", "fp8"]
 Objective = Literal["throughput", "time_to_train", "cost"]
 
 ModelRef = Annotated[
-    str | dict[str, Any],
+    Annotated[str, Field(pattern=SLUG_PATTERN)] | dict[str, Any],
     Field(
         description="catalog slug (built-in or user-defined), an inline ModelSpec object, or a "
         "Hugging Face config.json object",
-        examples=["llama-3.1-70b"],
+        examples=["llama3.1-70b"],
     ),
 ]
 Axis = Annotated[int, Field(ge=1, le=1024)]
 AxisOrList = Axis | Annotated[list[Axis], Field(min_length=1, max_length=64)]
 
 EVALUATION_EXAMPLE: dict[str, Any] = {
-    "model": "llama-3.1-70b",
+    "model": "llama3.1-70b",
     "gpu": "h100-sxm-80gb",
     "num_gpus": 64,
     "gpus_per_node": 8,
@@ -46,7 +46,7 @@ EVALUATION_EXAMPLE: dict[str, Any] = {
     "optimizer_sharding": "optimizer",
 }
 PLAN_EXAMPLE: dict[str, Any] = {
-    "model": "llama-3.1-70b",
+    "model": "llama3.1-70b",
     "gpu": "h100-sxm-80gb",
     "num_gpus": 64,
     "gpus_per_node": 8,

@@ -19,7 +19,7 @@ from app.settings import Settings
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
 LLAMA = ModelSpec(
-    name="llama-3.1-70b",
+    name="llama3.1-70b",
     num_layers=80,
     hidden_size=8192,
     ffn_hidden_size=28672,
@@ -48,7 +48,7 @@ FAILING_SEED = 13
 
 def fake_catalog() -> dict[str, dict[str, dict[str, Any]]]:
     return {
-        "model": {"llama-3.1-70b": LLAMA.to_dict()},
+        "model": {"llama3.1-70b": LLAMA.to_dict()},
         "gpu": {"h100-sxm-80gb": H100.to_dict()},
         "cluster": {"dgx-h100": dict(DGX)},
     }
@@ -65,7 +65,7 @@ class FakePlanner:
     def _model_name(self, ref: Any) -> str:
         if isinstance(ref, dict):
             return str(ref.get("name", "inline"))
-        if ref != "llama-3.1-70b":
+        if ref != "llama3.1-70b":
             raise SpecError(f"unknown model {ref!r}", field="model")
         return str(ref)
 

@@ -16,7 +16,7 @@ SMALL = {
 
 def test_builtin_models_are_seeded(client: TestClient) -> None:
     items = client.get("/v1/models").json()["items"]
-    assert [(m["slug"], m["builtin"], m["version"]) for m in items] == [("llama-3.1-70b", True, 1)]
+    assert [(m["slug"], m["builtin"], m["version"]) for m in items] == [("llama3.1-70b", True, 1)]
     assert items[0]["spec"]["hidden_size"] == 8192
 
 
@@ -51,7 +51,7 @@ def test_create_twice_is_409(client: TestClient) -> None:
 
 
 def test_builtin_entries_are_read_only(client: TestClient) -> None:
-    put = client.put("/v1/models/llama-3.1-70b", json={"spec": SMALL})
+    put = client.put("/v1/models/llama3.1-70b", json={"spec": SMALL})
     delete = client.delete("/v1/gpus/h100-sxm-80gb")
     assert (put.status_code, delete.status_code) == (409, 409)
     assert "built in and read-only" in put.json()["detail"]

@@ -35,7 +35,7 @@ def test_metrics_count_requests_by_route_and_jobs_by_status(make_client) -> None
     client.post(
         "/v1/plan-jobs",
         json={
-            "model": "llama-3.1-70b",
+            "model": "llama3.1-70b",
             "gpu": "h100-sxm-80gb",
             "num_gpus": 8,
             "seq_length": 4096,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 PLAN = {
-    "model": "llama-3.1-70b",
+    "model": "llama3.1-70b",
     "gpu": "h100-sxm-80gb",
     "num_gpus": 64,
     "seq_length": 8192,

@@ -1,0 +1,191 @@
+"""A typed Python client of the planner service.
+
+    from app.sdk import PlannerClient
+    with PlannerClient("http://localhost:8000") as planner:
+        job = planner.submit_plan({"model": "llama3.1-70b", "gpu": "h100-sxm-80gb",
+                                   "num_gpus": 64, "seq_length": 8192, "global_batch_size": 128})
+        job = planner.wait_for_job(job["id"], timeout=600)
+        plans = planner.get_plans(job["id"])
+
+Every error comes back as :class:`PlannerAPIError` with the problem document.
+"""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+__all__ = ["PlannerAPIError", "PlannerClient"]
+
+FINISHED = ("succeeded", "failed", "cancelled")
+JSON = dict[str, Any]
+
+
+class PlannerAPIError(Exception):
+    """A non-2xx answer; ``problem`` is the server's problem JSON (type, title, detail, errors)."""
+
+    def __init__(self, status: int, problem: JSON) -> None:
+        self.status = status
+        self.problem = problem
+        detail = problem.get("detail") or problem.get("title") or "error"
+        super().__init__(f"HTTP {status}: {detail}")
+
+    @property
+    def errors(self) -> list[JSON]:
+        errors: list[JSON] = self.problem.get("errors", [])
+        return errors
+
+
+class PlannerClient:
+    """Client of the ``/v1`` API. ``timeout`` is per HTTP request, in seconds."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
+
+    # --- plumbing ----------------------------------------------------------------------------
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> PlannerClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                problem = response.json()
+            except ValueError:
+                problem = {"detail": response.text[:500]}
+            if not isinstance(problem, dict):
+                problem = {"detail": str(problem)}
+            raise PlannerAPIError(response.status_code, problem)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    # --- catalog -------------------------------------------------------------------------------
+    def list_models(self) -> list[JSON]:
+        items: list[JSON] = self._request("GET", "/v1/models")["items"]
+        return items
+
+    def get_model(self, slug: str) -> JSON:
+        entry: JSON = self._request("GET", f"/v1/models/{slug}")
+        return entry
+
+    def create_model(self, slug: str, spec: JSON) -> JSON:
+        entry: JSON = self._request("POST", "/v1/models", json={"slug": slug, "spec": spec})
+        return entry
+
+    def import_hf_model(self, slug: str, config: JSON) -> JSON:
+        entry: JSON = self._request(
+            "POST", "/v1/models/import-hf", json={"slug": slug, "config": config}
+        )
+        return entry
+
+    def list_gpus(self) -> list[JSON]:
+        items: list[JSON] = self._request("GET", "/v1/gpus")["items"]
+        return items
+
+    def list_clusters(self) -> list[JSON]:
+        items: list[JSON] = self._request("GET", "/v1/clusters")["items"]
+        return items
+
+    # --- evaluation and plan jobs ----------------------------------------------------------------
+    def evaluate(self, request: JSON) -> JSON:
+        """Evaluate one layout (``POST /v1/evaluations``)."""
+        result: JSON = self._request("POST", "/v1/evaluations", json=request)
+        return result
+
+    def submit_plan(
+        self, request: JSON, *, idempotency_key: str | None = None, wait_s: float = 0
+    ) -> JSON:
+        """Queue a plan job; with ``wait_s`` the server holds the answer until it finishes."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        params = {"wait": wait_s} if wait_s else {}
+        job: JSON = self._request(
+            "POST",
+            "/v1/plan-jobs",
+            json=request,
+            headers=headers,
+            params=params,
+            timeout=max(self._http.timeout.read or 30.0, wait_s + 30.0),
+        )
+        return job
+
+    def get_job(self, job_id: str) -> JSON:
+        job: JSON = self._request("GET", f"/v1/plan-jobs/{job_id}")
+        return job
+
+    def list_jobs(self, status: str | None = None, limit: int = 50, offset: int = 0) -> JSON:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if status:
+            params["status"] = status
+        page: JSON = self._request("GET", "/v1/plan-jobs", params=params)
+        return page
+
+    def cancel_job(self, job_id: str) -> JSON:
+        job: JSON = self._request("POST", f"/v1/plan-jobs/{job_id}/cancel")
+        return job
+
+    def wait_for_job(self, job_id: str, timeout: float = 600.0, poll_s: float = 0.5) -> JSON:
+        """Poll until the job has finished; raises TimeoutError after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get_job(job_id)
+            if job["status"] in FINISHED:
+                return job
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"plan job {job_id} is still {job['status']} after {timeout} s")
+            time.sleep(min(poll_s, max(0.01, deadline - time.monotonic())))
+
+    def get_plans(self, job_id: str) -> JSON:
+        result: JSON = self._request("GET", f"/v1/plan-jobs/{job_id}/plans")
+        return result
+
+    # --- measurements and calibration -------------------------------------------------------------
+    def add_measurements(self, cluster: str, rows: list[JSON]) -> JSON:
+        out: JSON = self._request("POST", f"/v1/clusters/{cluster}/measurements", json=rows)
+        return out
+
+    def add_measurements_csv(self, cluster: str, csv_text: str) -> JSON:
+        out: JSON = self._request(
+            "POST",
+            f"/v1/clusters/{cluster}/measurements",
+            content=csv_text.encode(),
+            headers={"Content-Type": "text/csv"},
+        )
+        return out
+
+    def add_megatron_log(self, cluster: str, log_text: str) -> JSON:
+        out: JSON = self._request(
+            "POST",
+            f"/v1/clusters/{cluster}/measurements",
+            content=log_text.encode(),
+            headers={"Content-Type": "text/plain"},
+        )
+        return out
+
+    def calibrate(self, cluster: str) -> JSON:
+        out: JSON = self._request("POST", f"/v1/clusters/{cluster}/calibrations")
+        return out
