@@ -7,7 +7,7 @@ result), independent of the planner's numbers, which have their own tests.
 from __future__ import annotations
 
 import dataclasses
-import time
+import threading
 from typing import Any
 
 from app.jobs.backend import PlanningBackend
@@ -123,16 +123,19 @@ def validate(request: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def plan(request: dict[str, Any], *, profile: Any = None, progress: Any = None) -> dict[str, Any]:
-    delay = float(request.get("token_budget", 0) or 0) if request.get("objective") == "slow" else 0
-    for i in range(10):
-        if progress is not None:
-            progress(i, 10)
-        time.sleep(delay / 10)
-    return canned_result(request)
+def fake_backend(gate: threading.Event | None = None) -> PlanningBackend:
+    """A backend whose searches report progress and, given a ``gate``, wait for it to open."""
 
+    def plan(
+        request: dict[str, Any], *, profile: Any = None, progress: Any = None
+    ) -> dict[str, Any]:
+        for i in range(10):
+            if progress is not None:
+                progress(i, 10)
+            if gate is not None and i == 5:
+                gate.wait(30)
+        return canned_result(request)
 
-def fake_backend() -> PlanningBackend:
     return PlanningBackend(evaluate=lambda r, **k: {}, plan=plan, validate_plan=validate)
 
 
