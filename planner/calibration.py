@@ -29,7 +29,6 @@ DEFAULT_COEFFICIENTS = (
     "gemm_efficiency",
     "fp8_gemm_efficiency",
     "attention_efficiency",
-    "attention_score_bytes",
     "nvlink_efficiency",
     "network_efficiency",
     "tp_overlap",
@@ -76,8 +75,9 @@ class ErrorStats:
         if len(measured) == 0:
             return ErrorStats(n=0, median_ape=math.nan, p90_ape=math.nan)
         ape = np.abs(predicted / measured - 1.0)
-        return ErrorStats(n=len(measured), median_ape=float(np.median(ape)),
-                          p90_ape=float(np.percentile(ape, 90)))
+        return ErrorStats(
+            n=len(measured), median_ape=float(np.median(ape)), p90_ape=float(np.percentile(ape, 90))
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,8 +119,9 @@ class CVReport:
 
 def usable(measurements: Sequence[Measurement]) -> list[Measurement]:
     """Rows fit for fitting and accuracy: a measured tokens/s and reliability not 'low'."""
-    return [m for m in measurements
-            if m.tokens_per_s_per_gpu is not None and m.reliability != "low"]
+    return [
+        m for m in measurements if m.tokens_per_s_per_gpu is not None and m.reliability != "low"
+    ]
 
 
 class _Groups:
@@ -132,8 +133,11 @@ class _Groups:
             index.setdefault((m.model, m.cluster, m.job), []).append(i)
         self.n = len(measurements)
         self.items = [
-            (measurements[ids[0]], np.asarray(ids),
-             LayoutBatch.from_layouts([measurements[i].layout for i in ids]))
+            (
+                measurements[ids[0]],
+                np.asarray(ids),
+                LayoutBatch.from_layouts([measurements[i].layout for i in ids]),
+            )
             for ids in index.values()
         ]
 
@@ -187,19 +191,23 @@ def fit_profile(
         return np.concatenate([data, prior_weight * (x - x0) / width])
 
     if rows and names:
-        result = least_squares(residuals, x0, bounds=(lo, hi), x_scale=width, diff_step=1e-3,
-                               max_nfev=200)
+        result = least_squares(
+            residuals, x0, bounds=(lo, hi), x_scale=width, diff_step=1e-3, max_nfev=200
+        )
         x, success, message = result.x, bool(result.success), str(result.message)
     else:
         x, success, message = x0, False, "no usable rows or no coefficients"
     fitted = make(x)
     after = groups.predict(fitted) if rows else np.empty(0)
     report = FitReport(
-        n_rows=len(rows), coefficients=names,
-        before=ErrorStats.of(before, measured), after=ErrorStats.of(after, measured),
+        n_rows=len(rows),
+        coefficients=names,
+        before=ErrorStats.of(before, measured),
+        after=ErrorStats.of(after, measured),
         values_before={n: float(v) for n, v in zip(names, x0, strict=True)},
         values_after={n: float(v) for n, v in zip(names, x, strict=True)},
-        success=success, message=message,
+        success=success,
+        message=message,
     )
     provenance = {
         "kind": "fitted",
@@ -227,11 +235,20 @@ def _sweep_rankings(rows: Sequence[Measurement], pred: FloatArray) -> list[Sweep
             continue
         meas = np.array([rows[i].tokens_per_s_per_gpu for i in ids], dtype=np.float64)
         p = pred[ids]
-        rho = float(spearmanr(p, meas).statistic) if np.ptp(p) > 0 and np.ptp(meas) > 0 else math.nan
+        rho = (
+            float(spearmanr(p, meas).statistic) if np.ptp(p) > 0 and np.ptp(meas) > 0 else math.nan
+        )
         best = int(np.argmax(meas))
         order = list(np.argsort(-p))
-        out.append(SweepRanking(sweep_id=sweep, n=len(ids), spearman=rho,
-                                top1=bool(order[0] == best), top3=bool(best in order[:3])))
+        out.append(
+            SweepRanking(
+                sweep_id=sweep,
+                n=len(ids),
+                spearman=rho,
+                top1=bool(order[0] == best),
+                top3=bool(best in order[:3]),
+            )
+        )
     return out
 
 
@@ -241,9 +258,13 @@ def cross_validate(
     *,
     group_by: str = "source",
     coefficients: Sequence[str] = DEFAULT_COEFFICIENTS,
+    coefficients_for: Callable[[GPUSpec], Sequence[str]] | None = None,
     prior_weight: float = 0.15,
 ) -> CVReport:
-    """Leave-one-group-out: fit each GPU type's profile without the group, predict the group."""
+    """Leave-one-group-out: fit each GPU type's profile without the group, predict the group.
+
+    ``coefficients_for`` (optional) chooses the fitted coefficients per GPU type.
+    """
     if group_by not in ("source", "sweep"):
         raise ValueError("group_by must be 'source' or 'sweep'")
     rows = usable(measurements)
@@ -265,19 +286,35 @@ def cross_validate(
             gpu = rows[idx[0]].cluster.gpu
             base = base_for(gpu)
             same_gpu = [m for m in train if m.cluster.gpu.name == gpu_name]
-            fitted = (fit_profile(same_gpu, base, coefficients=coefficients,
-                                  prior_weight=prior_weight)[0] if same_gpu else base)
+            names = coefficients if coefficients_for is None else coefficients_for(gpu)
+            fitted = (
+                fit_profile(same_gpu, base, coefficients=names, prior_weight=prior_weight)[0]
+                if same_gpu
+                else base
+            )
             subset = [rows[i] for i in idx]
             before[idx] = predict_tokens_per_s(subset, base)
             after[idx] = predict_tokens_per_s(subset, fitted)
         stats = ErrorStats.of(after[held], measured[held])
-        per_group[g] = {"n": float(len(held)), "median_ape": stats.median_ape,
-                        "p90_ape": stats.p90_ape,
-                        "median_ape_before": ErrorStats.of(before[held], measured[held]).median_ape}
+        per_group[g] = {
+            "n": float(len(held)),
+            "median_ape": stats.median_ape,
+            "p90_ape": stats.p90_ape,
+            "median_ape_before": ErrorStats.of(before[held], measured[held]).median_ape,
+        }
     return CVReport(
-        group_by=group_by, n_rows=len(rows),
-        before=ErrorStats.of(before, measured), after=ErrorStats.of(after, measured),
-        per_group=per_group, sweeps=_sweep_rankings(rows, after),
-        predictions={m.row_id: {"measured": float(measured[i]), "before": float(before[i]),
-                                "after": float(after[i])} for i, m in enumerate(rows)},
+        group_by=group_by,
+        n_rows=len(rows),
+        before=ErrorStats.of(before, measured),
+        after=ErrorStats.of(after, measured),
+        per_group=per_group,
+        sweeps=_sweep_rankings(rows, after),
+        predictions={
+            m.row_id: {
+                "measured": float(measured[i]),
+                "before": float(before[i]),
+                "after": float(after[i]),
+            }
+            for i, m in enumerate(rows)
+        },
     )

@@ -33,8 +33,9 @@ from pathlib import Path
 
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
-NVIDIA_RECIPE_SOURCES = frozenset({"megatron_readme_h100", "nemo_perf_24.07",
-                                   "dgxc_benchmarking_v25.04"})
+NVIDIA_RECIPE_SOURCES = frozenset(
+    {"megatron_readme_h100", "nemo_perf_24.07", "dgxc_benchmarking_v25.04"}
+)
 """Sources whose unstated recompute/SP/optimizer follow NVIDIA's recipes (data README)."""
 PRE_DISTRIBUTED_OPTIMIZER_SOURCES = frozenset({"narayanan2021", "korthikanti2022"})
 """Megatron-LM papers that predate the distributed optimizer: unstated means none."""
@@ -74,8 +75,12 @@ def gpu_slug(gpu_type: str) -> str | None:
     t = gpu_type.lower()
     if "a100" in t:
         return "a100-sxm4-40gb" if "40" in t else "a100-sxm4-80gb"
-    for key, slug in (("h100", "h100-sxm-80gb"), ("h200", "h200-sxm-141gb"),
-                      ("b200", "b200-sxm-180gb"), ("mi300x", "mi300x-192gb")):
+    for key, slug in (
+        ("h100", "h100-sxm-80gb"),
+        ("h200", "h200-sxm-141gb"),
+        ("b200", "b200-sxm-180gb"),
+        ("mi300x", "mi300x-192gb"),
+    ):
         if key in t:
             return slug
     return None
@@ -124,7 +129,8 @@ def _model(row: Mapping[str, str]) -> ModelSpec:
         kwargs.update(num_experts=experts, moe_router_topk=topk, moe_ffn_hidden_size=moe_ffn)
         if shared:
             kwargs["moe_shared_expert_intermediate_size"] = shared * (
-                moe_ffn or _require(row, "ffn_hidden_size"))
+                moe_ffn or _require(row, "ffn_hidden_size")
+            )
     gpt_like = not any(k in name.lower() for k in _SWIGLU_FAMILIES)
     return ModelSpec(
         name=name,
@@ -159,11 +165,8 @@ def _sequence_parallel(text: str, tp: int) -> bool:
     if tp == 1:
         return False
     t = text.strip().lower()
-    if t.startswith("yes"):
-        return True
-    if t.startswith("no"):
-        return False
-    return True  # README: NVIDIA recipes (and Megatron MoE) use SP whenever tp > 1
+    # "yes"/"no" as stated; empty follows the README: NVIDIA recipes use SP whenever tp > 1
+    return not t.startswith("no")
 
 
 def _sharding(text: str, source: str) -> str:
@@ -180,8 +183,12 @@ def _sharding(text: str, source: str) -> str:
 def _flops_per_token(basis: str, model: ModelSpec, seq: int, recompute: str) -> float:
     """FLOPs per token of the paper formulas (megatron-facts §6, Narayanan eq. 3)."""
     b = basis.lower()
-    gpt_shaped = (not model.swiglu and model.query_groups == model.num_attention_heads
-                  and model.ffn_hidden_size == 4 * model.hidden_size and not model.is_moe)
+    gpt_shaped = (
+        not model.swiglu
+        and model.query_groups == model.num_attention_heads
+        and model.ffn_hidden_size == 4 * model.hidden_size
+        and not model.is_moe
+    )
     if not gpt_shaped:
         raise _Skip(f"tflops basis {basis!r} cannot be converted for a non-GPT-shaped model")
     lay, h, v = model.num_layers, model.hidden_size, model.vocab_size
@@ -235,13 +242,24 @@ def _parse_row(
     seq = _require(row, "seq_length")
     gbs = _require(row, "global_batch_size")
     layout = Layout(
-        tp=tp, pp=pp, vpp=_int(row, "vpp") or 1, cp=cp, ep=ep, dp=dp,
-        micro_batch_size=_require(row, "micro_batch_size"), recompute=recompute,  # type: ignore[arg-type]
+        tp=tp,
+        pp=pp,
+        vpp=_int(row, "vpp") or 1,
+        cp=cp,
+        ep=ep,
+        dp=dp,
+        micro_batch_size=_require(row, "micro_batch_size"),
+        recompute=recompute,  # type: ignore[arg-type]
         sequence_parallel=_sequence_parallel(row.get("sequence_parallel") or "", tp),
         optimizer_sharding=_sharding(row.get("distributed_optimizer") or "", source),  # type: ignore[arg-type]
     )
-    cluster = ClusterSpec(name=f"{slug}x{num_gpus}", gpu=gpu, num_gpus=num_gpus,
-                          gpus_per_node=per_node, inter_node_bandwidth_bytes_per_s=network(gpu))
+    cluster = ClusterSpec(
+        name=f"{slug}x{num_gpus}",
+        gpu=gpu,
+        num_gpus=num_gpus,
+        gpus_per_node=per_node,
+        inter_node_bandwidth_bytes_per_s=network(gpu),
+    )
     job = TrainingJob(seq_length=seq, global_batch_size=gbs, precision=prec)  # type: ignore[arg-type]
     tokens = _float(row, "tokens_per_sec_per_gpu")
     step = _float(row, "step_time_s")
@@ -265,11 +283,18 @@ def _parse_row(
         derivation = f"tflops ({basis.strip()[:40]})"
     mfu = _float(row, "mfu_pct")
     return Measurement(
-        row_id=row_id, source_id=source, sweep_id=(row.get("sweep_id") or "").strip(),
+        row_id=row_id,
+        source_id=source,
+        sweep_id=(row.get("sweep_id") or "").strip(),
         reliability=(row.get("reliability") or "").strip() or "medium",
-        model=model, cluster=cluster, job=job, layout=layout,
-        tokens_per_s_per_gpu=tokens, step_time_s=step,
-        mfu=None if mfu is None else mfu / 100, derivation=derivation,
+        model=model,
+        cluster=cluster,
+        job=job,
+        layout=layout,
+        tokens_per_s_per_gpu=tokens,
+        step_time_s=step,
+        mfu=None if mfu is None else mfu / 100,
+        derivation=derivation,
     )
 
 
@@ -313,5 +338,6 @@ def load_measurements_csv(
     network_bytes_per_s: Callable[[GPUSpec], float] = default_network_bytes_per_s,
 ) -> list[Measurement]:
     """Load ``measured-throughput.csv`` (or a file with its columns)."""
-    return measurements_from_rows(read_rows(path), gpu_lookup,
-                                  network_bytes_per_s=network_bytes_per_s)
+    return measurements_from_rows(
+        read_rows(path), gpu_lookup, network_bytes_per_s=network_bytes_per_s
+    )

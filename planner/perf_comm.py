@@ -39,7 +39,7 @@ class Links:
 def members_per_node(links: Links, size: IntArray, stride: IntArray) -> FloatArray:
     """How many members of a (size, stride) group share one node (1 when stride >= node)."""
     per_node = np.maximum(links.gpus_per_node // np.maximum(stride, 1), 1)
-    return np.minimum(size, per_node).astype(np.float64)
+    return np.asarray(np.minimum(size, per_node), dtype=np.float64)
 
 
 def crosses_nodes(links: Links, size: IntArray, stride: IntArray) -> np.ndarray:

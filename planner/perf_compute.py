@@ -70,22 +70,40 @@ def layer_shapes(model: ModelSpec) -> LayerShapes:
         kvl = float(model.kv_lora_rank or 0)
         attn: list[Gemm] = []
         if model.q_lora_rank is None:  # megatron-facts §5.3 MLA Qterm without q compression
-            attn.append(Gemm(fwd_flop_per_token=2 * h * a * (dqk + drope), n=a * (dqk + drope),
-                             k=h, shard="n"))
+            attn.append(
+                Gemm(
+                    fwd_flop_per_token=2 * h * a * (dqk + drope),
+                    n=a * (dqk + drope),
+                    k=h,
+                    shard="n",
+                )
+            )
         else:
             ql = float(model.q_lora_rank)
             attn.append(Gemm(fwd_flop_per_token=2 * ql * h, n=ql, k=h, shard=""))
-            attn.append(Gemm(fwd_flop_per_token=2 * ql * a * (dqk + drope), n=a * (dqk + drope),
-                             k=ql, shard="n"))
+            attn.append(
+                Gemm(
+                    fwd_flop_per_token=2 * ql * a * (dqk + drope),
+                    n=a * (dqk + drope),
+                    k=ql,
+                    shard="n",
+                )
+            )
         attn.append(Gemm(fwd_flop_per_token=2 * (kvl + drope) * h, n=kvl + drope, k=h, shard=""))
-        attn.append(Gemm(fwd_flop_per_token=2 * kvl * a * (dqk + dv), n=a * (dqk + dv), k=kvl,
-                         shard="n"))
+        attn.append(
+            Gemm(fwd_flop_per_token=2 * kvl * a * (dqk + dv), n=a * (dqk + dv), k=kvl, shard="n")
+        )
         attn.append(Gemm(fwd_flop_per_token=2 * a * dv * h, n=h, k=a * dv, shard="k"))
         core = 2.0 * (a * (dqk + drope) / 2 + a * dv / 2)  # §5.4 MLA core term / 3 (fwd only)
         attention_params = (
-            (h * a * (dqk + drope) if model.q_lora_rank is None
-             else float(model.q_lora_rank) * (h + a * (dqk + drope)))
-            + kvl * (h + a * (dqk + dv)) + h * drope + a * dv * h
+            (
+                h * a * (dqk + drope)
+                if model.q_lora_rank is None
+                else float(model.q_lora_rank) * (h + a * (dqk + drope))
+            )
+            + kvl * (h + a * (dqk + dv))
+            + h * drope
+            + a * dv * h
         )
     else:
         d = float(model.head_dim)

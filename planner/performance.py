@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.flops import flops_per_iteration
 from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray, LayoutBatch
 from planner.perf_comm import Links, crosses_nodes, p2p_time, ring_time
 from planner.perf_compute import (
@@ -112,8 +113,9 @@ class PerformanceProfile:
                 continue
             value = getattr(self, f.name)
             if not np.isfinite(value) or value < 0:
-                raise SpecError(f"{f.name}={value} must be a finite non-negative number",
-                                field=f.name)
+                raise SpecError(
+                    f"{f.name}={value} must be a finite non-negative number", field=f.name
+                )
         for name in ("tp_overlap", "dp_overlap", "pp_overlap", "ep_overlap"):
             if getattr(self, name) > 1:
                 raise SpecError(f"{name}={getattr(self, name)} must be in [0, 1]", field=name)
@@ -122,8 +124,9 @@ class PerformanceProfile:
 
     @staticmethod
     def coefficient_names() -> tuple[str, ...]:
-        return tuple(f.name for f in fields(PerformanceProfile)
-                     if f.name not in ("gpu", "provenance"))
+        return tuple(
+            f.name for f in fields(PerformanceProfile) if f.name not in ("gpu", "provenance")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,24 +139,35 @@ class PerformanceProfile:
             raise SpecError(f"unknown profile field(s): {', '.join(unknown)}", field=unknown[0])
         return cls(**data)
 
-    def with_coefficients(self, **values: float) -> PerformanceProfile:
+    def with_coefficients(self, **values: Any) -> PerformanceProfile:
+        """A copy with some coefficients (or the provenance) replaced."""
         return replace(self, **values)
 
 
 # Architecture priors (performance-facts §9 unless noted). Keys are GPUSpec.architecture.
 _PRIORS: dict[str, dict[str, float]] = {
     "ampere": {  # §1.1 A100 255-290 TFLOP/s; §2.1 FA2 ~0.6 FA-count; §4.2 230/300 GB/s
-        "gemm_efficiency": 0.86, "fp8_gemm_efficiency": 0.86, "attention_efficiency": 0.5,
-        "nvlink_efficiency": 0.72, "tp_overlap": 0.0,
+        "gemm_efficiency": 0.86,
+        "fp8_gemm_efficiency": 0.86,
+        "attention_efficiency": 0.5,
+        "nvlink_efficiency": 0.72,
+        "tp_overlap": 0.0,
     },
     "hopper": {},  # the dataclass defaults are the H100/H200 priors
     "blackwell": {  # §1.5 B200 GEMM 0.5-0.7; §3.1 HBM 0.67; §4.2 ring 700/900
-        "gemm_efficiency": 0.66, "fp8_gemm_efficiency": 0.62, "attention_efficiency": 0.45,
-        "hbm_efficiency": 0.67, "nvlink_efficiency": 0.72,
+        "gemm_efficiency": 0.66,
+        "fp8_gemm_efficiency": 0.62,
+        "attention_efficiency": 0.45,
+        "hbm_efficiency": 0.67,
+        "nvlink_efficiency": 0.72,
     },
     "cdna3": {  # MI300X: no measured GEMM/attention sheet; conservative [U]; §4 xGMI ~48/64
-        "gemm_efficiency": 0.55, "fp8_gemm_efficiency": 0.45, "attention_efficiency": 0.35,
-        "hbm_efficiency": 0.7, "nvlink_efficiency": 0.6, "tp_overlap": 0.0,
+        "gemm_efficiency": 0.55,
+        "fp8_gemm_efficiency": 0.45,
+        "attention_efficiency": 0.35,
+        "hbm_efficiency": 0.7,
+        "nvlink_efficiency": 0.6,
+        "tp_overlap": 0.0,
     },
 }
 
@@ -163,8 +177,11 @@ def default_profile(gpu: GPUSpec) -> PerformanceProfile:
     priors = _PRIORS.get(gpu.architecture, {})
     return PerformanceProfile(
         gpu=gpu.name,
-        provenance={"kind": "priors", "architecture": gpu.architecture,
-                    "source": "shared/reference/performance-facts.md §9"},
+        provenance={
+            "kind": "priors",
+            "architecture": gpu.architecture,
+            "source": "shared/reference/performance-facts.md §9",
+        },
         **priors,
     )
 
@@ -182,8 +199,13 @@ class PerformanceEstimate:
 
 
 def _gemm_fwd_time(
-    g: Gemm, tokens: FloatArray, shard_tp: FloatArray, gpu: GPUSpec, prof: PerformanceProfile,
-    fp8: bool, efficiency_tokens: FloatArray | None = None,
+    g: Gemm,
+    tokens: FloatArray,
+    shard_tp: FloatArray,
+    gpu: GPUSpec,
+    prof: PerformanceProfile,
+    fp8: bool,
+    efficiency_tokens: FloatArray | None = None,
 ) -> FloatArray:
     """Forward seconds of one GEMM for ``tokens`` tokens on one GPU (megatron-facts §5 FLOPs)."""
     tp_int = shard_tp.astype(np.int64)
@@ -192,12 +214,14 @@ def _gemm_fwd_time(
     flop = g.fwd_flop_per_token * tokens / (shard_tp if g.shard else 1.0)
     m = tokens if efficiency_tokens is None else efficiency_tokens
     if fp8 and gpu.peak_fp8_flop_per_s is not None:
-        eff = gemm_efficiency(m, width, prof.fp8_gemm_efficiency, prof.fp8_half_tokens,
-                              prof.fp8_half_width)
+        eff = gemm_efficiency(
+            m, width, prof.fp8_gemm_efficiency, prof.fp8_half_tokens, prof.fp8_half_width
+        )
         rate = gpu.peak_fp8_flop_per_s * eff
     else:
-        eff = gemm_efficiency(m, width, prof.gemm_efficiency, prof.gemm_half_tokens,
-                              prof.gemm_half_width)
+        eff = gemm_efficiency(
+            m, width, prof.gemm_efficiency, prof.gemm_half_tokens, prof.gemm_half_width
+        )
         rate = gpu.peak_bf16_flop_per_s * eff
     return np.asarray(flop / np.maximum(rate, 1.0), np.float64)
 
@@ -221,8 +245,12 @@ def model_flops_per_iteration(model: ModelSpec, job: TrainingJob, batch: LayoutB
     moe = attn + fwd(sh.shared_expert_gemms) + fwd(sh.expert_gemms)
     mtp = sh.mtp_layers * ((moe if sh.mtp_is_moe else dense) + sh.mtp_extra_fwd_flop_per_token)
     vocab = padded_vocab(model, batch.tp.astype(np.float64))
-    per_token = (sh.num_dense_layers * dense + sh.num_moe_layers * moe + mtp
-                 + 2.0 * model.hidden_size * vocab * (1 + sh.mtp_layers))
+    per_token = (
+        sh.num_dense_layers * dense
+        + sh.num_moe_layers * moe
+        + mtp
+        + 2.0 * model.hidden_size * vocab * (1 + sh.mtp_layers)
+    )
     return np.asarray(3.0 * per_token * job.global_batch_size * s, np.float64)
 
 
@@ -239,8 +267,12 @@ def estimate_performance(
     sh = layer_shapes(model)
     fp8 = job.precision == "fp8" and gpu.peak_fp8_flop_per_s is not None
     f = np.float64
-    tp, pp, vpp, cp = (batch.tp.astype(f), batch.pp.astype(f), batch.vpp.astype(f),
-                       batch.cp.astype(f))
+    tp, pp, vpp, cp = (
+        batch.tp.astype(f),
+        batch.pp.astype(f),
+        batch.vpp.astype(f),
+        batch.cp.astype(f),
+    )
     ep, etp, dp = batch.ep.astype(f), batch.etp.astype(f), batch.dp.astype(f)
     b = batch.micro_batch_size.astype(f)
     sp = batch.sequence_parallel.astype(f)
@@ -257,8 +289,9 @@ def estimate_performance(
     )
     hbm = gpu.hbm_bandwidth_bytes_per_s * prof.hbm_efficiency
 
-    def gemms(gs: tuple[Gemm, ...], tok: FloatArray, shard: FloatArray,
-              eff_tok: FloatArray | None = None) -> FloatArray:
+    def gemms(
+        gs: tuple[Gemm, ...], tok: FloatArray, shard: FloatArray, eff_tok: FloatArray | None = None
+    ) -> FloatArray:
         total = np.zeros_like(tok)
         for g in gs:
             total = total + _gemm_fwd_time(g, tok, shard, gpu, prof, fp8, eff_tok)
@@ -274,22 +307,34 @@ def estimate_performance(
     scores = prof.attention_score_bytes * model.num_attention_heads / tp * s * tokens / hbm
     core = core + scores / 3.0
     dense_bytes, moe_bytes, ce_bytes = elementwise_bytes_per_token(model, batch.tp, sp, fp8)
-    dense_fwd = attn_gemm + core + gemms(sh.dense_mlp_gemms, tokens, tp) + dense_bytes * tokens / hbm
+    dense_fwd = (
+        attn_gemm + core + gemms(sh.dense_mlp_gemms, tokens, tp) + dense_bytes * tokens / hbm
+    )
     moe_fwd = np.zeros_like(tokens)
     if model.is_moe:
         e = float(model.num_experts or 1)
         tok_moe = tokens / tp  # MoE with tp > 1 needs SP (megatron-facts rule 33)
         per_expert = tok_moe * etp * ep * model.moe_router_topk / e
         expert = gemms(sh.expert_gemms, tok_moe * etp, etp, per_expert)
-        moe_fwd = (attn_gemm + core + gemms(sh.shared_expert_gemms, tokens, tp)
-                   + expert * prof.moe_imbalance + moe_bytes * tokens / hbm)
+        moe_fwd = (
+            attn_gemm
+            + core
+            + gemms(sh.shared_expert_gemms, tokens, tp)
+            + expert * prof.moe_imbalance
+            + moe_bytes * tokens / hbm
+        )
     n_layers = float(model.num_layers)
     layers_per_stage = np.ceil(n_layers / pp)
     moe_frac = sh.num_moe_layers / n_layers
     stage_fwd = layers_per_stage * ((1 - moe_frac) * dense_fwd + moe_frac * moe_fwd)
     vocab = padded_vocab(model, tp)
-    logit_eff = gemm_efficiency(tokens, np.minimum(vocab / tp, h), prof.gemm_efficiency,
-                                prof.gemm_half_tokens, prof.gemm_half_width)
+    logit_eff = gemm_efficiency(
+        tokens,
+        np.minimum(vocab / tp, h),
+        prof.gemm_efficiency,
+        prof.gemm_half_tokens,
+        prof.gemm_half_width,
+    )
     logits_fwd = 2 * h * vocab / tp * tokens / (gpu.peak_bf16_flop_per_s * logit_eff)
     heads = 1 + sh.mtp_layers
     mtp_fwd = sh.mtp_layers * (moe_fwd if sh.mtp_is_moe else dense_fwd)
@@ -298,8 +343,11 @@ def estimate_performance(
 
     # --- recompute (megatron-facts §1.6): selective = core attention, full = whole forward ----
     layers_fwd = stage_fwd + mtp_fwd
-    recompute_mb = np.where(batch.recompute == 1, layers_per_stage * core,
-                            np.where(batch.recompute == 2, layers_fwd, 0.0))
+    recompute_mb = np.where(
+        batch.recompute == 1,
+        layers_per_stage * core,
+        np.where(batch.recompute == 2, layers_fwd, 0.0),
+    )
     full = (batch.recompute == 2).astype(f)
 
     # --- tensor parallel: per layer 4 AG/RS (SP) or 2 AR (no SP) fwd, the same bwd -------------
@@ -316,12 +364,20 @@ def estimate_performance(
 
     # --- context parallel: ring exchange of K/V hidden behind attention (§6.3) ---------------
     if model.multi_latent_attention:
-        kv_width = model.num_attention_heads / tp * (
-            (model.qk_head_dim or 0) + (model.qk_pos_emb_head_dim or 0) + (model.v_head_dim or 0))
+        kv_width = (
+            model.num_attention_heads
+            / tp
+            * (
+                (model.qk_head_dim or 0)
+                + (model.qk_pos_emb_head_dim or 0)
+                + (model.v_head_dim or 0)
+            )
+        )
     else:
         kv_width = 2 * np.maximum(model.query_groups / tp, 1.0) * model.head_dim
-    kv_step = p2p_time(links, crosses_nodes(links, batch.cp, batch.tp),
-                       tokens * kv_width * BF16_BYTES)
+    kv_step = p2p_time(
+        links, crosses_nodes(links, batch.cp, batch.tp), tokens * kv_width * BF16_BYTES
+    )
     cp_layer_fwd = np.where(batch.cp > 1, np.maximum((cp - 1) * kv_step - core, 0.0), 0.0)
     cp_mb = (3 + full) * layers_per_stage * cp_layer_fwd
 
@@ -344,8 +400,11 @@ def estimate_performance(
     bubble = (pp - 1) / vpp * stage_mb  # megatron-facts §6 / performance-facts §9.6
 
     # --- data parallel: grads over dp x cp, experts over expert-dp (§6.1) --------------------
-    dense_layer_params = sh.attention_params + sh.norm_params + (
-        (1 - moe_frac) * sh.dense_mlp_params + moe_frac * sh.shared_expert_params)
+    dense_layer_params = (
+        sh.attention_params
+        + sh.norm_params
+        + ((1 - moe_frac) * sh.dense_mlp_params + moe_frac * sh.shared_expert_params)
+    )
     p_dense = (layers_per_stage * dense_layer_params + h * vocab) / tp
     p_dense = p_dense + layers_per_stage * moe_frac * sh.router_params
     p_exp = layers_per_stage * moe_frac * sh.expert_params_per_layer / (ep * etp)
@@ -353,19 +412,24 @@ def estimate_performance(
     edp = np.maximum(batch.expert_dp, 1)
     eone = batch.etp * batch.ep
     shard = batch.optimizer_sharding
-    rs = (ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 1.0)
-          + ring_time(links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 1.0))
-    ag = (ring_time(links, dgroup, batch.tp, p_dense * BF16_BYTES, 1.0)
-          + ring_time(links, edp, eone, p_exp * BF16_BYTES, 1.0))
-    ar = (ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 2.0)
-          + ring_time(links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 2.0))
+    rs = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 1.0) + ring_time(
+        links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 1.0
+    )
+    ag = ring_time(links, dgroup, batch.tp, p_dense * BF16_BYTES, 1.0) + ring_time(
+        links, edp, eone, p_exp * BF16_BYTES, 1.0
+    )
+    ar = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 2.0) + ring_time(
+        links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 2.0
+    )
     bwd_mb, fwd_mb = 2 * compute_mb / 3, compute_mb / 3
     grad_t = np.where(shard == SHARD_NONE, ar, rs)
     param_t = np.where(shard == SHARD_NONE, 0.0, ag)
-    exposed = (np.maximum(grad_t - prof.dp_overlap * bwd_mb, 0.0)
-               + np.maximum(param_t - prof.dp_overlap * fwd_mb, 0.0))
-    tail_frac = np.minimum(1.0, np.maximum(DDP_BUCKET_PARAMS, 1e6 * dp) / np.maximum(
-        p_dense + p_exp, 1.0))
+    exposed = np.maximum(grad_t - prof.dp_overlap * bwd_mb, 0.0) + np.maximum(
+        param_t - prof.dp_overlap * fwd_mb, 0.0
+    )
+    tail_frac = np.minimum(
+        1.0, np.maximum(DDP_BUCKET_PARAMS, 1e6 * dp) / np.maximum(p_dense + p_exp, 1.0)
+    )
     dp_sync = np.maximum(exposed, tail_frac * (grad_t + param_t))
     fsdp_t = m * (2 * ag + rs)  # ZeRO-3: gather params fwd and bwd, scatter grads, per mb
     fsdp = np.maximum(fsdp_t - prof.dp_overlap * m * compute_mb, tail_frac * fsdp_t / m)
@@ -373,8 +437,9 @@ def estimate_performance(
 
     # --- optimizer step over the local shard (§3.3) ------------------------------------------
     sharded = shard != SHARD_NONE
-    p_local = (np.where(sharded, p_dense / (dp * cp), p_dense)
-               + np.where(sharded, p_exp / edp, p_exp))
+    p_local = np.where(sharded, p_dense / (dp * cp), p_dense) + np.where(
+        sharded, p_exp / edp, p_exp
+    )
     optimizer = ADAM_BYTES_PER_PARAM * p_local / hbm
 
     breakdown = {
@@ -393,9 +458,9 @@ def estimate_performance(
     step = np.zeros_like(tokens)
     for value in breakdown.values():
         step = step + value
-    gpus = (tp * pp * cp * dp)
+    gpus = tp * pp * cp * dp
     tokens_per_s = job.global_batch_size * s / (step * gpus)
-    flops = model_flops_per_iteration(model, job, batch)
+    flops = flops_per_iteration(model, job, batch)  # the memory engineer's §5 implementation
     tflops = flops / (step * gpus) / 1e12
     return PerformanceEstimate(
         step_time_s=step,
