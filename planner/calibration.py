@@ -101,6 +101,8 @@ class SweepRanking:
     top1: bool
     """The measured best row is the model's top pick."""
     top3: bool
+    measured_spread: float = 0.0
+    """max / min - 1 of the measured tokens/s: below a few % the order is run-to-run noise."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +249,7 @@ def _sweep_rankings(rows: Sequence[Measurement], pred: FloatArray) -> list[Sweep
                 spearman=rho,
                 top1=bool(order[0] == best),
                 top3=bool(best in order[:3]),
+                measured_spread=float(meas.max() / meas.min() - 1.0),
             )
         )
     return out
