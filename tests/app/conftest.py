@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.jobs.backend import PlanningBackend
@@ -146,15 +147,25 @@ def planner_fake() -> FakePlanner:
 
 
 @pytest.fixture
-def make_client(
+def make_app(
     database_url: str, tmp_path: Path, planner_fake: FakePlanner
-) -> Iterator[Callable[..., TestClient]]:
+) -> Callable[..., FastAPI]:
+    """Build an app on this test's database, with the fake catalog and planner."""
+
+    def make(**overrides: Any) -> FastAPI:
+        settings = test_settings(database_url, tmp_path, **overrides)
+        return create_app(settings, backend=planner_fake.backend(), catalog=fake_catalog)
+
+    return make
+
+
+@pytest.fixture
+def make_client(make_app: Callable[..., FastAPI]) -> Iterator[Callable[..., TestClient]]:
     """Build (and start) a client of an app on this test's database."""
     clients: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
-        settings = test_settings(database_url, tmp_path, **overrides)
-        app = create_app(settings, backend=planner_fake.backend(), catalog=fake_catalog)
+        app = make_app(**overrides)
         client = TestClient(app, raise_server_exceptions=False)
         client.__enter__()
         clients.append(client)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -181,7 +182,10 @@ def test_detail_page_has_charts_and_command(client: TestClient) -> None:
     wait_done(client, location)
     html = client.get(f"{location}/1").text
     assert 'id="memory-chart"' in html and 'id="time-chart"' in html
-    assert "torchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 8" in html
+    # one flag per line: the command is continued with a backslash before each flag
+    assert (
+        "torchrun --nproc-per-node 8 pretrain_gpt.py \\\n    --tensor-model-parallel-size 8" in html
+    )
     assert '"limit": 64.0' in html  # 0.8 x 80 GiB
 
 
@@ -191,12 +195,23 @@ def test_launch_script_exports_env_and_runs_torchrun(client: TestClient) -> None
     response = client.get(f"{location}/2/launch.sh")
     assert response.headers["content-type"].startswith("text/x-shellscript")
     assert "attachment" in response.headers["content-disposition"]
-    lines = response.text.splitlines()
+    script = response.text
+    lines = script.splitlines()
     assert lines[0] == "#!/usr/bin/env bash"
     assert "export CUDA_DEVICE_MAX_CONNECTIONS=1" in lines
-    assert any(
-        line.startswith("torchrun ") and "--tensor-model-parallel-size 4" in line for line in lines
+    joined = re.sub(r" \\\n\s+", " ", script)  # undo the one-flag-per-line continuations
+    assert (
+        "\ntorchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 4 "
+        "--pipeline-model-parallel-size 4\n" in joined
     )
+
+
+def test_launch_script_is_valid_bash(client: TestClient, tmp_path: Path) -> None:
+    location = submit(client)
+    wait_done(client, location)
+    script = tmp_path / "launch.sh"
+    script.write_text(client.get(f"{location}/1/launch.sh").text)
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
 
 
 def test_missing_plan_rank_is_404(client: TestClient) -> None:
@@ -254,3 +269,19 @@ def test_shares_are_fractions_of_step_time() -> None:
     bubble, comm = views.shares(plan)
     assert bubble == pytest.approx(0.25)
     assert comm == pytest.approx(0.15)
+
+
+def test_shares_prefer_the_planner_s_own_shares() -> None:
+    plan = {
+        "performance": {
+            "step_time_s": 2.0,
+            "breakdown": {"bubble_s": 0.5},
+            "shares": {
+                "bubble_share": 0.3,
+                "tp_comm_share": 0.05,
+                "ep_comm_share": 0.1,
+                "compute_share": 0.55,
+            },
+        }
+    }
+    assert views.shares(plan) == pytest.approx((0.3, 0.15))
