@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.pipeline import pipeline_flags
 from planner.specs import (
     ClusterSpec,
     Layout,
@@ -68,6 +69,8 @@ def megatron_args(
         "--pipeline-model-parallel-size", str(lay.pp),
         "--context-parallel-size", str(lay.cp),
     ]  # fmt: skip
+    # even, account-for-embedding/loss, or uneven first/last stages (planner.pipeline)
+    args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
     if lay.vpp > 1:
         # the v form works with even and uneven stages alike (megatron-facts §1.2, rule 10)
         args += ["--num-virtual-stages-per-pipeline-rank", str(lay.vpp)]
@@ -264,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
         "--kv-lora-rank": 32, "--qk-head-dim": 128, "--qk-pos-emb-head-dim": 64,
         "--v-head-dim": 128, "--mtp-num-layers": None, "--recompute-num-layers": None,
         "--num-layers-per-virtual-pipeline-stage": None,
+        "--decoder-first-pipeline-num-layers": None, "--decoder-last-pipeline-num-layers": None,
     }  # fmt: skip
     for flag, default in ints.items():
         p.add_argument(flag, type=int, default=default)
@@ -274,7 +278,8 @@ def _parser() -> argparse.ArgumentParser:
         "--overlap-grad-reduce", "--overlap-param-gather", "--group-query-attention",
         "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--add-qkv-bias", "--qk-layernorm", "--moe-grouped-gemm", "--multi-latent-attention",
-        "--bf16", "--recompute-activations",
+        "--bf16", "--recompute-activations", "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split",
     ):  # fmt: skip
         p.add_argument(flag, action="store_true")
     p.add_argument("--normalization", choices=("LayerNorm", "RMSNorm"), default="LayerNorm")

@@ -1,9 +1,10 @@
 """Which layers, parameters and micro-batches sit on the first and the last pipeline rank.
 
-Megatron splits L layers evenly over p x v virtual stages; rank 0 holds virtual stages
-0, p, 2p, ... and rank p-1 holds p-1, 2p-1, ... (megatron-facts §1.2). Which of a rank's layers
-are MoE depends on the layer pattern (DeepSeek-V3's first three layers are dense), so layer
-counts are computed per distinct (pp, vpp) pair and broadcast back to the layouts.
+Megatron splits L layers over p x v virtual stages (evenly, or with the embedding and loss
+counted as layers, or with uneven first/last stages: planner.pipeline); rank 0 holds virtual
+stages 0, p, 2p, ... and rank p-1 holds p-1, 2p-1, ... (megatron-facts §1.2). Which of a
+rank's layers are MoE depends on the layer pattern (DeepSeek-V3's first three layers are
+dense), so layer counts are computed per distinct (pp, vpp) pair and broadcast back to the layouts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from planner.layouts import FloatArray, LayoutBatch
 from planner.params import ParamCounts
+from planner.pipeline import split_layers
 from planner.specs import ModelSpec
 
 
@@ -28,17 +30,26 @@ class StageLayers:
 
 
 def _rank_layers(is_moe: list[bool], pp: int, vpp: int, rank: int) -> tuple[int, int]:
-    num_layers = len(is_moe)
-    stages = pp * vpp
-    per_chunk = -(-num_layers // stages)  # ceil: an uneven split puts the extra layers anywhere
-    dense = moe = 0
-    for chunk in range(vpp):
-        k = chunk * pp + rank
-        lo = min(k * per_chunk, max(num_layers - per_chunk, 0))
-        n_moe = sum(is_moe[lo : lo + per_chunk])
-        moe += n_moe
-        dense += per_chunk - n_moe
-    return dense, moe
+    """(dense, MoE) decoder layers on one rank under Megatron's split (planner.pipeline)."""
+    split = split_layers(len(is_moe), pp, vpp)
+    if split is None:  # no split exists (the rules reject it): charge an even share
+        per = -(-len(is_moe) // (pp * vpp)) * vpp
+        return per, 0
+    layers = split.rank_layers(rank)
+    moe = sum(is_moe[i] for i in layers)
+    return len(layers) - moe, moe
+
+
+def _busiest_front_rank(is_moe: list[bool], pp: int, vpp: int) -> tuple[int, int]:
+    """Layers charged to the first rank: the most of any rank but the last.
+
+    With an even split that is rank 0 itself. With an uneven or embedding+loss split rank 0
+    holds fewer layers than rank 1, which has only one micro-batch fewer in flight, so rank 1
+    can be the most loaded GPU; charging rank 0 (embedding, most micro-batches in flight) with
+    the largest layer count of ranks 0..p-2 bounds every rank but the last from above.
+    """
+    counts = [_rank_layers(is_moe, pp, vpp, r) for r in range(max(pp - 1, 1))]
+    return max(counts, key=lambda c: (c[0] + c[1], c[1]))
 
 
 def stage_layers(model: ModelSpec, batch: LayoutBatch) -> StageLayers:
@@ -49,7 +60,7 @@ def stage_layers(model: ModelSpec, batch: LayoutBatch) -> StageLayers:
     table = np.zeros((unique.shape[0], 4))
     for i, key in enumerate(unique.tolist()):
         pp, vpp = divmod(int(key), 4096)
-        table[i, 0:2] = _rank_layers(pattern, pp, vpp, 0)
+        table[i, 0:2] = _busiest_front_rank(pattern, pp, vpp)
         table[i, 2:4] = _rank_layers(pattern, pp, vpp, pp - 1)
     rows = table[inverse.reshape(-1)]
     return StageLayers(

@@ -7,8 +7,8 @@ with the offending values and a fix.
 
 Choices that are the planner's, not Megatron's:
 
-* stages are always even (no ``--decoder-first/last-pipeline-num-layers``), so ``pp`` must divide
-  ``num_layers`` and ``pp * vpp`` must divide it too (rules 8 and 10);
+* the pipeline split is the first of even, account-for-embedding-and-loss, or uneven first/last
+  stages that Megatron accepts (``planner.pipeline``, rules 8-13);
 * ``optimizer_sharding='full'`` is emitted as Torch-FSDP2 (``--use-torch-fsdp2``), so rule 58
   applies: no pipeline or expert parallelism and untied embeddings;
 * ``sequence_parallel`` with ``tp=1`` is rejected: Megatron silently turns it off (rule 28), so
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.layouts import SHARD_FULL, BoolArray, IntArray, LayoutBatch
+from planner.pipeline import split_arrays, split_layers
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 __all__ = ["RULES", "Rule", "check_rules", "violations"]
@@ -288,15 +289,20 @@ def _bias_explain(ctx: _Context, i: int) -> str:
 
 
 def _pp_check(ctx: _Context) -> BoolArray:
-    bad: BoolArray = ctx.model.num_layers % ctx.col("pp") != 0
+    # an even, account-for-embedding/loss or uneven first/last split exists (rules 8-13)
+    bad: BoolArray = (ctx.batch.vpp == 1) & (
+        split_arrays(ctx.model.num_layers, ctx.batch).method < 0
+    )
     return bad
 
 
 def _pp_explain(ctx: _Context, i: int) -> str:
     n = ctx.model.num_layers
     return (
-        f"pp={ctx.value('pp', i)} must divide num_layers={n} (stages are even); "
-        f"valid pp: {_valid(ctx, lambda p: n % p == 0, n)}"
+        f"pp={ctx.value('pp', i)} cannot split num_layers={n}: Megatron needs pp to divide "
+        f"{n}, or {n}+2 with the embedding and loss counted as layers, or an uneven first/last "
+        f"stage with the middle stages even; valid pp: "
+        f"{_valid(ctx, lambda p: split_layers(n, p, 1) is not None, min(n, ctx.cluster.num_gpus))}"
     )
 
 
@@ -310,17 +316,17 @@ def _vpp_pp_explain(ctx: _Context, i: int) -> str:
 
 
 def _vpp_layers_check(ctx: _Context) -> BoolArray:
-    n, pp, vpp = ctx.model.num_layers, ctx.col("pp"), ctx.col("vpp")
-    bad: BoolArray = (n % pp == 0) & ((n // pp) % vpp != 0)
+    b = ctx.batch
+    bad: BoolArray = (b.vpp > 1) & (b.pp > 1) & (split_arrays(ctx.model.num_layers, b).method < 0)
     return bad
 
 
 def _vpp_layers_explain(ctx: _Context, i: int) -> str:
-    pp, per = ctx.value("pp", i), ctx.model.num_layers // max(ctx.value("pp", i), 1)
+    n, pp = ctx.model.num_layers, ctx.value("pp", i)
+    ok = _valid(ctx, lambda v: split_layers(n, pp, v) is not None, max(n // max(pp, 1), 1))
     return (
-        f"vpp={ctx.value('vpp', i)} must divide the {per} layers per pipeline stage "
-        f"(num_layers={ctx.model.num_layers}, pp={pp}); "
-        f"valid vpp: {_valid(ctx, lambda v: per % v == 0, per)}"
+        f"vpp={ctx.value('vpp', i)} cannot split num_layers={n} over pp={pp} ranks: every "
+        f"virtual stage needs a whole number of layers; valid vpp: {ok}"
     )
 
 
@@ -496,11 +502,11 @@ RULES: tuple[Rule, ...] = (
           _S + "1 rule 3", _grid_check, _grid_explain),
     _rule("moe_bias_needs_etp1", "a MoE model with linear biases needs etp=1",
           _S + "5 rule 34", _bias_check, _bias_explain),
-    _rule("layers_divisible_by_pp", "pp must divide num_layers",
+    _rule("layers_split_by_pp", "pp must split num_layers into pipeline stages",
           _S + "2 rule 8", _pp_check, _pp_explain),
     _rule("vpp_needs_pp", "vpp > 1 needs pp > 1",
           _S + "2 rule 11", _vpp_pp_check, _vpp_pp_explain),
-    _rule("layers_divisible_by_pp_vpp", "vpp must divide the layers per pipeline stage",
+    _rule("layers_split_by_pp_vpp", "vpp must split each pipeline stage's layers evenly",
           _S + "2 rule 10", _vpp_layers_check, _vpp_layers_explain),
     _rule("global_batch_divisible",
           "global_batch_size must be a positive multiple of micro_batch_size*dp",

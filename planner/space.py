@@ -8,8 +8,8 @@ refuse, which rule refused them first.
 Candidates per axis when the user does not fix it:
 
 * tp: powers of two and divisors of ``num_attention_heads``, up to ``gpus_per_node``;
-* pp: divisors of ``num_layers`` (stages are even), vpp: divisors of the layers per stage (only
-  when pp > 1), cp: powers of two, ep: divisors of ``num_experts`` (1 for a dense model),
+* pp: the values for which Megatron can split ``num_layers`` (planner.pipeline), vpp: likewise
+  (only when pp > 1), cp: powers of two, ep: divisors of ``num_experts`` (1 for a dense model),
   etp: 1 and tp for a MoE model (tp for a dense one), micro_batch_size: powers of two up to the
   global batch;
 * sequence_parallel: on exactly when tp > 1 (``tp=1`` never gets it: Megatron would switch it off);
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layouts import BoolArray, IntArray, LayoutBatch
+from planner.pipeline import split_layers
 from planner.rules import RULES, check_rules
 from planner.specs import (
     OPTIMIZER_SHARDING_CHOICES,
@@ -157,17 +158,24 @@ def enumerate_layouts(
     max_tp = c.max_tp if c.max_tp is not None else min(cluster.gpus_per_node, w)
     auto_tp = set(_powers_of_two(max_tp)) | set(_divisors(model.num_attention_heads, max_tp))
     tps = _axis(c, "tp", [t for t in auto_tp if w % t == 0], max_tp)
-    pps = _axis(c, "pp", [p for p in _divisors(n_layers, w) if w % p == 0], w)
+    split_ok = [
+        p
+        for p in range(1, min(n_layers, w) + 1)
+        if w % p == 0 and split_layers(n_layers, p, 1) is not None
+    ]
+    pps = _axis(c, "pp", split_ok, w)
     cps = _axis(c, "cp", [x for x in _powers_of_two(w) if w % x == 0], w)
     experts = model.num_experts if model.is_moe else None
     eps = _axis(c, "ep", _divisors(experts, w) if experts else [1], w)
     mbs = _axis(c, "micro_batch_size", _powers_of_two(job.global_batch_size), None)
 
-    # (pp, vpp) pairs: vpp divides the layers per stage and needs pp > 1 (rules 10-11)
+    # (pp, vpp) pairs: Megatron can split the layers over p x v stages; v > 1 needs p > 1
     pairs: list[tuple[int, int]] = []
     for p in pps:
-        per_stage = n_layers // p if n_layers % p == 0 else 1
-        vs = _axis(c, "vpp", _divisors(per_stage) if p > 1 else [1], None)
+        splittable = [
+            v for v in range(2, n_layers // p + 1) if split_layers(n_layers, p, v) is not None
+        ]
+        vs = _axis(c, "vpp", [1, *splittable] if p > 1 else [1], None)
         if p == 1 and 1 in vs:
             vs = [1]
         pairs += [(p, v) for v in vs]

@@ -85,11 +85,11 @@ CASES: list[tuple[str, ModelSpec, ClusterSpec, TrainingJob, Layout, Layout]] = [
      Layout(cp=2, etp=1, ep=8, dp=4)),  # [run]: c=2, e=8, t_e=1 on 8 GPUs passes
     ("moe_bias_needs_etp1", moe(add_bias_linear=True), cluster(8), JOB,
      Layout(tp=2, etp=2, ep=4, dp=4), Layout(tp=2, etp=1, ep=4, dp=4)),
-    ("layers_divisible_by_pp", dense(num_layers=30), cluster(8), JOB, Layout(pp=4, dp=2),
-     Layout(pp=2, dp=4)),
+    ("layers_split_by_pp", dense(num_layers=30), cluster(64), JOB, Layout(pp=32, dp=2),
+     Layout(pp=4, dp=16)),  # 30 layers: no split over 32 ranks; 4 ranks via embedding+loss
     ("vpp_needs_pp", dense(), cluster(8), JOB, Layout(vpp=2, dp=8), Layout(pp=2, vpp=2, dp=4)),
-    ("layers_divisible_by_pp_vpp", dense(), cluster(8), JOB, Layout(pp=4, vpp=3, dp=2),
-     Layout(pp=4, vpp=2, dp=2)),
+    ("layers_split_by_pp_vpp", dense(num_layers=30), cluster(8), JOB,
+     Layout(pp=4, vpp=7, dp=2), Layout(pp=4, vpp=2, dp=2)),
     ("global_batch_divisible", dense(), cluster(8),  # [run]: B=6 with d=4 fails
      TrainingJob(seq_length=4096, global_batch_size=6), Layout(tp=2, dp=4),
      Layout(tp=4, dp=2)),
@@ -222,6 +222,26 @@ def test_message_count_matches_violated_rules() -> None:
 # --- the vectorised check against an independent scalar reference ------------------------------
 
 
+def _megatron_can_split(layers: int, pp: int, vpp: int) -> bool:
+    """Independent reading of megatron-facts rules 8-13: even, embedding+loss, uneven ends."""
+    if vpp > 1 and pp < 2:
+        return False
+    if layers % (pp * vpp) == 0:
+        return True
+    if pp == 1:
+        return False
+    if (layers + 2) % (pp * vpp) == 0 and (layers + 2) // (pp * vpp) >= 2:
+        return True
+    for first in range(vpp, layers + 1, vpp):
+        for last in range(vpp, layers - first + 1, vpp):
+            mid, ranks = layers - first - last, pp - 2
+            if ranks == 0 and mid == 0:
+                return True
+            if ranks > 0 and mid > 0 and mid % ranks == 0 and (mid // ranks) % vpp == 0:
+                return True
+    return False
+
+
 def reference(model: ModelSpec, c: ClusterSpec, job: TrainingJob, x: Layout) -> set[str]:
     """Megatron-facts §2 written out per layout in plain Python."""
     out: set[str] = set()
@@ -258,12 +278,12 @@ def reference(model: ModelSpec, c: ClusterSpec, job: TrainingJob, x: Layout) -> 
         out.add("expert_grid_divisible")
     if is_moe and model.add_bias_linear and etp != 1:
         out.add("moe_bias_needs_etp1")
-    if model.num_layers % pp:
-        out.add("layers_divisible_by_pp")
+    if vpp == 1 and not _megatron_can_split(model.num_layers, pp, 1):
+        out.add("layers_split_by_pp")
     if vpp > 1 and pp == 1:
         out.add("vpp_needs_pp")
-    if model.num_layers % pp == 0 and (model.num_layers // pp) % vpp:
-        out.add("layers_divisible_by_pp_vpp")
+    if vpp > 1 and pp > 1 and not _megatron_can_split(model.num_layers, pp, vpp):
+        out.add("layers_split_by_pp_vpp")
     m = gb // (b * dp) if gb % (b * dp) == 0 else 0
     if m == 0:
         out.add("global_batch_divisible")

@@ -115,6 +115,22 @@ def test_sequence_parallel_choices_never_give_sp_to_tp1() -> None:
     assert tp2.any() and not tp2.all()
 
 
+def _can_split(layers: int, pp: int, vpp: int) -> bool:
+    """Megatron's even / embedding+loss / uneven first-last splits (megatron-facts rules 8-13)."""
+    if vpp > 1 and pp < 2:
+        return False
+    if layers % (pp * vpp) == 0:
+        return True
+    if pp > 1 and (layers + 2) % (pp * vpp) == 0 and (layers + 2) // (pp * vpp) >= 2:
+        return True
+    return pp > 1 and any(
+        (pp == 2 and layers - f - last == 0)
+        or (pp > 2 and (mid := layers - f - last) > 0 and mid % (pp - 2) == 0
+            and (mid // (pp - 2)) % vpp == 0)
+        for f in range(vpp, layers + 1, vpp) for last in range(vpp, layers - f + 1, vpp)
+    )
+
+
 def test_matches_brute_force_product() -> None:
     """The numpy product equals itertools.product over the documented candidates."""
     model = ModelSpec(name="m", num_layers=12, hidden_size=1024, ffn_hidden_size=4096,
@@ -125,11 +141,11 @@ def test_matches_brute_force_product() -> None:
     got = rows(enumerate_layouts(model, cluster(16), job, c))
     expected = set()
     for tp, pp, cp, ep, b, rec in itertools.product(
-        [1, 2, 4, 8], [1, 2, 4], [1, 2, 4, 8, 16], [1, 2, 4], [1, 2, 4, 8, 16], [0, 2]
+        [1, 2, 4, 8], [1, 2, 4, 8], [1, 2, 4, 8, 16], [1, 2, 4], [1, 2, 4, 8, 16], [0, 2]
     ):
         if 16 % (tp * pp * cp):
             continue
-        for vpp in [v for v in range(1, 13) if (12 // pp) % v == 0 and (pp > 1 or v == 1)]:
+        for vpp in [v for v in range(1, 13 // pp + 1) if _can_split(12, pp, v)]:
             for etp in sorted({1, tp}):
                 expected.add((tp, pp, vpp, cp, ep, etp, 16 // (tp * pp * cp), b, rec, tp > 1, 1))
     assert got == expected

@@ -1,0 +1,147 @@
+"""How the decoder layers are split over pipeline ranks and virtual stages.
+
+Megatron accepts three splits (megatron-facts §1.2 and §2.2 rules 8-13), tried in this order:
+
+* ``even``: L mod (p v) = 0, every virtual stage holds L / (p v) layers (rules 8-10);
+* ``account``: ``--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split``
+  count the embedding and the loss as one layer each: (L + 2) mod (p v) = 0, and the first and
+  last virtual stages build one decoder layer fewer (rule 13). Llama-3.1-405B: 126 + 2 = 8 x 16;
+* ``uneven``: ``--decoder-first-pipeline-num-layers f --decoder-last-pipeline-num-layers l``:
+  the middle p - 2 ranks hold (L - f - l) / (p - 2) each, every count a multiple of v (rule 12).
+  DeepSeek-V3 (61 layers) on 16 stages: f = 3, l = 2, 4 on each middle rank.
+
+The planner picks the first that exists; ``None`` means Megatron cannot split L over p x v.
+Chunks are numbered as Megatron numbers virtual stages: chunk k lives on rank k mod p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+from planner.layouts import FloatArray, IntArray, LayoutBatch
+
+SplitMethod = Literal["even", "account", "uneven"]
+METHOD_CODES: dict[SplitMethod | None, int] = {None: -1, "even": 0, "account": 1, "uneven": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSplit:
+    """Decoder layers of each virtual stage (chunk), in Megatron's chunk order."""
+
+    method: SplitMethod
+    pp: int
+    vpp: int
+    chunks: tuple[int, ...]
+    first_stage_layers: int = 0
+    """``--decoder-first-pipeline-num-layers`` (uneven split only)."""
+    last_stage_layers: int = 0
+    """``--decoder-last-pipeline-num-layers`` (uneven split only)."""
+
+    def rank_layers(self, rank: int) -> list[int]:
+        """Indexes of the decoder layers on one pipeline rank."""
+        out: list[int] = []
+        start = 0
+        for k, size in enumerate(self.chunks):
+            if k % self.pp == rank:
+                out.extend(range(start, start + size))
+            start += size
+        return out
+
+    def max_rank_layers(self) -> int:
+        return max(len(self.rank_layers(r)) for r in range(self.pp))
+
+
+def _uneven(num_layers: int, pp: int, vpp: int) -> tuple[int, int] | None:
+    """(first, last) layer counts for the most balanced uneven split, or None."""
+    best: tuple[int, int, int] | None = None
+    mid_ranks = pp - 2
+    for first in range(vpp, num_layers + 1, vpp):
+        for last in range(vpp, num_layers - first + 1, vpp):
+            rest = num_layers - first - last
+            if mid_ranks == 0:
+                if rest != 0:
+                    continue
+                per = 0
+            elif rest <= 0 or rest % mid_ranks or (rest // mid_ranks) % vpp:
+                continue
+            else:
+                per = rest // mid_ranks
+            # minimise the largest rank, then prefer lighter first/last ranks (embedding, loss)
+            worst = max(first, last, per)
+            score = (worst, first + last)
+            if best is None or score < (best[0], best[1] + best[2]):
+                best = (worst, first, last)
+    return None if best is None else (best[1], best[2])
+
+
+@lru_cache(maxsize=4096)
+def split_layers(num_layers: int, pp: int, vpp: int) -> PipelineSplit | None:
+    """The split Megatron will build for L layers on p ranks x v virtual stages, or None."""
+    if pp < 1 or vpp < 1 or (vpp > 1 and pp < 2):
+        return None
+    stages = pp * vpp
+    if num_layers % stages == 0:
+        return PipelineSplit("even", pp, vpp, (num_layers // stages,) * stages)
+    if pp == 1:
+        return None
+    if (num_layers + 2) % stages == 0 and (num_layers + 2) // stages >= 2:
+        per = (num_layers + 2) // stages
+        chunks = [per] * stages
+        chunks[0] -= 1  # the embedding takes one layer's slot on the first virtual stage
+        chunks[-1] -= 1  # the loss takes one on the last
+        return PipelineSplit("account", pp, vpp, tuple(chunks))
+    found = _uneven(num_layers, pp, vpp)
+    if found is None:
+        return None
+    first, last = found
+    mid = (num_layers - first - last) // (pp - 2) if pp > 2 else 0
+    chunks = []
+    for k in range(stages):
+        rank = k % pp
+        total = first if rank == 0 else last if rank == pp - 1 else mid
+        chunks.append(total // vpp)
+    return PipelineSplit("uneven", pp, vpp, tuple(chunks), first, last)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitArrays:
+    """Per-layout split facts as arrays (one entry per layout of a batch)."""
+
+    method: IntArray
+    """METHOD_CODES of the split; -1 where none exists."""
+    max_rank_layers: FloatArray
+    """Decoder layers on the busiest rank (sets the pipeline's pace)."""
+
+
+def split_arrays(num_layers: int, batch: LayoutBatch) -> SplitArrays:
+    """:func:`split_layers` for every layout, computed once per distinct (pp, vpp)."""
+    keys = batch.pp * 65536 + batch.vpp
+    unique, inverse = np.unique(keys, return_inverse=True)
+    method = np.empty(unique.shape[0], dtype=np.int64)
+    busiest = np.empty(unique.shape[0], dtype=np.float64)
+    for i, key in enumerate(unique.tolist()):
+        pp, vpp = divmod(int(key), 65536)
+        split = split_layers(num_layers, pp, vpp)
+        method[i] = METHOD_CODES[None if split is None else split.method]
+        busiest[i] = np.nan if split is None else split.max_rank_layers()
+    idx = inverse.reshape(-1)
+    return SplitArrays(method=method[idx], max_rank_layers=busiest[idx])
+
+
+def pipeline_flags(num_layers: int, pp: int, vpp: int) -> list[str]:
+    """The Megatron flags that realise the split (empty for an even split)."""
+    split = split_layers(num_layers, pp, vpp)
+    if split is None or split.method == "even":
+        return []
+    if split.method == "account":
+        return ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+    return [
+        "--decoder-first-pipeline-num-layers",
+        str(split.first_stage_layers),
+        "--decoder-last-pipeline-num-layers",
+        str(split.last_stage_layers),
+    ]
