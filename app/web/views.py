@@ -72,15 +72,16 @@ def shares(plan: dict[str, Any]) -> tuple[float, float]:
     given = perf.get("shares") or {}
     step = _num(perf.get("step_time_s"))
     breakdown = perf.get("breakdown") or {}
-    if "bubble" in given or "bubble_s" in given:
-        bubble = _num(given.get("bubble", given.get("bubble_s")))
+    if "bubble_share" in given:
+        bubble = _num(given["bubble_share"])
     else:
         bubble = _num(breakdown.get("bubble_s")) / step if step else 0.0
-    comm_keys = [k for k in breakdown if k.endswith("_comm_s")]
-    comm = sum(_num(breakdown[k]) for k in comm_keys) / step if step else 0.0
-    for key in ("communication", "comm", "exposed_comm"):
-        if key in given:
-            comm = _num(given[key])
+    comm_shares = [k for k in given if k.endswith("_comm_share")]
+    if comm_shares:
+        comm = sum(_num(given[k]) for k in comm_shares)
+    else:
+        comm_keys = [k for k in breakdown if k.endswith("_comm_s")]
+        comm = sum(_num(breakdown[k]) for k in comm_keys) / step if step else 0.0
     return bubble, comm
 
 
@@ -205,10 +206,7 @@ def launch_script(plan: dict[str, Any]) -> str:
     ]
     for key, value in (megatron.get("env") or {}).items():
         lines.append(f"export {key}={shlex.quote(str(value))}")
-    command = megatron.get("command") or ""
-    if not command and megatron.get("args"):
-        command = "torchrun pretrain_gpt.py " + " ".join(shlex.quote(a) for a in megatron["args"])
-    lines += ["", command, ""]
+    lines += ["", launch_command(plan), ""]
     return "\n".join(lines)
 
 
@@ -219,4 +217,4 @@ def launch_command(plan: dict[str, Any]) -> str:
     if not command:
         args = megatron.get("args") or []
         command = "torchrun pretrain_gpt.py " + " ".join(shlex.quote(a) for a in args)
-    return command
+    return command.replace(" --", " \\\n    --")

@@ -184,7 +184,8 @@ def test_detail_page_has_charts_and_command(client: TestClient) -> None:
     assert 'id="memory-chart"' in html and 'id="time-chart"' in html
     # one flag per line: the command is continued with a backslash before each flag
     assert (
-        "torchrun --nproc-per-node 8 pretrain_gpt.py \\\n    --tensor-model-parallel-size 8" in html
+        "torchrun \\\n    --nproc-per-node 8 pretrain_gpt.py \\\n    --tensor-model-parallel-size 8"
+        in html
     )
     assert '"limit": 64.0' in html  # 0.8 x 80 GiB
 

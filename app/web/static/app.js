@@ -3,7 +3,8 @@
 (function () {
   "use strict";
   var COLORS = ["#0b5cad", "#1a7f37", "#bf8700", "#8250df", "#cf222e", "#0a7ea4", "#6e7781",
-                "#e16f24", "#57ab5a", "#a475f9"];
+                "#e16f24", "#57ab5a", "#a475f9", "#7d4e00", "#e85aad", "#00a3a3", "#424a53",
+                "#9a6700", "#6cb6ff"];
 
   // A vertical (or horizontal) dashed line at a value on the value axis, with a label.
   var limitLine = {
