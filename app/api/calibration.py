@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Request, status
 from starlette.concurrency import run_in_threadpool
 
 from app.api.calibration_service import CalibrationService
-from app.api.deps import SessionDep
+from app.api.deps import BackendDep, SessionDep
 from app.errors import AppError
 from app.schemas.common import problem_responses
 from app.schemas.jobs import CalibrationList, CalibrationRead, MeasurementList, MeasurementsCreated
@@ -66,13 +66,13 @@ MEASUREMENT_BODY: dict[str, Any] = {
     operation_id="add_measurements",
 )
 async def add_measurements(
-    slug: Slug, request: Request, session: SessionDep
+    slug: Slug, request: Request, session: SessionDep, backend: BackendDep
 ) -> MeasurementsCreated:
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
         raise AppError(f"the body is over {MAX_BODY_BYTES} bytes; upload in parts", status_code=413)
     content_type = request.headers.get("content-type", "application/json")
-    service = CalibrationService(session)
+    service = CalibrationService(session, backend)
     added, total = await run_in_threadpool(service.add_measurements, slug, body, content_type)
     return MeasurementsCreated(cluster=slug, added=added, total=total)
 
@@ -84,8 +84,10 @@ async def add_measurements(
     summary="A cluster's measurements",
     operation_id="list_measurements",
 )
-def list_measurements(slug: Slug, session: SessionDep) -> MeasurementList:
-    return MeasurementList(cluster=slug, items=CalibrationService(session).list_measurements(slug))
+def list_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> MeasurementList:
+    return MeasurementList(
+        cluster=slug, items=CalibrationService(session, backend).list_measurements(slug)
+    )
 
 
 @router.post(
@@ -96,8 +98,8 @@ def list_measurements(slug: Slug, session: SessionDep) -> MeasurementList:
     summary="Fit a performance profile to the cluster's measurements",
     operation_id="calibrate_cluster",
 )
-def calibrate(slug: Slug, session: SessionDep) -> CalibrationRead:
-    return CalibrationService(session).calibrate(slug)
+def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationRead:
+    return CalibrationService(session, backend).calibrate(slug)
 
 
 @router.get(
@@ -107,5 +109,5 @@ def calibrate(slug: Slug, session: SessionDep) -> CalibrationRead:
     summary="A cluster's calibrations, newest first",
     operation_id="list_calibrations",
 )
-def list_calibrations(slug: Slug, session: SessionDep) -> CalibrationList:
-    return CalibrationList(items=CalibrationService(session).list_calibrations(slug))
+def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationList:
+    return CalibrationList(items=CalibrationService(session, backend).list_calibrations(slug))

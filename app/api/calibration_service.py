@@ -17,6 +17,7 @@ from app.api.catalog_service import CatalogService
 from app.db.models import CalibrationRow
 from app.db.repositories import CalibrationRepository, MeasurementRepository
 from app.errors import ConflictError, InvalidInputError, UnsupportedMediaError
+from app.jobs.backend import PlanningBackend
 from app.schemas.jobs import CalibrationRead, MeasurementRead
 from planner.specs import SpecError
 
@@ -108,8 +109,9 @@ def _report_dict(report: Any) -> dict[str, Any]:
 
 
 class CalibrationService:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, backend: PlanningBackend) -> None:
         self.session = session
+        self.backend = backend
         self.catalog = CatalogService(session)
         self.measurements = MeasurementRepository(session)
         self.calibrations = CalibrationRepository(session)
@@ -133,10 +135,8 @@ class CalibrationService:
 
     def _check_rows(self, rows: list[dict[str, str]]) -> None:
         """Reject rows the calibration could not use, naming the row and the column."""
-        from app.calibration import measurements_from_rows
-
         try:
-            measurements_from_rows(rows)
+            self.backend.check_measurements(rows)
         except SpecError as exc:
             raise InvalidInputError.for_field(exc.field or "rows", exc.message) from exc
 
@@ -155,10 +155,8 @@ class CalibrationService:
                 f"cluster {slug!r} has no measurements; upload some with "
                 f"POST /v1/clusters/{slug}/measurements first"
             )
-        from app.calibration import calibrate_cluster
-
         try:
-            profile, report = calibrate_cluster(rows, gpu=preset["gpu"])
+            profile, report = self.backend.calibrate(rows, preset["gpu"])
         except SpecError as exc:
             raise InvalidInputError.for_field(exc.field or "measurements", exc.message) from exc
         row = self.calibrations.add(

@@ -53,6 +53,37 @@ def _validate_plan(request: dict[str, Any]) -> dict[str, Any]:
     return {"model": model.to_dict(), "gpu": cluster.gpu.to_dict()}
 
 
+def _check_measurements(rows: list[dict[str, str]]) -> int:
+    """How many rows the calibration can use; SpecError naming the reasons when none."""
+    from app.planning import gpu_from_type_string
+    from planner.measurements import parse_rows
+    from planner.specs import SpecError
+
+    measurements, skipped = parse_rows(rows, gpu_from_type_string)
+    if not measurements:
+        reasons = "; ".join(f"{s.row_id or '?'}: {s.reason}" for s in skipped[:5])
+        raise SpecError(f"no usable measurement row ({reasons})", field="rows")
+    return len(measurements)
+
+
+def _calibrate(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fit the profile of ``gpu`` to the rows: (profile JSON, report with CV error)."""
+    from app.calibration import calibrate_rows
+    from planner.specs import SpecError
+
+    report = calibrate_rows(rows, group_by="sweep")
+    if gpu not in report["profiles"]:
+        raise SpecError(
+            f"no usable measurement of GPU {gpu!r} (found: {', '.join(report['profiles'])})",
+            field="measurements",
+        )
+    return report["profiles"][gpu], {
+        "gpu": gpu,
+        **report["gpus"][gpu],
+        "skipped": report.get("skipped", []),
+    }
+
+
 def _profile(data: dict[str, Any]) -> Any:
     from planner.performance import PerformanceProfile
 
@@ -69,6 +100,15 @@ class PlanningBackend:
     """Raise SpecError for a request that cannot run; return the specs it resolves to."""
     load_profile: Callable[[dict[str, Any]], Any] = field(default=lambda data: _profile(data))
     """A stored calibration profile (JSON) -> the object ``profile=`` expects."""
+
+    check_measurements: Callable[[list[dict[str, str]]], int] = field(
+        default=lambda rows: _check_measurements(rows)
+    )
+    """Rows -> how many are usable; SpecError when none is."""
+    calibrate: Callable[[list[dict[str, str]], str], tuple[dict[str, Any], dict[str, Any]]] = field(
+        default=lambda rows, gpu: _calibrate(rows, gpu)
+    )
+    """(rows, gpu slug) -> (profile JSON, report with cross-validated error before/after)."""
 
     def profile_for(self, resolved: dict[str, Any]) -> Any:
         """The profile a request runs with: its cluster's newest calibration, else None."""
