@@ -247,8 +247,8 @@ def run_tpe(
     done = 0
     worst = objective.worst_value()
     while done < max_trials:
-        if deadline is not None and time.perf_counter() > deadline:
-            break
+        if done and deadline is not None and time.perf_counter() > deadline:
+            break  # the first batch always runs, so a late start still gives an answer
         trials = [study.ask(dists) for _ in range(min(batch_size, max_trials - done))]
         idx = encoding.lookup([t.params for t in trials])
         fresh = np.unique(idx[idx >= 0])

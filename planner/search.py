@@ -287,6 +287,8 @@ def plan(
         # trials to an Optuna study costs seconds; the pool keeps them all)
         best_polished = polished[np.argsort(-score(polished), kind="stable")[:RECORD_POLISHED]]
         record_trials(study, encoding, pool, objective, best_polished)
+        if progress is not None and trials < budget.max_trials:  # stopped by the time limit
+            progress(budget.max_trials, budget.max_trials)
     timings["search_s"] = time.perf_counter() - t_search
     timings["performance_s"] = perf_time[0]
 

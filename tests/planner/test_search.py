@@ -317,6 +317,14 @@ def test_a_given_storage_receives_the_exhaustive_trials() -> None:
     assert loaded.best_value == pytest.approx(result.plans[0].objective_value)
 
 
+def test_time_limit_stops_the_sampled_search_with_an_answer() -> None:
+    budget = SearchBudget(max_trials=100_000, exhaustive_below=0, time_limit_s=0.3)
+    result = plan(LLAMA8B, cluster(64), JOB, profile=PROFILE, budget=budget)
+    assert result.search.trials < 100_000
+    assert result.search.elapsed_s < 5.0
+    assert result.plans
+
+
 def test_budget_rejects_zero_trials() -> None:
     with pytest.raises(SpecError, match="max_trials"):
         SearchBudget(max_trials=0)
