@@ -51,17 +51,22 @@ def pareto_front(
     headroom_bytes: FloatArray,
     *,
     rel_tol: float = DEFAULT_REL_TOL,
+    headroom_step_bytes: float = 0.0,
 ) -> IntArray:
     """Indices of the non-dominated layouts in (score, headroom), both maximised.
 
     A layout is dominated when another is at least as good in both and better in one. Among
-    exact duplicates only the first index is kept. Returned best score first.
+    exact duplicates only the first index is kept. Returned best score first. With
+    ``headroom_step_bytes`` > 0, headroom is floored to that step first, so that a few MiB more
+    headroom does not keep a slower layout on the front.
     """
     n = len(score)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     q = _quantized(score, rel_tol)
     head = np.nan_to_num(np.asarray(headroom_bytes, dtype=np.float64), nan=-np.inf)
+    if headroom_step_bytes > 0:
+        head = np.floor(head / headroom_step_bytes) * headroom_step_bytes
     order = np.lexsort((np.arange(n), -head, -q))
     h_sorted = head[order]
     # a point survives iff its headroom beats every point with a better (or equal) score

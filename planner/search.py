@@ -63,6 +63,7 @@ logger = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 RECORD_POLISHED = 32
 EXHAUSTIVE_CHUNK = 250_000
+PARETO_STEP_BYTES = 2.0**28  # 256 MiB: finer headroom differences are within the model's error
 Storage = str | optuna.storages.BaseStorage
 
 
@@ -296,7 +297,11 @@ def plan(
     order = done[rank_order(score(done), pool.headroom_bytes[done], pool.num_gpus[done])]
     top = order[:top_k]
     front = (
-        done[pareto_front(score(done), pool.headroom_bytes[done])]
+        done[
+            pareto_front(
+                score(done), pool.headroom_bytes[done], headroom_step_bytes=PARETO_STEP_BYTES
+            )
+        ]
         if pareto
         else np.zeros(0, dtype=np.int64)
     )
