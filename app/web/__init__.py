@@ -7,10 +7,12 @@ Wire it into an app with::
     mount_static(app)
 """
 
+from app.web.calibration import router as _calibration_router
 from app.web.catalog import router as _catalog_router
 from app.web.routes import router
 from app.web.templating import mount_static
 
 router.include_router(_catalog_router)
+router.include_router(_calibration_router)
 
 __all__ = ["mount_static", "router"]

@@ -53,6 +53,9 @@ class WebBackend(Protocol):
     def check_request(self, request: dict[str, Any]) -> dict[str, Any]: ...
     def submit_plan(self, request: dict[str, Any]) -> str: ...
     def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]: ...
+    def calibration_preview(
+        self, cluster: str, body: bytes, media_type: str, save: bool
+    ) -> dict[str, Any]: ...
     def get_plan(self, job_id: str) -> JobView | None: ...
 
 
@@ -139,6 +142,43 @@ class ServiceBackend:
                 field="hf_config",
             ) from exc
         return {"slug": entry.slug, **entry.spec}
+
+    # --- calibration -----------------------------------------------------------------------
+    def calibration_preview(
+        self, cluster: str, body: bytes, media_type: str, save: bool
+    ) -> dict[str, Any]:
+        """Fit the cluster's GPU profile to uploaded runs; with ``save``, store both."""
+        from app.api.calibration_service import CalibrationService, rows_from_body
+        from app.api.catalog_service import CatalogService
+        from app.errors import AppError
+        from app.web.calibration import fit_preview
+
+        try:
+            with self._session() as session:
+                preset = CatalogService(session).get("cluster", cluster).spec
+        except AppError as exc:
+            raise SpecError(exc.message, field="cluster") from exc
+        try:
+            _source, rows = rows_from_body(
+                body, media_type, gpu_type=preset["gpu"], gpus_per_node=preset["gpus_per_node"]
+            )
+        except AppError as exc:
+            raise SpecError(_spec_error(exc).message, field="file") from exc
+        for row in rows:
+            if not row.get("gpu_type"):
+                row["gpu_type"] = preset["gpu"]
+            if not row.get("gpus_per_node"):
+                row["gpus_per_node"] = str(preset["gpus_per_node"])
+        preview = fit_preview(rows, preset["gpu"])
+        if save:
+            try:
+                with self._session() as session:
+                    service = CalibrationService(session, self._app.state.backend)
+                    service.add_measurements(cluster, body, media_type)
+                    preview["saved"] = service.calibrate(cluster).id
+            except AppError as exc:
+                raise SpecError(_spec_error(exc).message, field="file") from exc
+        return preview
 
     # --- planning --------------------------------------------------------------------------
     def check_request(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -79,7 +79,11 @@ def _page(
     columns = {"models": MODEL_COLUMNS, "gpus": GPU_COLUMNS}.get(kind)
     error = None
     try:
-        head, body = _table(backend.catalog_rows(kind), columns)
+        rows = backend.catalog_rows(kind)
+        for row in rows:  # top-k means nothing without experts
+            if kind == "models" and not row.get("num_experts"):
+                row["moe_router_topk"] = None
+        head, body = _table(rows, columns)
     except (ImportError, AttributeError) as exc:  # catalog not installed in this build
         head, body, error = [], [], f"The catalog is not available: {exc}"
     ctx = {

@@ -7,6 +7,7 @@ tests check what the pages show and that the service's job queue carries the res
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import threading
@@ -286,3 +287,68 @@ def test_shares_prefer_the_planner_s_own_shares() -> None:
         }
     }
     assert views.shares(plan) == pytest.approx((0.3, 0.15))
+
+
+LLAMA_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "num_hidden_layers": 22,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "vocab_size": 32000,
+    "max_position_embeddings": 2048,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+}
+
+
+def test_pasted_config_can_be_added_to_the_catalog(client: TestClient) -> None:
+    response = client.post(
+        "/catalog/models",
+        data={"name": "my-tiny-llama", "config_json": json.dumps(LLAMA_CONFIG), "store": "1"},
+    )
+    assert response.status_code == 200
+    assert "Added <code>my-tiny-llama</code>" in response.text
+    assert '<option value="my-tiny-llama"' in client.get("/").text
+
+
+def test_parsed_config_shows_megatron_fields(client: TestClient) -> None:
+    response = client.post(
+        "/catalog/models", data={"name": "tiny", "config_json": json.dumps(LLAMA_CONFIG)}
+    )
+    spec = dict(re.findall(r'<th scope="row">(\w+)</th><td><code>([^<]*)</code>', response.text))
+    assert spec["num_layers"] == "22"
+    assert spec["ffn_hidden_size"] == "5632"
+    assert spec["num_query_groups"] == "4"
+
+
+def test_calibration_fits_the_shared_measurements(client: TestClient) -> None:
+    path = Path("/work/shared/data/measured-throughput.csv")
+    if not path.exists():
+        pytest.skip("the shared measurements are not on this machine")
+    body = path.read_bytes()
+    response = client.post(
+        "/calibration",
+        data={"cluster": "dgx-h100"},
+        files={"file": ("runs.csv", body, "text/csv")},
+    )
+    assert response.status_code == 200
+    n = int(re.search(r"Fit on (\d+) measured runs of h100", response.text).group(1))
+    chart = json.loads(
+        re.search(r'data-chart-for="calibration-chart">(.*?)</script>', response.text).group(1)
+    )
+    assert n >= 10
+    assert len(chart["before"]) == len(chart["after"]) == n
+
+
+def test_calibration_rejects_a_file_that_is_not_a_log(client: TestClient) -> None:
+    response = client.post(
+        "/calibration",
+        data={"cluster": "dgx-h100"},
+        files={"file": ("train.log", b"hello world", "text/plain")},
+    )
+    assert response.status_code == 422
+    assert 'id="file-error"' in response.text
+    assert "Megatron-LM log" in response.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -124,3 +125,16 @@ def test_mixtral_on_256_h100_shows_results_within_5_s(page: Page, real_server: s
     print(f"\nMixtral-8x22B on 256 x H100: ranked table and chart after {elapsed:.2f} s")
     expect(page.locator("#plans-table tbody tr").first).to_be_visible()
     assert elapsed < 15.0  # target 5 s; generous for a loaded 2-core CI machine
+
+
+def test_calibration_chart_is_drawn(page: Page, server: str) -> None:
+    csv = Path("/work/shared/data/measured-throughput.csv")
+    if not csv.exists():
+        pytest.skip("the shared measurements are not on this machine")
+    page.goto(server + "/calibration")
+    page.locator("#cluster").select_option("dgx-h100")
+    page.locator("#file").set_input_files(str(csv))
+    page.get_by_role("button", name="Fit and compare").click()
+    page.wait_for_function("() => !!document.getElementById('calibration-chart')?.chart")
+    assert chart_drawn(page, "calibration-chart")
+    expect(page.locator("#fit-errors")).to_contain_text("Median error after")

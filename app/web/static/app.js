@@ -76,6 +76,26 @@
     };
   }
 
+  function calibration(data) {
+    var all = data.before.concat(data.after);
+    var hi = Math.max.apply(null, all.map(function (p) { return Math.max(p.x, p.y); }).concat([1])) * 1.05;
+    return {
+      type: "scatter",
+      data: { datasets: [
+        { label: "before the fit", data: data.before, backgroundColor: "rgba(0,0,0,0)", borderColor: "#6e7781", pointRadius: 4, borderWidth: 1.5 },
+        { label: "after the fit", data: data.after, backgroundColor: "#0b5cad", pointRadius: 4 },
+        { label: "perfect", type: "line", data: [{ x: 0, y: 0 }, { x: hi, y: hi }], borderColor: "#d1242f", borderDash: [6, 4], pointRadius: 0, borderWidth: 1.5 }
+      ] },
+      options: {
+        responsive: true, maintainAspectRatio: false, animation: false,
+        scales: { x: { min: 0, max: hi, title: { display: true, text: "measured tokens/s per GPU" } },
+                  y: { min: 0, max: hi, title: { display: true, text: "predicted tokens/s per GPU" } } },
+        plugins: { legend: { position: "bottom", labels: { boxWidth: 12 } },
+          tooltip: { callbacks: { label: function (c) { var p = c.raw; return (p.label || "") + ": measured " + p.x + ", predicted " + p.y; } } } }
+      }
+    };
+  }
+
   function draw(canvas) {
     if (typeof Chart === "undefined" || canvas.chart) return;
     var block = document.querySelector('script[data-chart-for="' + canvas.id + '"]');
@@ -85,6 +105,7 @@
     if (data.kind === "memory") config = stacked(data, "GiB", { value: data.limit, label: data.limit_label });
     else if (data.kind === "time") config = stacked({ labels: data.labels, values: data.values }, "ms", null);
     else if (data.kind === "scatter") config = scatter(data);
+    else if (data.kind === "calibration") config = calibration(data);
     if (config) canvas.chart = new Chart(canvas, config);
   }
 
