@@ -188,9 +188,15 @@ class ServiceBackend:
         model = req.get("model")
         if isinstance(model, dict) and "hf_config" in model:
             config = model["hf_config"]
+            if "num_layers" in config and "hidden_size" in config:  # already a model spec
+                req["model"] = config
+                return self._check_axes(req)
             name = str(config.get("_name_or_path") or config.get("model_type") or "pasted")
             spec = self.parse_hf_config(config, name.rsplit("/", 1)[-1])
             req["model"] = spec
+        return self._check_axes(req)
+
+    def _check_axes(self, req: dict[str, Any]) -> dict[str, Any]:
         try:  # the search stack (optuna) may be swapped out by a test's planning backend
             from app.plan_request import constraints_from_request, objective_from_request
         except ImportError:

@@ -40,6 +40,7 @@ MAX_FIELDS = (
     ("max_micro_batch_size", "Max micro-batch"),
 )
 INT_FIELDS = ("num_gpus", "gpus_per_node", "seq_length", "global_batch_size", "top_k")
+DEFAULT_GPUS_PER_NODE = 8
 FLOAT_FIELDS = ("token_budget", "usd_per_gpu_hour")
 
 DEFAULTS: dict[str, Any] = {
@@ -133,6 +134,10 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
         text = str(values.get(name, "")).strip()
         if text:
             req[name] = _number(name, text, int)
+    nodes = str(values.get("num_nodes", "")).strip()
+    if nodes and "num_gpus" not in req:  # GPUs given as a node count
+        count = _number("num_nodes", nodes, int)
+        req["num_gpus"] = int(count) * int(req.get("gpus_per_node", DEFAULT_GPUS_PER_NODE))
     for name in FLOAT_FIELDS:
         text = str(values.get(name, "")).strip()
         if text:
@@ -188,8 +193,10 @@ def error_field(field_name: str | None, values: Mapping[str, Any]) -> str | None
         return None
     if field_name.startswith("model") or field_name == "hf_config":
         return "hf_config" if values.get("model_source") == "hf_config" else "model"
-    if field_name in ("num_gpus_options",):
-        return "num_gpus"
+    if field_name in ("num_gpus_options",) or (
+        field_name == "num_gpus" and not values.get("num_gpus") and values.get("num_nodes")
+    ):
+        return "num_nodes" if field_name == "num_gpus" else "num_gpus"
     if field_name in ("global_batch_size_options",):
         return "global_batch_size"
     return field_name

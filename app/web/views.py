@@ -138,15 +138,21 @@ def time_chart(plan: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _part(item: dict[str, Any], key: str) -> dict[str, Any]:
+    """``item[key]`` when it is a nested dict, else ``item`` itself (flat records)."""
+    value = item.get(key)
+    return value if isinstance(value, dict) else item
+
+
 def _point(item: dict[str, Any]) -> dict[str, Any] | None:
     """One scatter point from a plan, a Pareto entry or an evaluated-layout record."""
-    memory = item.get("memory") if isinstance(item.get("memory"), dict) else item
-    perf = item.get("performance") if isinstance(item.get("performance"), dict) else item
+    memory = _part(item, "memory")
+    perf = _part(item, "performance")
     total = memory.get("total_bytes", memory.get("memory_bytes"))
     speed = perf.get("tokens_per_s_per_gpu")
     if total is None or speed is None:
         return None
-    layout = item.get("layout") if isinstance(item.get("layout"), dict) else item
+    layout = _part(item, "layout")
     return {
         "x": round(_num(total) / GIB, 3),
         "y": round(_num(speed), 1),

@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-from app.web import mount_static, router, views
+from app.web import forms, mount_static, router, views
 
 _spec = importlib.util.spec_from_file_location(
     "web_fake_planning", Path(__file__).parents[1] / "e2e" / "fake_planning.py"
@@ -352,3 +352,17 @@ def test_calibration_rejects_a_file_that_is_not_a_log(client: TestClient) -> Non
     assert response.status_code == 422
     assert 'id="file-error"' in response.text
     assert "Megatron-LM log" in response.text
+
+
+def test_node_count_becomes_gpu_count() -> None:
+    values = FORM | {"num_gpus": "", "num_nodes": "4", "gpus_per_node": "4"}
+    assert forms.to_request(values)["num_gpus"] == 16
+
+
+def test_pasted_config_runs_as_an_inline_model(client: TestClient) -> None:
+    data = FORM | {"model_source": "hf_config", "hf_config": json.dumps(LLAMA_CONFIG)}
+    location = submit(client, **data)
+    wait_done(client, location)
+    html = client.get(location).text
+    assert 'id="plans-table"' in html
+    assert "&#34;num_layers&#34;: 22" in html  # the form shows the spec it ran with
