@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,6 +19,11 @@ from app.db.models import (
 )
 
 FINISHED = ("succeeded", "failed", "cancelled")
+
+
+def _rowcount(result: Any) -> int:
+    """Rows an UPDATE matched (``CursorResult.rowcount``)."""
+    return int(result.rowcount)
 
 
 class CatalogRepository:
@@ -40,7 +46,7 @@ class CatalogRepository:
         )
         return self.session.scalars(stmt).one()
 
-    def latest_many(self, entries: list[CatalogEntryRow]) -> dict[int, CatalogVersionRow]:
+    def latest_many(self, entries: Sequence[CatalogEntryRow]) -> dict[int, CatalogVersionRow]:
         if not entries:
             return {}
         pairs = {(e.id, e.version) for e in entries}
@@ -145,7 +151,7 @@ class PlanJobRepository:
             )
             .execution_options(synchronize_session=False)
         )
-        return job_id if claimed.rowcount == 1 else None  # type: ignore[attr-defined]
+        return job_id if _rowcount(claimed) == 1 else None
 
     def heartbeat(
         self, job_id: str, worker_id: str, progress: float, done: int, total: int | None
@@ -166,7 +172,7 @@ class PlanJobRepository:
             )
             .execution_options(synchronize_session=False)
         )
-        if result.rowcount != 1:  # type: ignore[attr-defined]
+        if _rowcount(result) != 1:
             return None
         return bool(
             self.session.scalar(select(PlanJobRow.cancel_requested).where(PlanJobRow.id == job_id))
@@ -184,7 +190,7 @@ class PlanJobRepository:
             .values(**values)
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        return _rowcount(result) == 1
 
     def cancel_queued(self, job_id: str) -> bool:
         result = self.session.execute(
@@ -193,7 +199,7 @@ class PlanJobRepository:
             .values(status="cancelled", cancel_requested=True, finished_at=utcnow())
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        return _rowcount(result) == 1
 
     def request_cancel(self, job_id: str) -> bool:
         result = self.session.execute(
@@ -202,7 +208,7 @@ class PlanJobRepository:
             .values(cancel_requested=True)
             .execution_options(synchronize_session=False)
         )
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        return _rowcount(result) == 1
 
     def requeue_stale(self, stale_after_s: float, max_attempts: int) -> tuple[int, int]:
         """Running jobs whose heartbeat stopped go back to the queue (or fail after too many
@@ -228,7 +234,7 @@ class PlanJobRepository:
             .values(status="queued", worker_id=None)
             .execution_options(synchronize_session=False)
         )
-        return requeued.rowcount, failed.rowcount  # type: ignore[attr-defined]
+        return _rowcount(requeued), _rowcount(failed)
 
 
 class MeasurementRepository:
