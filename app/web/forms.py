@@ -35,6 +35,7 @@ AXIS_FIELDS = (
 MAX_FIELDS = (
     ("max_tp", "Max TP"),
     ("max_pp", "Max PP"),
+    ("max_vpp", "Max VPP"),
     ("max_cp", "Max CP"),
     ("max_ep", "Max EP"),
     ("max_micro_batch_size", "Max micro-batch"),
