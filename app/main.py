@@ -19,6 +19,8 @@ from app.errors import install_error_handlers
 from app.jobs.backend import PlanningBackend, default_backend
 from app.jobs.worker import WorkerPool
 from app.settings import Settings
+from app.web import mount_static
+from app.web import router as web_router
 
 log = logging.getLogger(__name__)
 
@@ -100,4 +102,6 @@ def create_app(
     app.include_router(plan_jobs.router, dependencies=auth)
     app.include_router(calibration.router, dependencies=auth)
     app.include_router(health.router)
+    app.include_router(web_router)  # server-rendered pages; not under /v1
+    mount_static(app)
     return app
