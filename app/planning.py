@@ -29,6 +29,11 @@ from planner.specs import (
 
 GIB = 2**30
 
+NETWORK_FIELDS = (
+    "inter_node_bandwidth_bytes_per_s",
+    "inter_node_latency_s",
+    "intra_node_latency_s",
+)
 COMMON_FIELDS = {
     "model",
     "gpu",
@@ -40,6 +45,7 @@ COMMON_FIELDS = {
     "global_batch_size",
     "precision",
     "memory_threshold",
+    *NETWORK_FIELDS,
 }
 LAYOUT_FIELDS = {
     "tp",
@@ -181,13 +187,26 @@ def resolve_model(ref: Any) -> ModelSpec:
 
 
 def resolve_gpu(req: dict[str, Any]) -> GPUSpec:
+    """A catalog slug, or an inline object of GPUSpec fields (a user-defined GPU)."""
     slug = req.get("gpu")
+    if isinstance(slug, dict):
+        try:
+            gpu = GPUSpec.from_dict(slug)
+        except SpecError as exc:
+            raise SpecError(exc.message, field=f"gpu.{exc.field}" if exc.field else "gpu") from exc
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"gpu: {exc}", field="gpu") from exc
+        return _memory_override(req, gpu)
     if not slug or not isinstance(slug, str):
         raise SpecError(f"gpu is required; one of: {', '.join(models_db.list_gpus())}", field="gpu")
     try:
         gpu = models_db.load_gpu(slug)
     except SpecError as exc:
         raise SpecError(exc.message, field="gpu") from exc
+    return _memory_override(req, gpu)
+
+
+def _memory_override(req: dict[str, Any], gpu: GPUSpec) -> GPUSpec:
     override = _float(req, "gpu_memory_gib", None, low=1.0, high=4096.0)
     if override is not None:
         gpu = dataclasses.replace(gpu, hbm_bytes=int(override * GIB))
@@ -197,13 +216,20 @@ def resolve_gpu(req: dict[str, Any]) -> GPUSpec:
 def resolve_cluster(req: dict[str, Any], num_gpus: int) -> ClusterSpec:
     gpu = resolve_gpu(req)
     gpus_per_node = _int(req, "gpus_per_node", None, maximum=64)
-    try:
-        cluster = models_db.cluster_spec(gpu.name, num_gpus, gpus_per_node)
+    preset_gpu = gpu.name if gpu.name in models_db.list_gpus() else "h100-sxm-80gb"
+    try:  # network defaults of the GPU's DGX-style preset (a user GPU: the H100 preset's)
+        cluster = models_db.cluster_spec(preset_gpu, num_gpus, gpus_per_node)
     except SpecError as exc:
         raise SpecError(exc.message, field=exc.field or "num_gpus") from exc
-    if cluster.gpu != gpu:  # keep the memory override
-        cluster = dataclasses.replace(cluster, gpu=gpu)
-    return cluster
+    network = {}
+    for name in NETWORK_FIELDS:  # a user cluster's own network numbers
+        value = _float(req, name, None, low=1e-9, high=1e15)
+        if value is not None:
+            network[name] = value
+    try:
+        return dataclasses.replace(cluster, gpu=gpu, **network)
+    except SpecError as exc:
+        raise SpecError(exc.message, field=exc.field) from exc
 
 
 def resolve_job(req: dict[str, Any], global_batch_size: int | None = None) -> TrainingJob:

@@ -9,7 +9,7 @@ them. Model fields use Megatron-LM's flag names with underscores (``--num-query-
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
 Normalization = Literal["LayerNorm", "RMSNorm"]
@@ -440,7 +440,17 @@ def _from_dict(cls: type[_T], data: dict[str, Any]) -> _T:
             f"known fields: {', '.join(sorted(known))}",
             field=unknown[0],
         )
+    required = [
+        f.name
+        for f in fields(cls)  # type: ignore[arg-type]
+        if f.default is MISSING and f.default_factory is MISSING and f.name not in data
+    ]
+    if required:
+        raise SpecError(
+            f"{cls.__name__} is missing required field(s): {', '.join(required)}",
+            field=required[0],
+        )
     try:
         return cls(**data)
-    except TypeError as exc:  # a required field is missing
+    except TypeError as exc:  # a value of the wrong type where the code does arithmetic
         raise SpecError(f"{cls.__name__}: {exc}") from exc

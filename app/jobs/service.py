@@ -20,6 +20,7 @@ from app.db.models import PlanJobRow
 from app.db.repositories import FINISHED, CalibrationRepository, PlanJobRepository
 from app.errors import ConflictError, InvalidInputError, NotFoundError
 from app.jobs.backend import PlanningBackend
+from app.planning import NETWORK_FIELDS
 from app.schemas import PlanJobPage, PlanJobRead
 
 
@@ -49,6 +50,9 @@ def resolve_references(
         preset = found[0]
         req.setdefault("gpu", preset["gpu"])
         req.setdefault("gpus_per_node", preset["gpus_per_node"])
+        for name in NETWORK_FIELDS:  # the cluster's own network numbers reach the planner
+            if preset.get(name) is not None:
+                req.setdefault(name, preset[name])
         resolved["cluster"] = {"slug": cluster, **preset}
         calibration = CalibrationRepository(session).latest(cluster)
         if calibration is not None:
