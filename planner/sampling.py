@@ -1,15 +1,18 @@
 """The sampled search: a seeded Optuna TPE study over the feasible layouts, then a local polish.
 
-The feasible set is known before sampling starts (rules and memory are cheap and vectorised), so
-a trial is a lookup: its parameters are encoded as one mixed-radix integer and found by binary
-search among the encoded feasible layouts. Trials that land outside the set are told the
-objective's worst value; trials inside are evaluated in numpy batches (``study.ask`` n times,
-one :func:`estimate_performance` call, ``study.tell`` n times). Revisited layouts cost nothing.
+The feasible set is known before sampling starts (rules and memory are cheap and vectorised).
+TPE samples the sizes that shape a layout (tp, pp, cp, ep, and the GPU count and batch size when
+they are ranges); each sampled combination is a *cell* of the feasible set, found by binary
+search on mixed-radix codes, and all of the cell's layouts (vpp, micro-batch, recompute,
+sharding...) are evaluated in one numpy call: a trial's value is the cell's best. Cells outside
+the feasible set are told the objective's worst value. Trials are asked in batches
+(``study.ask`` n times, one evaluation, ``study.tell`` n times); revisited cells cost nothing.
 
-TPE samples the axes of a product space whose feasible part is a thin, structured subset, so it
-is followed by a polish: the best layouts found so far are compared with every feasible layout
-that differs from them in one or two axes (all of them, vectorised), until nothing improves.
-Two axes, because the good moves trade one size for another (tp 8 -> 4 with pp 2 -> 4).
+Measured on the benchmark (bench/results/search.md), TPE over every axis at once finds the
+optimum poorly, because the feasible part of that product space is a thin, structured subset;
+sampling only the shaping sizes fixes most of it. A polish follows: the best layouts of the
+best cells are compared with every feasible layout that differs from them in one to three
+groups of coupled axes (all of them, vectorised), until nothing improves.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from planner.layouts import IntArray, LayoutBatch
 from planner.objectives import FloatArray, Objective
 from planner.specs import OPTIMIZER_SHARDING_CHOICES, RECOMPUTE_CHOICES
 
+SAMPLED_AXES = ("tp", "pp", "cp", "ep")
+"""What TPE samples; the other axes of each sampled cell are evaluated exhaustively."""
 LAYOUT_AXES = (
     "tp",
     "pp",
@@ -94,9 +99,18 @@ class _Axis:
 
 
 class SpaceEncoding:
-    """Maps pool layouts to Optuna parameters and back, through mixed-radix integer codes."""
+    """Maps pool layouts to Optuna parameters and back, through mixed-radix integer codes.
 
-    def __init__(self, pool: CandidatePool, scenario_axes: dict[str, IntArray]) -> None:
+    Optuna samples ``sampled`` axes only (None: all of them). The layouts that share values on
+    those axes form a *cell*; a trial names a cell, and :meth:`members` lists its layouts.
+    """
+
+    def __init__(
+        self,
+        pool: CandidatePool,
+        scenario_axes: dict[str, IntArray],
+        sampled: tuple[str, ...] | None = None,
+    ) -> None:
         columns: dict[str, IntArray] = {
             name: np.asarray(getattr(pool.batch, name)).astype(np.int64) for name in LAYOUT_AXES
         }
@@ -107,41 +121,56 @@ class SpaceEncoding:
             labels = tuple(_label(name, int(v)) for v in values)
             self.axes.append(_Axis(name=name, codes=codes.astype(np.int64), labels=labels))
         self.groups = self._group_matrix()
-        radix = [len(a.labels) for a in self.axes]
-        self.strides = np.cumprod([1, *radix[:-1]]).astype(np.int64)
+        names = set(columns) if sampled is None else set(sampled) | set(scenario_axes)
+        self.sampled = [a for a in self.axes if a.name in names]
+        radix = [len(a.labels) for a in self.sampled]
         if float(np.prod(np.asarray(radix, dtype=np.float64))) >= 2.0**62:
             raise OverflowError("search space too large to encode in 64 bits")
-        codes = self.encode_codes(np.stack([a.codes for a in self.axes], axis=1))
+        self.strides = np.cumprod([1, *radix[:-1]]).astype(np.int64)
+        codes = self.encode_codes(np.stack([a.codes for a in self.sampled], axis=1))
+        # cells: unique codes, and the pool indices of each cell contiguous in self.order
         self.order = np.argsort(codes, kind="stable").astype(np.int64)
-        self.sorted_codes = codes[self.order]
+        self.cell_codes, self.cell_start = np.unique(codes[self.order], return_index=True)
+        self.cell_end = np.append(self.cell_start[1:], len(codes))
+        self.cell_of = np.empty(len(codes), dtype=np.int64)
+        self.cell_of[self.order] = np.repeat(
+            np.arange(len(self.cell_start)), self.cell_end - self.cell_start
+        )
         self.distributions: dict[str, BaseDistribution] = {
-            a.name: CategoricalDistribution(list(a.labels)) for a in self.axes if len(a.labels) > 1
+            a.name: CategoricalDistribution(list(a.labels))
+            for a in self.sampled
+            if len(a.labels) > 1
         }
-        self._index = {a.name: {lab: k for k, lab in enumerate(a.labels)} for a in self.axes}
+        self._index = {a.name: {lab: k for k, lab in enumerate(a.labels)} for a in self.sampled}
 
     def encode_codes(self, matrix: IntArray) -> IntArray:
         encoded: IntArray = (matrix * self.strides[None, :]).sum(axis=1)
         return encoded
 
     def lookup(self, params: list[dict[str, Any]]) -> IntArray:
-        """Pool index of each parameter set, -1 where the layout is not feasible."""
+        """Cell of each parameter set, -1 where no feasible layout has those values."""
         matrix = np.array(
             [
-                [self._index[a.name][p[a.name]] if a.name in p else 0 for a in self.axes]
+                [self._index[a.name][p[a.name]] if a.name in p else 0 for a in self.sampled]
                 for p in params
             ],
             dtype=np.int64,
-        ).reshape(len(params), len(self.axes))
+        ).reshape(len(params), len(self.sampled))
         codes = self.encode_codes(matrix)
-        pos = np.searchsorted(self.sorted_codes, codes)
-        pos_safe = np.minimum(pos, len(self.sorted_codes) - 1)
-        hit = (pos < len(self.sorted_codes)) & (self.sorted_codes[pos_safe] == codes)
-        return np.where(hit, self.order[pos_safe], -1).astype(np.int64)
+        pos = np.searchsorted(self.cell_codes, codes)
+        pos_safe = np.minimum(pos, len(self.cell_codes) - 1)
+        hit = (pos < len(self.cell_codes)) & (self.cell_codes[pos_safe] == codes)
+        return np.where(hit, pos_safe, -1).astype(np.int64)
+
+    def members(self, cells: IntArray) -> IntArray:
+        """Pool indices of the layouts in the given cells."""
+        parts = [self.order[self.cell_start[c] : self.cell_end[c]] for c in cells]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def params(self, i: int) -> dict[str, Any]:
         """The Optuna parameters of pool layout i (axes with one value are left out)."""
         return {
-            a.name: a.labels[int(a.codes[i])] for a in self.axes if a.name in self.distributions
+            a.name: a.labels[int(a.codes[i])] for a in self.sampled if a.name in self.distributions
         }
 
     def _group_matrix(self) -> IntArray:
@@ -240,29 +269,35 @@ def run_tpe(
     deadline: float | None,
     progress: Progress | None,
 ) -> int:
-    """Ask/tell ``max_trials`` trials in batches; returns the number of trials run."""
+    """Ask/tell ``max_trials`` trials in batches; returns the number of trials run.
+
+    A trial's value is the best layout of its cell (all of the cell evaluated at once).
+    """
     for j in warm[: max(1, max_trials // 4)]:
         study.enqueue_trial(encoding.params(int(j)), skip_if_exists=True)
     dists = encoding.distributions
     done = 0
     worst = objective.worst_value()
+    cell_value: dict[int, float] = {}
     while done < max_trials:
         if done and deadline is not None and time.perf_counter() > deadline:
             break  # the first batch always runs, so a late start still gives an answer
         trials = [study.ask(dists) for _ in range(min(batch_size, max_trials - done))]
-        idx = encoding.lookup([t.params for t in trials])
-        fresh = np.unique(idx[idx >= 0])
-        fresh = fresh[np.isnan(pool.tokens_per_s_per_gpu[fresh])]
+        cells = encoding.lookup([t.params for t in trials])
+        fresh = np.array(
+            [c for c in np.unique(cells[cells >= 0]) if int(c) not in cell_value], dtype=np.int64
+        )
         if len(fresh):
-            evaluate(fresh)
-        values = np.full(len(trials), worst)
-        hit = idx >= 0
-        if hit.any():
-            values[hit] = objective.values(
-                pool.tokens_per_s_per_gpu[idx[hit]], pool.num_gpus[idx[hit]]
-            )
-        for trial, value in zip(trials, values, strict=True):
-            study.tell(trial, float(value))
+            members = encoding.members(fresh)
+            evaluate(members[np.isnan(pool.tokens_per_s_per_gpu[members])])
+            for c in fresh:
+                m = encoding.members(np.array([c]))
+                v = objective.values(pool.tokens_per_s_per_gpu[m], pool.num_gpus[m])
+                cell_value[int(c)] = float(
+                    v.max() if objective.direction == "maximize" else v.min()
+                )
+        for trial, c in zip(trials, cells, strict=True):
+            study.tell(trial, cell_value.get(int(c), worst))
         done += len(trials)
         if progress is not None:
             progress(done, max_trials)
@@ -290,7 +325,10 @@ def polish(
         if len(done) == 0:
             break
         s = score(done)
-        top = done[np.argsort(-s, kind="stable")[:TOP_TO_POLISH]]
+        ranked = done[np.argsort(-s, kind="stable")]
+        # the best layout of each of the best cells: near-copies of one layout explore little
+        _, first = np.unique(encoding.cell_of[ranked], return_index=True)
+        top = ranked[np.sort(first)[:TOP_TO_POLISH]]
         best_before = float(s.max())
         near = np.unique(np.concatenate([encoding.neighbours(int(i)) for i in top]))
         near = near[np.isnan(pool.tokens_per_s_per_gpu[near])]

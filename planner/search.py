@@ -11,7 +11,8 @@ others were rejected. Then:
   a numpy pass costs about 0.5 us per layout (400 000 layouts in 0.2 s) where 500 TPE trials
   cost 1.5 s, so exhaustive wins far beyond where a budget of trials would draw the line. The
   study is built on request (a ``storage`` given to ``plan``, or :meth:`PlanResult.to_study`);
-* **tpe** otherwise: a seeded Optuna TPE study over static per-axis choices, warm-started with
+* **tpe** otherwise: a seeded Optuna TPE study over static per-axis choices of the shaping
+  sizes (each trial evaluates its whole cell of finer choices at once), warm-started with
   known-good layouts and followed by a neighbourhood polish (:mod:`planner.sampling`).
 
 Ranking: best objective first, ties broken by more memory headroom, then fewer GPUs.
@@ -36,6 +37,7 @@ from planner.objectives import FloatArray, Objective
 from planner.performance import PerformanceProfile, estimate_performance
 from planner.ranking import pareto_front, rank_order
 from planner.sampling import (
+    SAMPLED_AXES,
     CandidatePool,
     SpaceEncoding,
     create_study,
@@ -264,7 +266,7 @@ def plan(
                 progress(hi, feasible)
         trials = feasible
     elif feasible:
-        encoding = SpaceEncoding(pool, axes)
+        encoding = SpaceEncoding(pool, axes, sampled=SAMPLED_AXES)
         method = "tpe"
         study = create_study(objective, seed=budget.seed, storage=storage, study_name=study_name)
         deadline = None if budget.time_limit_s is None else start + budget.time_limit_s
