@@ -32,6 +32,14 @@ class Settings(BaseSettings):
     """A job that has been claimed this many times without finishing is failed."""
     job_runner: str = "app.planning:plan_request"
     """``module:function`` that runs a plan request (plan_request's signature)."""
+    fan_out_min_scenarios: int = Field(default=0, ge=0, le=4096)
+    """A plan job over at least this many (GPU count x batch size) combinations is split into
+    one queued part per combination that any worker can run; its result merges the parts
+    (0 = never split)."""
+    optuna_storage_url: str = ""
+    """Optuna storage of fanned-out searches (never the app's tables); empty means a SQLite
+    file ``{data_dir}/optuna.db`` next to a SQLite app database, or the schema ``optuna`` of a
+    PostgreSQL app database."""
     max_wait_s: float = Field(default=60.0, ge=0, le=600)
     """Upper bound of ``?wait=`` on job submission."""
     seed_catalog: bool = True
