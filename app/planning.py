@@ -172,17 +172,22 @@ def _check_fields(req: dict[str, Any], allowed: set[str]) -> None:
 def resolve_model(ref: Any) -> ModelSpec:
     if ref is None or ref == "":
         raise SpecError(
-            "model is required: a catalog slug (see `planner catalog list`), a "
-            "path to a spec or config.json, or an inline object",
+            "model is required: a catalog slug (see `planner catalog list`) or an inline "
+            "object (ModelSpec fields or a Hugging Face config.json)",
             field="model",
         )
     if isinstance(ref, ModelSpec):
         return ref
+    if not isinstance(ref, str | dict):
+        raise SpecError("model must be a catalog slug or an object", field="model")
     try:
+        if isinstance(ref, str):  # a slug only: a service never opens files named in a request
+            return models_db.load_model(ref)
         return models_db.resolve_model(ref)
     except SpecError as exc:
         raise SpecError(
-            exc.message, field="model" if exc.field is None else f"model.{exc.field}"
+            exc.message,
+            field="model" if exc.field in (None, "model", "slug") else f"model.{exc.field}",
         ) from exc
 
 

@@ -96,10 +96,17 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
 
 
 def _plan_one(index: int, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    import models_db
     from app.planning import plan_request
     from planner.specs import SpecError
 
     request = {k: v for k, v in job.items() if k != "name"}
+    model = request.get("model")
+    if isinstance(model, str) and model.endswith((".json", ".yaml", ".yml")):
+        try:  # a local spec or config.json file, read here (planning takes slugs and objects)
+            request["model"] = models_db.resolve_model(Path(model)).to_dict()
+        except SpecError as exc:
+            return index, {"error": f"{model}: {exc.message} (field model)"}
     try:
         return index, plan_request(request)
     except SpecError as exc:

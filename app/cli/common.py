@@ -30,3 +30,25 @@ def gib(value: float | None) -> str:
 def request_from_options(**options: Any) -> dict[str, Any]:
     """The request dict for the given command-line options (unset options left out)."""
     return {k: v for k, v in options.items() if v is not None}
+
+
+def inline_model_file(ref: object) -> object:
+    """A --model that names a local spec or config.json file, read here into an inline object.
+
+    The planning layer itself takes only catalog slugs and inline objects, so that the service
+    never opens a file named in a request.
+    """
+    from pathlib import Path
+
+    if not isinstance(ref, str) or not (ref.endswith((".json", ".yaml", ".yml")) or "/" in ref):
+        return ref
+    path = Path(ref).expanduser()
+    if not path.is_file():
+        return ref
+    import models_db
+    from planner.specs import SpecError
+
+    try:
+        return models_db.resolve_model(path).to_dict()
+    except SpecError as exc:
+        fail(f"{path}: {exc.message}", field="model")

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.cli.common import fail, gib, print_json, request_from_options
+from app.cli.common import fail, gib, inline_model_file, print_json, request_from_options
 
 Opt = typer.Option
 
@@ -74,7 +74,11 @@ def evaluate(
 
     if input is not None:
         items = _read_jsonl(input)
-        good = [item for item in items if isinstance(item, dict)]
+        good = [
+            {**item, "model": inline_model_file(item.get("model"))}
+            for item in items
+            if isinstance(item, dict)
+        ]
         results = iter(evaluate_requests(good, errors_inline=True))
         outputs = [
             next(results) if isinstance(item, dict) else {"error": {"message": item}}
@@ -82,7 +86,7 @@ def evaluate(
         ]
     else:
         request = request_from_options(
-            model=model,
+            model=inline_model_file(model),
             gpu=gpu,
             num_gpus=num_gpus,
             gpus_per_node=gpus_per_node,

@@ -9,7 +9,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, gib, print_json, request_from_options
+from app.cli.common import (
+    EXIT_NOTHING_FEASIBLE,
+    fail,
+    gib,
+    inline_model_file,
+    print_json,
+    request_from_options,
+)
 
 Opt = typer.Option
 AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
@@ -77,7 +84,7 @@ def plan(
     gpus, gpus_range = _split_gpus(num_gpus)
     batch, batch_range = _split_gpus(global_batch_size)
     request = request_from_options(
-        model=model,
+        model=inline_model_file(model),
         gpu=gpu,
         num_gpus=gpus,
         num_gpus_options=gpus_range,

@@ -207,3 +207,25 @@ def test_calibrate_reports_cross_validated_error(tmp_path: Path) -> None:
 def test_calibrate_without_input_fails_clearly() -> None:
     code, _, err = run("calibrate")
     assert code == 2 and "--measurements" in err
+
+
+def test_evaluate_reads_a_local_spec_file(tmp_path: Path) -> None:
+    spec = {"name": "tiny", "num_layers": 4, "hidden_size": 512, "ffn_hidden_size": 2048,
+            "num_attention_heads": 8, "vocab_size": 32000}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(spec))
+    code, out, _ = run("evaluate", "--model", str(path), "--gpu", "h100-sxm-80gb",
+                       "--num-gpus", "8", "--seq-length", "1024", "--global-batch-size", "8",
+                       "--json")
+    assert code == 0 and json.loads(out)["model"] == "tiny"
+
+
+def test_planning_layer_never_opens_files_named_in_a_request() -> None:
+    from app.planning import evaluate_request
+    from planner.specs import SpecError
+
+    request = {"model": "pyproject.toml", "gpu": "h100-sxm-80gb", "num_gpus": 8,
+               "seq_length": 1024, "global_batch_size": 8}
+    with pytest.raises(SpecError, match="unknown model") as info:
+        evaluate_request(request)
+    assert info.value.field == "model"
