@@ -72,10 +72,30 @@ class PlanJobRow(Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     worker_id: Mapped[str | None] = mapped_column(String(128), default=None)
+    batch_id: Mapped[str | None] = mapped_column(
+        ForeignKey("batch.id", ondelete="CASCADE"), default=None, index=True
+    )
+    """The batch this job belongs to (``POST /v1/batches``), if any."""
+    batch_index: Mapped[int | None] = mapped_column(Integer, default=None)
+    """Its position in the batch's job list."""
+    parent_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    """The plan job this one is a fanned-out part of (one GPU count x batch size), if any."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     heartbeat_at: Mapped[datetime | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class BatchRow(Base):
+    """A batch of plan jobs submitted together; its status is derived from its jobs."""
+
+    __tablename__ = "batch"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    names: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    """``{"names": [...]}``: the job names, in submission order."""
+    total: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class MeasurementRow(Base):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import (
+    BatchRow,
     CalibrationRow,
     CatalogEntryRow,
     CatalogVersionRow,
@@ -120,19 +122,19 @@ class PlanJobRepository:
         stmt = select(PlanJobRow.status, func.count()).group_by(PlanJobRow.status)
         return {status: int(n) for status, n in self.session.execute(stmt)}
 
-    def claim_next(self, worker_id: str, *, skip_locked: bool) -> str | None:
+    def claim_next(
+        self, worker_id: str, *, skip_locked: bool, parent_id: str | None = None
+    ) -> str | None:
         """Take the oldest queued job for ``worker_id``; None when there is none.
 
         PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED`` so that concurrent workers never wait
         on each other. SQLite: a conditional ``UPDATE ... WHERE status='queued'`` that only one
-        claimant can win.
+        claimant can win. ``parent_id`` limits the claim to that job's fanned-out parts.
         """
-        stmt = (
-            select(PlanJobRow.id)
-            .where(PlanJobRow.status == "queued")
-            .order_by(PlanJobRow.created_at, PlanJobRow.id)
-            .limit(1)
-        )
+        stmt = select(PlanJobRow.id).where(PlanJobRow.status == "queued")
+        if parent_id is not None:
+            stmt = stmt.where(PlanJobRow.parent_id == parent_id)
+        stmt = stmt.order_by(PlanJobRow.created_at, PlanJobRow.id).limit(1)
         if skip_locked:
             stmt = stmt.with_for_update(skip_locked=True)
         job_id = self.session.scalar(stmt)
@@ -176,6 +178,27 @@ class PlanJobRepository:
             return None
         return bool(
             self.session.scalar(select(PlanJobRow.cancel_requested).where(PlanJobRow.id == job_id))
+        )
+
+    def children(self, parent_id: str) -> builtins.list[PlanJobRow]:
+        """The fanned-out parts of a job, in creation order."""
+        stmt = select(PlanJobRow).where(PlanJobRow.parent_id == parent_id)
+        stmt = stmt.order_by(PlanJobRow.created_at, PlanJobRow.id)
+        return list(self.session.scalars(stmt.execution_options(populate_existing=True)))
+
+    def cancel_children(self, parent_id: str) -> None:
+        """Cancel the queued parts of a job and ask its running parts to stop."""
+        self.session.execute(
+            update(PlanJobRow)
+            .where(PlanJobRow.parent_id == parent_id, PlanJobRow.status == "queued")
+            .values(status="cancelled", cancel_requested=True, finished_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        self.session.execute(
+            update(PlanJobRow)
+            .where(PlanJobRow.parent_id == parent_id, PlanJobRow.status == "running")
+            .values(cancel_requested=True)
+            .execution_options(synchronize_session=False)
         )
 
     def finish(self, job_id: str, worker_id: str, **values: Any) -> bool:
@@ -235,6 +258,33 @@ class PlanJobRepository:
             .execution_options(synchronize_session=False)
         )
         return _rowcount(requeued), _rowcount(failed)
+
+
+class BatchRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, batch: BatchRow) -> BatchRow:
+        self.session.add(batch)
+        self.session.flush()
+        return batch
+
+    def get(self, batch_id: str) -> BatchRow | None:
+        return self.session.get(BatchRow, batch_id, populate_existing=True)
+
+    def jobs(self, batch_id: str) -> list[PlanJobRow]:
+        """The batch's plan jobs in submission order."""
+        stmt = select(PlanJobRow).where(PlanJobRow.batch_id == batch_id)
+        stmt = stmt.order_by(PlanJobRow.batch_index).execution_options(populate_existing=True)
+        return list(self.session.scalars(stmt))
+
+    def status_counts(self, batch_id: str) -> dict[str, int]:
+        stmt = (
+            select(PlanJobRow.status, func.count())
+            .where(PlanJobRow.batch_id == batch_id)
+            .group_by(PlanJobRow.status)
+        )
+        return {status: int(n) for status, n in self.session.execute(stmt)}
 
 
 class MeasurementRepository:

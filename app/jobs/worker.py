@@ -5,6 +5,11 @@ conditional UPDATE on SQLite), runs it with a heartbeat thread beside it, and wr
 A job whose heartbeat stops (its server died) is put back in the queue by any worker, so nothing
 submitted is ever lost; cancellation is a flag that the heartbeat reads and the progress
 callback acts on.
+
+A plan job over many (GPU count x batch size) combinations can fan out into parts that any
+worker runs (``settings.fan_out_min_scenarios``; :mod:`app.jobs.fanout`). The same pool runs in
+the API process (``PLANNER_WORKERS`` threads) and in ``planner worker`` processes on any number
+of machines sharing one PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.base import utcnow
 from app.db.engine import unit_of_work
-from app.db.repositories import PlanJobRepository
+from app.db.repositories import FINISHED, PlanJobRepository
+from app.jobs import fanout, optuna_store
 from app.jobs.backend import PlanningBackend
 from app.settings import Settings
 from planner.specs import SpecError
@@ -67,6 +73,8 @@ class WorkerPool:
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._optuna: Any = None
+        self._optuna_lock = threading.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -101,9 +109,18 @@ class WorkerPool:
         if requeued or failed:
             log.warning("re-queued %d orphaned plan job(s), failed %d", requeued, failed)
 
-    def claim(self, worker_id: str) -> str | None:
+    def claim(self, worker_id: str, parent_id: str | None = None) -> str | None:
         with unit_of_work(self.factory) as session:
-            return PlanJobRepository(session).claim_next(worker_id, skip_locked=self.skip_locked)
+            return PlanJobRepository(session).claim_next(
+                worker_id, skip_locked=self.skip_locked, parent_id=parent_id
+            )
+
+    def optuna_storage(self) -> Any:
+        """The Optuna storage of fanned-out searches (opened on first use)."""
+        with self._optuna_lock:
+            if self._optuna is None:
+                self._optuna = optuna_store.open_storage(optuna_store.storage_url(self.settings))
+            return self._optuna
 
     def _loop(self, worker_id: str) -> None:
         reap_every = max(1.0, self.settings.job_stale_after_s / 2)
@@ -148,7 +165,13 @@ class WorkerPool:
                 return
             resolved = dict(row.resolved)
             cancel_requested = row.cancel_requested
+            parent_id = row.parent_id
         request = resolved.get("planner_request", {})
+        parts = (
+            None
+            if parent_id is not None
+            else fanout.split_request(request, self.settings.fan_out_min_scenarios)
+        )
         state = _RunState()
         if cancel_requested:
             state.cancel.set()
@@ -169,9 +192,12 @@ class WorkerPool:
         try:
             if state.cancel.is_set():
                 raise JobInterrupted
-            result = self.backend.plan(
-                request, profile=self.backend.profile_for(resolved), progress=progress
-            )
+            if parts is not None:
+                result = self._run_parts(job_id, worker_id, parts, state, request)
+            else:
+                result = self.backend.plan(
+                    request, profile=self.backend.profile_for(resolved), progress=progress
+                )
             values = {"status": "succeeded", "result": result, "progress": 1.0}
             if state.total is None:
                 values["layouts_evaluated"] = int(result.get("search", {}).get("evaluated", 0))
@@ -206,3 +232,55 @@ class WorkerPool:
                 values = {"status": "cancelled", "finished_at": values["finished_at"]}
             if not repo.finish(job_id, worker_id, **values):
                 log.warning("plan job %s changed hands before it finished here", job_id)
+                return
+        if parent_id is not None and values["status"] == "succeeded":
+            self._record_part(parent_id, job_id, worker_id, request, values["result"])
+
+    # --- fan-out -------------------------------------------------------------------------------
+    def _run_parts(
+        self,
+        job_id: str,
+        worker_id: str,
+        parts: list[dict[str, Any]],
+        state: _RunState,
+        request: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Queue the parts of a job, run them here while other workers help, then merge."""
+        with unit_of_work(self.factory) as session:
+            parent = PlanJobRepository(session).get(job_id)
+            assert parent is not None
+            fanout.ensure_parts(session, parent, parts)
+        while True:
+            with self.factory() as session:
+                children = PlanJobRepository(session).children(job_id)
+            state.total = len(children)
+            state.done = sum(c.status in FINISHED for c in children)
+            if state.cancel.is_set():
+                with unit_of_work(self.factory) as session:
+                    PlanJobRepository(session).cancel_children(job_id)
+                raise JobInterrupted
+            if state.lost.is_set() or self._stop.is_set():
+                raise JobInterrupted
+            if fanout.all_finished(children):
+                return fanout.merge_parts(children, int(request.get("top_k") or 10))
+            part_id = self.claim(worker_id, parent_id=job_id)
+            if part_id is not None:
+                self.run_job(part_id, worker_id)
+            else:
+                self._stop.wait(self.settings.job_poll_s)
+
+    def _record_part(
+        self,
+        parent_id: str,
+        job_id: str,
+        worker_id: str,
+        part: dict[str, Any],
+        result: dict[str, Any],
+    ) -> None:
+        """Add a finished part's layouts to the parent's shared Optuna study."""
+        try:
+            optuna_store.record_part(
+                self.optuna_storage(), parent_id, job_id, worker_id, part, result
+            )
+        except Exception:
+            log.exception("could not record part %s of plan job %s in Optuna", job_id, parent_id)
