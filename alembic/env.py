@@ -18,6 +18,35 @@ if config.config_file_name and config.attributes.get("configure_logger", True):
 
 target_metadata = Base.metadata
 
+# Optuna's RDB storage tables (app.jobs.optuna_store keeps them in their own schema or file;
+# should someone point it at the app's schema anyway, `alembic check` must not flag them).
+OPTUNA_TABLES = frozenset(
+    {
+        "studies",
+        "study_directions",
+        "study_user_attributes",
+        "study_system_attributes",
+        "trials",
+        "trial_user_attributes",
+        "trial_system_attributes",
+        "trial_params",
+        "trial_values",
+        "trial_intermediate_values",
+        "trial_heartbeats",
+        "version_info",
+    }
+)
+
+
+def include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """Leave Optuna's tables (and their indexes) out of autogenerate and ``alembic check``."""
+    if type_ == "table" and reflected and compare_to is None and name in OPTUNA_TABLES:
+        return False
+    table = getattr(getattr(obj, "table", None), "name", None)
+    return not (reflected and compare_to is None and table in OPTUNA_TABLES)
+
 
 def _url() -> str:
     x_args = context.get_x_argument(as_dictionary=True)
@@ -56,6 +85,7 @@ def run_migrations_online() -> None:
             target_metadata=target_metadata,
             render_as_batch=True,
             compare_type=True,
+            include_object=include_object,
         )
         with context.begin_transaction():
             context.run_migrations()
