@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 
-from app.api import calibration, evaluations, health, plan_jobs
+from app.api import batches, calibration, evaluations, health, plan_jobs, scaling
 from app.api import catalog as catalog_routes
 from app.api.catalog_service import builtin_specs, seed_builtins
 from app.api.deps import require_api_key
@@ -100,6 +100,8 @@ def create_app(
         app.include_router(catalog_routes.catalog_router(kind), dependencies=auth)
     app.include_router(evaluations.router, dependencies=auth)
     app.include_router(plan_jobs.router, dependencies=auth)
+    app.include_router(batches.router, dependencies=auth)
+    app.include_router(scaling.router, dependencies=auth)
     app.include_router(calibration.router, dependencies=auth)
     app.include_router(health.router)
     app.include_router(web_router)  # server-rendered pages; not under /v1
