@@ -139,11 +139,11 @@ def run_plan(
     clusters = [resolve_cluster(req, n) for n in num_gpus_options]
     jobs = [resolve_job(req, global_batch_size=b) for b in batch_options]
     seed = _int(req, "seed", 0, minimum=0, maximum=2**31 - 1)
-    max_trials = _int(req, "max_trials", 2000, maximum=1_000_000)
+    max_trials = _int(req, "max_trials", 500, maximum=1_000_000)
     top_k = _int(req, "top_k", 10, maximum=1000)
     exhaustive = bool(_bool(req, "exhaustive", False))
     budget = SearchBudget(
-        max_trials=1_000_000_000 if exhaustive else int(max_trials or 2000), seed=int(seed or 0)
+        max_trials=1_000_000_000 if exhaustive else int(max_trials or 500), seed=int(seed or 0)
     )
     result = plan(
         model,

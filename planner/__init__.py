@@ -1,17 +1,65 @@
 """Parallel Planner: the pure planning library (no web, no database).
 
-Finds the Megatron-LM parallel layout that trains fastest within the memory budget.
+Finds the Megatron-LM parallel layout that trains fastest within the memory budget::
+
+    from planner import plan, SearchConstraints, default_profile
+    result = plan(model, cluster, job, profile=default_profile(cluster.gpu))
 """
 
+from planner.evaluate import evaluate_layouts
+from planner.flops import flops_per_iteration
 from planner.layouts import LayoutBatch
+from planner.megatron import LaunchSpec, launch_spec, megatron_args, parse_megatron_args
+from planner.memory import MemoryEstimate, MemoryOptions, estimate_memory
+from planner.objectives import Objective
+from planner.params import ParamCounts, param_counts
+from planner.performance import (
+    PerformanceEstimate,
+    PerformanceProfile,
+    default_profile,
+    estimate_performance,
+)
+from planner.pipeline import PipelineSplit, split_layers
+from planner.rules import RULES, Rule, check_rules, violations
+from planner.search import Plan, PlanResult, SearchBudget, SearchStats, plan
+from planner.space import SearchConstraints, enumerate_layouts
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
 __all__ = [
+    "RULES",
     "ClusterSpec",
     "GPUSpec",
+    "LaunchSpec",
     "Layout",
     "LayoutBatch",
+    "MemoryEstimate",
+    "MemoryOptions",
     "ModelSpec",
+    "Objective",
+    "ParamCounts",
+    "PerformanceEstimate",
+    "PerformanceProfile",
+    "PipelineSplit",
+    "Plan",
+    "PlanResult",
+    "Rule",
+    "SearchBudget",
+    "SearchConstraints",
+    "SearchStats",
     "SpecError",
     "TrainingJob",
+    "check_rules",
+    "default_profile",
+    "enumerate_layouts",
+    "estimate_memory",
+    "estimate_performance",
+    "evaluate_layouts",
+    "flops_per_iteration",
+    "launch_spec",
+    "megatron_args",
+    "param_counts",
+    "parse_megatron_args",
+    "plan",
+    "split_layers",
+    "violations",
 ]

@@ -31,4 +31,7 @@ if service is not None:
 
 
 def main() -> None:
+    import logging
+
+    logging.getLogger("optuna").setLevel(logging.WARNING)  # no "A new study created" chatter
     cli()

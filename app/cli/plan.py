@@ -72,7 +72,7 @@ def plan(
     memory_threshold: Annotated[float | None, Opt(help="Feasibility threshold (0.8).")] = None,
     top_k: Annotated[int, Opt(help="Plans to return.")] = 10,
     seed: Annotated[int, Opt(help="Seed of the sampled search.")] = 0,
-    max_trials: Annotated[int, Opt(help="Layouts the sampled search may evaluate.")] = 2000,
+    max_trials: Annotated[int, Opt(help="Trials of the sampled search (large spaces).")] = 500,
     exhaustive: Annotated[bool, Opt(help="Evaluate every feasible layout.")] = False,
     pareto: Annotated[bool, Opt(help="Also return the throughput/headroom Pareto front.")] = False,
     json_output: Annotated[bool, Opt("--json", help="Print the result as JSON.")] = False,
