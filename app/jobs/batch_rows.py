@@ -1,0 +1,79 @@
+"""The rows of batch results, shared by ``planner batch`` (local) and ``/v1/batches`` (service).
+
+One row per job and rank; a job that failed (or found nothing feasible) is one row with
+``error`` filled in.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+GB = 1e9
+LAYOUT_COLUMNS = (
+    "tp",
+    "pp",
+    "vpp",
+    "cp",
+    "ep",
+    "etp",
+    "dp",
+    "micro_batch_size",
+    "recompute",
+    "optimizer_sharding",
+)
+OUTPUT_COLUMNS = (
+    "name",
+    "rank",
+    *LAYOUT_COLUMNS,
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "step_time_s",
+    "memory_total_gb",
+    "memory_weights_optimizer_gb",
+    "memory_activations_gb",
+    "bubble_share",
+    "megatron_command",
+    "error",
+)
+
+
+def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if "error" in result:
+        yield {"name": name, "rank": "", "error": result["error"]}
+        return
+    if not result["plans"]:
+        reasons = "; ".join(f"{n} x {r}" for r, n in result.get("rejections", {}).items())
+        yield {"name": name, "rank": "", "error": f"no feasible layout: {reasons}"}
+        return
+    for rank, plan in enumerate(result["plans"], start=1):
+        lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
+        terms = mem["breakdown"]
+        states = sum(
+            terms.get(k) or 0.0 for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes")
+        )
+        yield {
+            "name": name,
+            "rank": rank,
+            **{k: lay[k] for k in LAYOUT_COLUMNS},
+            "tokens_per_s_per_gpu": round(perf["tokens_per_s_per_gpu"], 1),
+            "mfu": round(perf["mfu"], 4),
+            "step_time_s": round(perf["step_time_s"], 4),
+            "memory_total_gb": round(mem["total_bytes"] / GB, 2),
+            "memory_weights_optimizer_gb": round(states / GB, 2),
+            "memory_activations_gb": round((terms.get("activations_bytes") or 0.0) / GB, 2),
+            "bubble_share": round(perf.get("shares", {}).get("bubble_share") or 0.0, 4),
+            "megatron_command": plan["megatron"]["command"],
+            "error": "",
+        }
+
+
+def to_csv(rows: Iterable[dict[str, Any]]) -> str:
+    """The rows as CSV text with the OUTPUT_COLUMNS header."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=OUTPUT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
