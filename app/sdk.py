@@ -189,3 +189,42 @@ class PlannerClient:
     def calibrate(self, cluster: str) -> JSON:
         out: JSON = self._request("POST", f"/v1/clusters/{cluster}/calibrations")
         return out
+
+    # --- batches and scaling curves ----------------------------------------------------------------
+    def submit_batch(self, jobs: list[JSON]) -> JSON:
+        """Queue plan jobs (each may carry a ``name``); ``POST /v1/batches`` -> the batch."""
+        batch: JSON = self._request("POST", "/v1/batches", json={"jobs": jobs})
+        return batch
+
+    def get_batch(self, batch_id: str) -> JSON:
+        batch: JSON = self._request("GET", f"/v1/batches/{batch_id}")
+        return batch
+
+    def wait_for_batch(
+        self, batch_id: str, timeout: float = 3600.0, poll_s: float = 0.5, on_progress: Any = None
+    ) -> JSON:
+        """Poll until every job of the batch has finished; ``on_progress(batch)`` after each poll."""
+        deadline = time.monotonic() + timeout
+        while True:
+            batch = self.get_batch(batch_id)
+            if on_progress is not None:
+                on_progress(batch)
+            if batch["status"] == "finished":
+                return batch
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"batch {batch_id} is still {batch['status']} after {timeout} s")
+            time.sleep(min(poll_s, max(0.01, deadline - time.monotonic())))
+
+    def get_batch_results(self, batch_id: str, format: str = "json") -> Any:
+        """Rows of a finished batch: a list of dicts (json) or the CSV text (csv)."""
+        if format == "csv":
+            response = self._http.get(f"/v1/batches/{batch_id}/results", params={"format": "csv"})
+            if response.status_code >= 400:
+                self._request("GET", f"/v1/batches/{batch_id}/results")  # raises the problem
+            return response.text
+        return self._request("GET", f"/v1/batches/{batch_id}/results", params={"format": "json"})
+
+    def scaling_curve(self, request: JSON, timeout: float = 300.0) -> JSON:
+        """The best plan at each GPU count of ``request['num_gpus_options']``."""
+        curve: JSON = self._request("POST", "/v1/scaling-curves", json=request, timeout=timeout)
+        return curve
