@@ -190,7 +190,7 @@ class PlannerClient:
         out: JSON = self._request("POST", f"/v1/clusters/{cluster}/calibrations")
         return out
 
-    # --- batches and scaling curves ----------------------------------------------------------------
+    # --- batches and scaling curves -------------------------------------------------------------
     def submit_batch(self, jobs: list[JSON]) -> JSON:
         """Queue plan jobs (each may carry a ``name``); ``POST /v1/batches`` -> the batch."""
         batch: JSON = self._request("POST", "/v1/batches", json={"jobs": jobs})
@@ -203,7 +203,7 @@ class PlannerClient:
     def wait_for_batch(
         self, batch_id: str, timeout: float = 3600.0, poll_s: float = 0.5, on_progress: Any = None
     ) -> JSON:
-        """Poll until every job of the batch has finished; ``on_progress(batch)`` after each poll."""
+        """Poll until every job of the batch has finished; ``on_progress(batch)`` per poll."""
         deadline = time.monotonic() + timeout
         while True:
             batch = self.get_batch(batch_id)
