@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from app.planning import gpu_from_type_string
+from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile
 from planner.calibration import ErrorStats, cross_validate, fit_profile, usable
 from planner.measurements import Measurement, parse_rows
@@ -84,7 +85,9 @@ def calibrate_rows(rows: list[dict[str, str]], *, group_by: str = "sweep") -> di
     """Parse rows with the shared CSV's columns, then :func:`calibrate_measurements`."""
     if group_by not in ("source", "sweep"):
         raise SpecError(f"group_by={group_by!r} is not one of source, sweep", field="group_by")
-    measurements, skipped = parse_rows(rows, gpu_from_type_string)
+    measurements, skipped = parse_rows(
+        rows, gpu_from_type_string, model_lookup=model_for_measurement
+    )
     report = calibrate_measurements(measurements, group_by=group_by)
     report["skipped"] = [f"{s.row_id or '?'}: {s.reason}" for s in skipped]
     return report

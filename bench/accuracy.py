@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from models_db.catalog import load_gpu
+from models_db.catalog import load_gpu, load_model
+from models_db.measurement_models import model_for_measurement
 from planner.calibration import (
     DEFAULT_COEFFICIENTS,
     CVReport,
@@ -51,7 +52,7 @@ def coefficients_for(gpu: GPUSpec) -> tuple[str, ...]:
 
 
 def load() -> tuple[list[Measurement], list[SkippedRow]]:
-    return parse_rows(read_rows(data_path()), load_gpu)
+    return parse_rows(read_rows(data_path()), load_gpu, model_lookup=model_for_measurement)
 
 
 def commit() -> str:
@@ -66,6 +67,26 @@ def commit() -> str:
         return out.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def _split_stats(cv: CVReport, rows: list[Measurement]) -> dict[str, Any]:
+    """Out-of-sample error of dense and MoE rows separately."""
+    out: dict[str, Any] = {}
+    for label, moe in (("dense", False), ("moe", True)):
+        ids = [m.row_id for m in rows if m.model.is_moe == moe]
+        if not ids:
+            continue
+        meas = np.array([cv.predictions[i]["measured"] for i in ids])
+        for key in ("before", "after"):
+            pred = np.array([cv.predictions[i][key] for i in ids])
+            ape = np.abs(pred / meas - 1)
+            out[f"{label}_{key}"] = {
+                "n": len(ids),
+                "median_ape": float(np.median(ape)),
+                "p90_ape": float(np.percentile(ape, 90)),
+                "median_ratio": float(np.median(pred / meas)),
+            }
+    return out
 
 
 def _cv_json(cv: CVReport) -> dict[str, Any]:
@@ -116,7 +137,117 @@ def run() -> dict[str, Any]:
             rows, default_profile, group_by=group_by, coefficients_for=coefficients_for
         )
         result[f"cv_by_{group_by}"] = _cv_json(cv)
+        result[f"cv_by_{group_by}"]["dense_vs_moe"] = _split_stats(cv, rows)
+    result["catalog_rows"] = sum("catalog" in m.derivation for m in rows)
+    result["moe_sanity"] = moe_sanity()
     return result
+
+
+# Out-of-sample sanity checks: MoE models with no measured rows here, against published
+# MFU/throughput (performance-facts.md; catalog-facts). Nothing below is fitted.
+_BRIDGE = (
+    "published on GB200 (2,500 dense bf16 TFLOP/s; predicted here on B200, 2,250, so expect "
+    "~0.9x): "
+)
+SANITY: tuple[dict[str, Any], ...] = (
+    {
+        "model": "deepseek-v3",
+        "gpus": 256,
+        "gpu": "b200-sxm-180gb",
+        "layout": {"tp": 1, "pp": 8, "vpp": 1, "ep": 8, "cp": 1, "micro_batch_size": 1},
+        "seq": 4096,
+        "gbs": 2048,
+        "precision": "fp8",
+        "published": _BRIDGE + "Megatron-Bridge 26.08 DeepSeek-V3 on 256 GB200, MXFP8, "
+        "force-balanced: 4,912 tokens/s/GPU, 1,276 model TFLOP/s/GPU; MoE report 1,048 "
+        "(performance-facts §7 table) [V]; layout here is ours (EP inside one 8-GPU DGX "
+        "node; GB200 has a 72-GPU NVLink domain)",
+    },
+    {
+        "model": "qwen3-235b-a22b",
+        "gpus": 256,
+        "gpu": "b200-sxm-180gb",
+        "layout": {"tp": 1, "pp": 8, "vpp": 1, "ep": 8, "cp": 1, "micro_batch_size": 1},
+        "seq": 4096,
+        "gbs": 2048,
+        "precision": "fp8",
+        "published": _BRIDGE + "Megatron Core MoE report: Qwen3-235B 919 TFLOP/s per GB200 "
+        "[V]; layout here is ours",
+    },
+    {
+        "model": "mixtral-8x7b",
+        "gpus": 64,
+        "gpu": "h100-sxm-80gb",
+        "layout": {"tp": 1, "pp": 4, "vpp": 8, "ep": 8, "cp": 1, "micro_batch_size": 1},
+        "seq": 4096,
+        "gbs": 256,
+        "precision": "bf16",
+        "published": "no published throughput in our sheets; MLM MoE README: EP8xTP1 beats "
+        "EP4xTP2 (check the ordering, next row)",
+    },
+    {
+        "model": "mixtral-8x7b",
+        "gpus": 64,
+        "gpu": "h100-sxm-80gb",
+        "layout": {"tp": 2, "pp": 4, "vpp": 8, "ep": 4, "cp": 1, "micro_batch_size": 1},
+        "seq": 4096,
+        "gbs": 256,
+        "precision": "bf16",
+        "published": "EP4xTP2: should be slower than EP8xTP1 (MLM MoE README) [V]",
+    },
+    {
+        "model": "qwen3-30b-a3b",
+        "gpus": 16,
+        "gpu": "h100-sxm-80gb",
+        "layout": {"tp": 1, "pp": 1, "vpp": 1, "ep": 8, "cp": 1, "micro_batch_size": 1},
+        "seq": 4096,
+        "gbs": 256,
+        "precision": "bf16",
+        "published": "none in our sheets (plausibility only)",
+    },
+)
+
+
+def moe_sanity() -> list[dict[str, Any]]:
+    """Predicted throughput for MoE configurations with published numbers (not fitted)."""
+    from models_db.profiles import load_profile
+    from planner.layouts import LayoutBatch
+    from planner.performance import estimate_performance
+    from planner.specs import ClusterSpec, Layout, TrainingJob
+
+    out = []
+    for case in SANITY:
+        model = load_model(case["model"])
+        gpu = load_gpu(case["gpu"])
+        lay = dict(case["layout"])
+        dp = case["gpus"] // (lay["tp"] * lay["pp"] * lay["cp"])
+        layout = Layout(dp=dp, **lay)
+        cluster = ClusterSpec(
+            name="sanity",
+            gpu=gpu,
+            num_gpus=case["gpus"],
+            gpus_per_node=8,
+            inter_node_bandwidth_bytes_per_s=50e9,
+        )
+        job = TrainingJob(
+            seq_length=case["seq"], global_batch_size=case["gbs"], precision=case["precision"]
+        )
+        est = estimate_performance(
+            model, cluster, job, LayoutBatch.from_layouts([layout]), load_profile(gpu)
+        )
+        out.append(
+            {
+                "model": case["model"],
+                "gpus": case["gpus"],
+                "layout": lay,
+                "precision": case["precision"],
+                "predicted_tokens_per_s_per_gpu": float(est.tokens_per_s_per_gpu[0]),
+                "predicted_tflops_per_gpu": float(est.model_tflops_per_gpu[0]),
+                "predicted_mfu": float(est.mfu[0]),
+                "published": case["published"],
+            }
+        )
+    return out
 
 
 def _pct(x: float | None) -> str:
@@ -129,7 +260,9 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         f"Commit `{res['commit']}`, {res['date']}. Data: `measured-throughput.csv`, "
         f"{res['rows_used']} usable rows ({res['rows_loaded']} loaded, {res['rows_skipped']} "
-        "skipped: incomplete architecture or layout, never filled from guesses).",
+        "skipped: incomplete architecture or layout, never filled from guesses; "
+        f"{res['catalog_rows']} rows took missing architecture fields from the catalog model "
+        "their model_name names, `models_db/measurement_models.py`).",
         "",
         "Metric: absolute percentage error (APE) of tokens/s per GPU. *Before* = architecture "
         "priors (`default_profile`), *after* = profiles fitted without the held-out group.",
@@ -184,6 +317,38 @@ def markdown(res: dict[str, Any]) -> str:
         f"in the model's top 3: {sum(s['top3'] for s in clean)}; top 1: "
         f"{sum(s['top1'] for s in clean)}.",
     ]
+    lines += [
+        "",
+        "## Dense vs MoE rows (out of sample)",
+        "",
+        "| cross-validation | rows | median APE before | after | p90 after | median pred/meas |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key in ("cv_by_source", "cv_by_sweep"):
+        split = res[key]["dense_vs_moe"]
+        for label in ("dense", "moe"):
+            if f"{label}_after" not in split:
+                continue
+            b, a = split[f"{label}_before"], split[f"{label}_after"]
+            lines.append(
+                f"| {res[key]['group_by']}: {label} | {a['n']} | {_pct(b['median_ape'])} | "
+                f"{_pct(a['median_ape'])} | {_pct(a['p90_ape'])} | {a['median_ratio']:.3f} |"
+            )
+    lines += [
+        "",
+        "## MoE sanity table (models with no rows here; NOT fitted, shipped profiles)",
+        "",
+        "| model | GPUs | layout | precision | predicted tokens/s/GPU | predicted TFLOP/s/GPU "
+        "| predicted MFU | published |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in res["moe_sanity"]:
+        lay = ", ".join(f"{k}={v}" for k, v in c["layout"].items())
+        lines.append(
+            f"| {c['model']} | {c['gpus']} | {lay} | {c['precision']} | "
+            f"{c['predicted_tokens_per_s_per_gpu']:.0f} | {c['predicted_tflops_per_gpu']:.0f} | "
+            f"{_pct(c['predicted_mfu'])} | {c['published']} |"
+        )
     lines += [
         "",
         "## In-sample fit (all usable rows of each GPU)",

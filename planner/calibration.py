@@ -39,11 +39,13 @@ DEFAULT_COEFFICIENTS = (
 # Physical bounds and prior widths (one standard deviation) of each coefficient.
 BOUNDS: dict[str, tuple[float, float, float]] = {
     "gemm_efficiency": (0.3, 1.0, 0.1),
-    "gemm_half_tokens": (16.0, 4096.0, 100.0),
-    "gemm_half_width": (8.0, 2048.0, 64.0),
+    "gemm_half_tokens": (4.0, 4096.0, 50.0),
+    "gemm_half_width": (0.0, 2048.0, 64.0),
+    "gemm_half_time_s": (0.0, 200e-6, 10e-6),
     "fp8_gemm_efficiency": (0.25, 1.0, 0.1),
-    "fp8_half_tokens": (16.0, 8192.0, 200.0),
-    "fp8_half_width": (16.0, 8192.0, 300.0),
+    "fp8_half_tokens": (4.0, 8192.0, 100.0),
+    "fp8_half_width": (0.0, 8192.0, 300.0),
+    "fp8_half_time_s": (0.0, 200e-6, 10e-6),
     "attention_efficiency": (0.1, 0.95, 0.15),
     "attention_half_seq": (16.0, 8192.0, 300.0),
     "attention_score_bytes": (0.0, 40.0, 8.0),

@@ -15,7 +15,10 @@ are the documented ones:
 * empty num_query_groups means multi-head attention (Megatron's default without
   ``--group-query-attention``, megatron-facts §1.4);
 * the gated (SwiGLU) MLP is taken from the model family in ``model_name`` (Llama, Mistral,
-  Mixtral, Qwen, DeepSeek); GPT, Nemotron and BLOOM use a plain MLP.
+  Mixtral, Qwen, DeepSeek); GPT, Nemotron and BLOOM use a plain MLP;
+* with ``model_lookup`` (the caller's catalog), a row naming a published model takes the
+  architecture columns it leaves empty from the catalog when the columns it gives agree
+  (:mod:`planner.measurement_arch`; the derivation records which fields were filled).
 
 Tokens/s per GPU: the printed value; else global batch x seq / (step time x GPUs); else the
 printed TFLOP/s (or MFU/HFU x the bf16 peak) divided by the FLOPs per token of the row's
@@ -31,7 +34,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.measurement_arch import ArchSkip, row_model
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+
+ModelLookup = Callable[[str], ModelSpec | None]
+"""model_name -> the catalog model it names (None: not a catalog model)."""
 
 NVIDIA_RECIPE_SOURCES = frozenset(
     {"megatron_readme_h100", "nemo_perf_24.07", "dgxc_benchmarking_v25.04"}
@@ -39,7 +46,6 @@ NVIDIA_RECIPE_SOURCES = frozenset(
 """Sources whose unstated recompute/SP/optimizer follow NVIDIA's recipes (data README)."""
 PRE_DISTRIBUTED_OPTIMIZER_SOURCES = frozenset({"narayanan2021", "korthikanti2022"})
 """Megatron-LM papers that predate the distributed optimizer: unstated means none."""
-_SWIGLU_FAMILIES = ("llama", "mistral", "mixtral", "qwen", "deepseek")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,39 +121,6 @@ def _require(row: Mapping[str, str], key: str) -> int:
     return value
 
 
-def _model(row: Mapping[str, str]) -> ModelSpec:
-    name = (row.get("model_name") or "").strip() or "unnamed"
-    h = _require(row, "hidden_size")
-    experts = _int(row, "num_experts")
-    moe_ffn = _int(row, "moe_ffn_hidden_size")
-    shared = _int(row, "moe_shared_experts")
-    kwargs: dict[str, object] = {}
-    if experts is not None and experts > 1:
-        topk = _int(row, "moe_top_k")
-        if topk is None:
-            raise _Skip("moe_top_k is missing for an MoE model")
-        kwargs.update(num_experts=experts, moe_router_topk=topk, moe_ffn_hidden_size=moe_ffn)
-        if shared:
-            kwargs["moe_shared_expert_intermediate_size"] = shared * (
-                moe_ffn or _require(row, "ffn_hidden_size")
-            )
-    gpt_like = not any(k in name.lower() for k in _SWIGLU_FAMILIES)
-    return ModelSpec(
-        name=name,
-        num_layers=_require(row, "num_layers"),
-        hidden_size=h,
-        ffn_hidden_size=_require(row, "ffn_hidden_size"),
-        num_attention_heads=_require(row, "num_attention_heads"),
-        num_query_groups=_int(row, "num_query_groups"),
-        vocab_size=_require(row, "vocab_size"),
-        swiglu=not gpt_like,
-        normalization="LayerNorm" if gpt_like else "RMSNorm",
-        position_embedding_type="learned_absolute" if "gpt" in name.lower() else "rope",
-        untie_embeddings_and_output_weights=not gpt_like,
-        **kwargs,  # type: ignore[arg-type]
-    )
-
-
 def _recompute(text: str, nvidia: bool) -> str:
     t = text.strip().lower()
     if t.startswith("full"):
@@ -205,6 +178,7 @@ def _parse_row(
     row: Mapping[str, str],
     gpu_lookup: Callable[[str], GPUSpec],
     network: Callable[[GPUSpec], float],
+    model_lookup: ModelLookup | None = None,
 ) -> Measurement:
     row_id = (row.get("row_id") or "").strip()
     source = (row.get("source_id") or "").strip()
@@ -213,7 +187,7 @@ def _parse_row(
     if slug is None:
         raise _Skip(f"unknown gpu_type {row.get('gpu_type')!r}")
     gpu = gpu_lookup(slug)
-    model = _model(row)
+    model, arch_note = row_model(row, model_lookup)
     num_gpus = _require(row, "num_gpus")
     per_node = _int(row, "gpus_per_node")
     if per_node is None:
@@ -294,7 +268,7 @@ def _parse_row(
         tokens_per_s_per_gpu=tokens,
         step_time_s=step,
         mfu=None if mfu is None else mfu / 100,
-        derivation=derivation,
+        derivation=derivation + (f"; {arch_note}" if arch_note else ""),
     )
 
 
@@ -303,6 +277,7 @@ def parse_rows(
     gpu_lookup: Callable[[str], GPUSpec],
     *,
     network_bytes_per_s: Callable[[GPUSpec], float] = default_network_bytes_per_s,
+    model_lookup: ModelLookup | None = None,
 ) -> tuple[list[Measurement], list[SkippedRow]]:
     """Measurements and the rows skipped, each with its reason."""
     out: list[Measurement] = []
@@ -310,8 +285,8 @@ def parse_rows(
     for row in rows:
         row_id = (row.get("row_id") or "").strip()
         try:
-            out.append(_parse_row(row, gpu_lookup, network_bytes_per_s))
-        except (_Skip, SpecError, ValueError, KeyError) as exc:
+            out.append(_parse_row(row, gpu_lookup, network_bytes_per_s, model_lookup))
+        except (_Skip, ArchSkip, SpecError, ValueError, KeyError) as exc:
             skipped.append(SkippedRow(row_id=row_id, reason=str(exc)))
     return out, skipped
 
@@ -321,9 +296,12 @@ def measurements_from_rows(
     gpu_lookup: Callable[[str], GPUSpec],
     *,
     network_bytes_per_s: Callable[[GPUSpec], float] = default_network_bytes_per_s,
+    model_lookup: ModelLookup | None = None,
 ) -> list[Measurement]:
     """Measurements from CSV-style rows (also Megatron-log rows with the same columns)."""
-    return parse_rows(rows, gpu_lookup, network_bytes_per_s=network_bytes_per_s)[0]
+    return parse_rows(
+        rows, gpu_lookup, network_bytes_per_s=network_bytes_per_s, model_lookup=model_lookup
+    )[0]
 
 
 def read_rows(path: str | Path) -> list[dict[str, str]]:
@@ -336,8 +314,12 @@ def load_measurements_csv(
     gpu_lookup: Callable[[str], GPUSpec],
     *,
     network_bytes_per_s: Callable[[GPUSpec], float] = default_network_bytes_per_s,
+    model_lookup: ModelLookup | None = None,
 ) -> list[Measurement]:
     """Load ``measured-throughput.csv`` (or a file with its columns)."""
     return measurements_from_rows(
-        read_rows(path), gpu_lookup, network_bytes_per_s=network_bytes_per_s
+        read_rows(path),
+        gpu_lookup,
+        network_bytes_per_s=network_bytes_per_s,
+        model_lookup=model_lookup,
     )

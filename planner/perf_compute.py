@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layouts import FloatArray, IntArray
-from planner.specs import ModelSpec
+from planner.layouts import FloatArray, IntArray, LayoutBatch
+from planner.pipeline import split_layers
+from planner.specs import ModelSpec, TrainingJob
 
 BF16_BYTES = 2.0
 
@@ -164,16 +165,25 @@ def gemm_efficiency(
     plateau: float,
     half_tokens: float,
     half_width: float,
+    flop: FloatArray | float | None = None,
+    half_flop: float = 0.0,
 ) -> FloatArray:
-    """Achieved fraction of peak of one GEMM: a plateau times two saturating size factors.
+    """Achieved fraction of peak of one GEMM: a plateau times saturating size factors.
 
     performance-facts §1.2-1.4 and §9.1: efficiency rises with the token dimension m (weight-
-    bandwidth-bound below m ~ 512) and with the smaller of the per-GPU widths n, k (the k = h/t
-    projection at h/t = 512 loses 20-30 %); both factors are m/(m + m_half).
+    bandwidth-bound at small m), with the smaller per-GPU width min(n, k) and, above all, with
+    the GEMM's size: too few output tiles leave SMs idle and fixed launch/epilogue time weighs
+    more. Each factor is x / (x + x_half). ``flop`` (2 m n k of the call) with ``half_flop``
+    is the size factor; bench/results/gpu_kernels.md (H100/H200, Llama TP shapes, m 1k-16k)
+    found it fits the measured rates to 3-4 % median where m and width alone leave 7-10 %.
     """
     m = np.asarray(tokens, dtype=np.float64)
     w = np.asarray(width, dtype=np.float64)
-    return np.asarray(plateau * (m / (m + half_tokens)) * (w / (w + half_width)), np.float64)
+    eff = plateau * (m / (m + half_tokens)) * (w / (w + half_width))
+    if flop is not None and half_flop > 0:
+        f = np.asarray(flop, dtype=np.float64)
+        eff = eff * f / (f + half_flop)
+    return np.asarray(eff, np.float64)
 
 
 def sharded_width(g: Gemm, tp: IntArray) -> tuple[FloatArray, FloatArray]:
@@ -221,3 +231,49 @@ def elementwise_bytes_per_token(
         dense = dense + casts + 3.0 * model.ffn_hidden_size / t
         moe = moe + casts + 3.0 * model.expert_ffn_hidden_size * model.moe_router_topk / t
     return dense, moe, 16.0
+
+
+def stage_layers(num_layers: int, batch: LayoutBatch) -> tuple[FloatArray, FloatArray]:
+    """Decoder layers on the busiest pipeline rank and on the last rank, per layout, for the
+    split Megatron builds (planner/pipeline.py: even, embedding/loss-as-layers, uneven first/
+    last); ceil(L / p) where no split exists."""
+    busiest = np.ceil(num_layers / batch.pp.astype(np.float64))
+    last = busiest.copy()
+    keys = batch.pp * 65536 + batch.vpp
+    for key in np.unique(keys).tolist():
+        pp, vpp = divmod(int(key), 65536)
+        split = split_layers(num_layers, pp, vpp)
+        if split is None:
+            continue
+        sel = keys == key
+        busiest[sel] = split.max_rank_layers()
+        last[sel] = len(split.rank_layers(pp - 1))
+    return busiest, last
+
+
+def padded_vocab(model: ModelSpec, tp: FloatArray) -> FloatArray:
+    """ceil(V / (128 t)) x 128 t per layout (megatron-facts §3.4)."""
+    unit = 128.0 * tp
+    return np.asarray(np.ceil(model.vocab_size / unit) * unit, np.float64)
+
+
+def model_flops_per_iteration(model: ModelSpec, job: TrainingJob, batch: LayoutBatch) -> FloatArray:
+    """Megatron's model FLOPs per iteration (megatron-facts §5.5), vocabulary padded by tp."""
+    sh = layer_shapes(model)
+    s = float(job.seq_length)
+
+    def fwd(gs: tuple[Gemm, ...]) -> float:
+        return sum(g.fwd_flop_per_token for g in gs)
+
+    attn = fwd(sh.attention_gemms) + sh.core_attention_fwd_flop_per_token_per_seq * s
+    dense = attn + fwd(sh.dense_mlp_gemms)
+    moe = attn + fwd(sh.shared_expert_gemms) + fwd(sh.expert_gemms)
+    mtp = sh.mtp_layers * ((moe if sh.mtp_is_moe else dense) + sh.mtp_extra_fwd_flop_per_token)
+    vocab = padded_vocab(model, batch.tp.astype(np.float64))
+    per_token = (
+        sh.num_dense_layers * dense
+        + sh.num_moe_layers * moe
+        + mtp
+        + 2.0 * model.hidden_size * vocab * (1 + sh.mtp_layers)
+    )
+    return np.asarray(3.0 * per_token * job.global_batch_size * s, np.float64)

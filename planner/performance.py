@@ -25,14 +25,19 @@ import numpy as np
 
 from planner.flops import flops_per_iteration
 from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray, LayoutBatch
-from planner.perf_comm import Links, crosses_nodes, p2p_time, ring_time
+from planner.perf_comm import Links, all_to_all_time, crosses_nodes, p2p_time, ring_time
 from planner.perf_compute import (
     BF16_BYTES,
     Gemm,
     elementwise_bytes_per_token,
     gemm_efficiency,
     layer_shapes,
+    padded_vocab,
     sharded_width,
+    stage_layers,
+)
+from planner.perf_compute import (
+    model_flops_per_iteration as model_flops_per_iteration,  # re-exported
 )
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError, TrainingJob
 
@@ -61,27 +66,37 @@ class PerformanceProfile:
 
     gpu: str
     """GPU slug the profile belongs to."""
-    gemm_efficiency: float = 0.82
-    """bf16 GEMM plateau, fraction of the dense bf16 peak (performance-facts §1.1, §9.1)."""
-    gemm_half_tokens: float = 160.0
-    """Token count m at which a GEMM's m-factor is one half (§1.4: weight-bound below ~512)."""
-    gemm_half_width: float = 96.0
-    """Smaller per-GPU width min(n, k) at which the width factor is one half (§1.3)."""
-    fp8_gemm_efficiency: float = 0.72
-    """fp8 GEMM plateau, fraction of the dense fp8 peak (§1.1-1.3: 0.6-0.75 incl. scaling)."""
-    fp8_half_tokens: float = 300.0
-    fp8_half_width: float = 600.0
-    """fp8 is strongly shape-sensitive: 33 % of peak at h/t = 512 on H100 (§1.3)."""
-    attention_efficiency: float = 0.46
-    """Core-attention fwd+bwd rate on Megatron's FLOP count, fraction of bf16 peak (§2)."""
-    attention_half_seq: float = 512.0
-    """Per-GPU sequence chunk at which attention reaches half its plateau (§2.1-2.3)."""
+    gemm_efficiency: float = 0.71
+    """bf16 GEMM plateau, fraction of the dense bf16 peak (measured H100/H200 fwd+dgrad+wgrad of
+    Llama TP shapes: 0.71; bench/results/gpu_kernels.md; performance-facts §1.1: 0.75-0.87)."""
+    gemm_half_tokens: float = 45.0
+    """Token count m at which a GEMM's m-factor is one half (gpu_kernels: 36-54 on H100/H200)."""
+    gemm_half_width: float = 0.0
+    """Smaller per-GPU width min(n, k) at which the width factor is one half (0: off; the size
+    factor below carries the shape effect, gpu_kernels.md)."""
+    gemm_half_time_s: float = 18e-6
+    """GEMM size factor: a GEMM of half_time x peak FLOPs runs at half the plateau (gpu_kernels:
+    H100 24e9, H200 12e9 FLOP; A100 §1.2 ~6e9 = 19 us x 312 TFLOP/s)."""
+    fp8_gemm_efficiency: float = 0.66
+    """fp8 GEMM plateau, fraction of the dense fp8 peak (gpu_kernels: 0.65-0.67 per-tensor)."""
+    fp8_half_tokens: float = 20.0
+    fp8_half_width: float = 0.0
+    fp8_half_time_s: float = 20e-6
+    """fp8 is strongly size-sensitive: 33 % of peak at h/t = 512 on H100 (§1.3; gpu_kernels
+    fitted 31-49e9 FLOP at the fp8 peak)."""
+    attention_efficiency: float = 0.50
+    """Core-attention fwd+bwd rate on Megatron's FLOP count, fraction of bf16 peak (gpu_kernels
+    SDPA-flash causal GQA: 0.48-0.51 at 32k; §2)."""
+    attention_half_seq: float = 1000.0
+    """Per-GPU sequence chunk at which attention reaches half its plateau (gpu_kernels: 0.32-0.35
+    at 2k, 0.40-0.42 at 4k, 0.45-0.48 at 8k on H100/H200)."""
     attention_score_bytes: float = 0.0
     """HBM bytes per attention score (query x key x head), fwd+bwd: 0 with flash attention;
     ~10-20 for Megatron's unfused softmax + dropout path of 2021-22 (Korthikanti §4: scores,
     softmax output, dropout mask and output are all written; backward reads them again)."""
     hbm_efficiency: float = 0.8
-    """Memory-bound ops and the optimizer step: fraction of HBM bandwidth (§3.1)."""
+    """Memory-bound ops and the optimizer step: fraction of HBM bandwidth (§3.1; a plain 4 GiB
+    copy reaches 0.88-0.89 on H100/H200, gpu_kernels.md; fused elementwise ops less)."""
     nvlink_efficiency: float = 0.75
     """Achieved intra-node bus bandwidth / per-direction link spec at mid sizes (§4.2-4.3)."""
     network_efficiency: float = 0.75
@@ -148,15 +163,19 @@ class PerformanceProfile:
 _PRIORS: dict[str, dict[str, float]] = {
     "ampere": {  # §1.1 A100 255-290 TFLOP/s; §2.1 FA2 ~0.6 FA-count; §4.2 230/300 GB/s
         "gemm_efficiency": 0.86,
+        "gemm_half_time_s": 19e-6,  # §1.2 A100 N=K=512..1024 at M=8192: 0.46-0.72 of plateau
         "fp8_gemm_efficiency": 0.86,
         "attention_efficiency": 0.5,
+        "attention_half_seq": 512.0,
         "nvlink_efficiency": 0.72,
         "tp_overlap": 0.0,
     },
     "hopper": {},  # the dataclass defaults are the H100/H200 priors
     "blackwell": {  # §1.5 B200 GEMM 0.5-0.7; §3.1 HBM 0.67; §4.2 ring 700/900
-        "gemm_efficiency": 0.66,
+        "gemm_efficiency": 0.72,
+        "gemm_half_time_s": 5e-6,  # §1.2 B200 N=K=512..1024 at M=8192: 0.45-0.8 of plateau [C]
         "fp8_gemm_efficiency": 0.62,
+        "fp8_half_time_s": 8e-6,
         "attention_efficiency": 0.45,
         "hbm_efficiency": 0.67,
         "nvlink_efficiency": 0.72,
@@ -213,45 +232,30 @@ def _gemm_fwd_time(
     width = np.minimum(n, k)
     flop = g.fwd_flop_per_token * tokens / (shard_tp if g.shard else 1.0)
     m = tokens if efficiency_tokens is None else efficiency_tokens
+    call_flop = 2.0 * m * n * k  # one GEMM call's size (the size factor of gemm_efficiency)
     if fp8 and gpu.peak_fp8_flop_per_s is not None:
         eff = gemm_efficiency(
-            m, width, prof.fp8_gemm_efficiency, prof.fp8_half_tokens, prof.fp8_half_width
+            m,
+            width,
+            prof.fp8_gemm_efficiency,
+            prof.fp8_half_tokens,
+            prof.fp8_half_width,
+            call_flop,
+            prof.fp8_half_time_s * gpu.peak_fp8_flop_per_s,
         )
         rate = gpu.peak_fp8_flop_per_s * eff
     else:
         eff = gemm_efficiency(
-            m, width, prof.gemm_efficiency, prof.gemm_half_tokens, prof.gemm_half_width
+            m,
+            width,
+            prof.gemm_efficiency,
+            prof.gemm_half_tokens,
+            prof.gemm_half_width,
+            call_flop,
+            prof.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
         )
         rate = gpu.peak_bf16_flop_per_s * eff
     return np.asarray(flop / np.maximum(rate, 1.0), np.float64)
-
-
-def padded_vocab(model: ModelSpec, tp: FloatArray) -> FloatArray:
-    """ceil(V / (128 t)) x 128 t per layout (megatron-facts §3.4)."""
-    unit = 128.0 * tp
-    return np.asarray(np.ceil(model.vocab_size / unit) * unit, np.float64)
-
-
-def model_flops_per_iteration(model: ModelSpec, job: TrainingJob, batch: LayoutBatch) -> FloatArray:
-    """Megatron's model FLOPs per iteration (megatron-facts §5.5), vocabulary padded by tp."""
-    sh = layer_shapes(model)
-    s = float(job.seq_length)
-
-    def fwd(gs: tuple[Gemm, ...]) -> float:
-        return sum(g.fwd_flop_per_token for g in gs)
-
-    attn = fwd(sh.attention_gemms) + sh.core_attention_fwd_flop_per_token_per_seq * s
-    dense = attn + fwd(sh.dense_mlp_gemms)
-    moe = attn + fwd(sh.shared_expert_gemms) + fwd(sh.expert_gemms)
-    mtp = sh.mtp_layers * ((moe if sh.mtp_is_moe else dense) + sh.mtp_extra_fwd_flop_per_token)
-    vocab = padded_vocab(model, batch.tp.astype(np.float64))
-    per_token = (
-        sh.num_dense_layers * dense
-        + sh.num_moe_layers * moe
-        + mtp
-        + 2.0 * model.hidden_size * vocab * (1 + sh.mtp_layers)
-    )
-    return np.asarray(3.0 * per_token * job.global_batch_size * s, np.float64)
 
 
 def estimate_performance(
@@ -324,9 +328,11 @@ def estimate_performance(
             + moe_bytes * tokens / hbm
         )
     n_layers = float(model.num_layers)
-    layers_per_stage = np.ceil(n_layers / pp)
+    # the busiest pipeline rank sets the pace; the last rank also runs the loss (pipeline.py)
+    layers_per_stage, last_layers = stage_layers(model.num_layers, batch)
     moe_frac = sh.num_moe_layers / n_layers
-    stage_fwd = layers_per_stage * ((1 - moe_frac) * dense_fwd + moe_frac * moe_fwd)
+    layer_fwd = (1 - moe_frac) * dense_fwd + moe_frac * moe_fwd
+    stage_fwd = layers_per_stage * layer_fwd
     vocab = padded_vocab(model, tp)
     logit_eff = gemm_efficiency(
         tokens,
@@ -334,12 +340,14 @@ def estimate_performance(
         prof.gemm_efficiency,
         prof.gemm_half_tokens,
         prof.gemm_half_width,
+        2.0 * tokens * vocab / tp * h,
+        prof.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
     )
     logits_fwd = 2 * h * vocab / tp * tokens / (gpu.peak_bf16_flop_per_s * logit_eff)
     heads = 1 + sh.mtp_layers
     mtp_fwd = sh.mtp_layers * (moe_fwd if sh.mtp_is_moe else dense_fwd)
     last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * ce_bytes * vocab / tp * tokens / hbm
-    compute_mb = 3 * stage_fwd + last_extra
+    compute_mb = np.maximum(3 * stage_fwd, 3 * last_layers * layer_fwd + last_extra)
 
     # --- recompute (megatron-facts §1.6): selective = core attention, full = whole forward ----
     layers_fwd = stage_fwd + mtp_fwd
@@ -385,7 +393,7 @@ def estimate_performance(
     ep_mb = np.zeros_like(tokens)
     if model.is_moe:
         a2a_bytes = tokens / tp * model.moe_router_topk * h * BF16_BYTES
-        a2a = ring_time(links, batch.ep, batch.etp, a2a_bytes, 1.0) * prof.moe_imbalance
+        a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes) * prof.moe_imbalance
         ep_mb = (4 + 2 * full) * layers_per_stage * moe_frac * a2a * (1 - prof.ep_overlap)
 
     # --- pipeline p2p: send activations and gradients per micro-batch, x v interleaved -------
