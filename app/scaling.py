@@ -71,7 +71,9 @@ def scaling_curve(
     ``plan`` runs one plan request (``app.planning.plan_request`` by default).
     """
     if plan is None:
-        from app.planning import plan_request as plan
+        from app.planning import plan_request
+
+        plan = plan_request
     counts = gpu_counts(request)
     budget = request.get("token_budget")
     price = request.get("usd_per_gpu_hour")
@@ -80,7 +82,7 @@ def scaling_curve(
         for k, v in request.items()
         if k not in ("num_gpus", "num_gpus_options", "top_k", "pareto")
     }
-    points = []
+    points: list[dict[str, Any]] = []
     for i, n in enumerate(counts):
         try:
             result = plan({**base, "num_gpus": n, "top_k": 1}, profile=profile)
@@ -96,13 +98,15 @@ def scaling_curve(
     reference = feasible[0] if feasible else None
     for p in feasible:
         assert reference is not None
-        ref_per_gpu = reference["tokens_per_s_per_gpu"]
-        p["scaling_efficiency"] = p["tokens_per_s_per_gpu"] / ref_per_gpu if ref_per_gpu else None
-        p["speedup"] = p["tokens_per_s"] / reference["tokens_per_s"] if ref_per_gpu else None
-        if budget is not None and p["tokens_per_s"] > 0:
-            seconds = float(budget) / p["tokens_per_s"]  # time to train = tokens / throughput
+        ref_per_gpu = float(reference["tokens_per_s_per_gpu"])
+        per_gpu, total = float(p["tokens_per_s_per_gpu"]), float(p["tokens_per_s"])
+        # scaling efficiency = (tokens/s per GPU) / (tokens/s per GPU at the smallest count)
+        p["scaling_efficiency"] = per_gpu / ref_per_gpu if ref_per_gpu else None
+        p["speedup"] = total / float(reference["tokens_per_s"]) if ref_per_gpu else None
+        if budget is not None and total > 0:
+            seconds = float(budget) / total  # time to train = tokens / throughput
             p["days"] = seconds / SECONDS_PER_DAY
-            p["gpu_hours"] = seconds * p["num_gpus"] / SECONDS_PER_HOUR
+            p["gpu_hours"] = seconds * int(p["num_gpus"]) / SECONDS_PER_HOUR
             if price is not None:
                 p["usd"] = p["gpu_hours"] * float(price)  # cost = GPU-hours x $/GPU-hour
     return {

@@ -1,4 +1,9 @@
-"""``planner batch JOBS -o OUT``: plan many jobs on all cores, one output row per job and rank."""
+"""``planner batch JOBS -o OUT``: plan many jobs on all cores, one output row per job and rank.
+
+With ``--server URL`` the batch goes to a planner service instead (``POST /v1/batches``), whose
+workers (``planner worker`` processes on any number of machines) run it; the output has the same
+columns either way.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,35 +18,11 @@ from typing import Annotated, Any
 import typer
 
 from app.cli.common import err_console, fail
+from app.jobs.batch_rows import LAYOUT_COLUMNS, OUTPUT_COLUMNS, rows_for
+
+__all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
 Opt = typer.Option
-GB = 1e9
-LAYOUT_COLUMNS = (
-    "tp",
-    "pp",
-    "vpp",
-    "cp",
-    "ep",
-    "etp",
-    "dp",
-    "micro_batch_size",
-    "recompute",
-    "optimizer_sharding",
-)
-OUTPUT_COLUMNS = (
-    "name",
-    "rank",
-    *LAYOUT_COLUMNS,
-    "tokens_per_s_per_gpu",
-    "mfu",
-    "step_time_s",
-    "memory_total_gb",
-    "memory_weights_optimizer_gb",
-    "memory_activations_gb",
-    "bubble_share",
-    "megatron_command",
-    "error",
-)
 INT_COLUMNS = {
     "num_gpus",
     "gpus_per_node",
@@ -116,49 +96,92 @@ def _plan_one(index: int, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return index, {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    if "error" in result:
-        yield {"name": name, "rank": "", "error": result["error"]}
-        return
-    if not result["plans"]:
-        reasons = "; ".join(f"{n} x {r}" for r, n in result.get("rejections", {}).items())
-        yield {"name": name, "rank": "", "error": f"no feasible layout: {reasons}"}
-        return
-    for rank, plan in enumerate(result["plans"], start=1):
-        lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
-        terms = mem["breakdown"]
-        states = sum(
-            terms.get(k) or 0.0 for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes")
-        )
-        yield {
-            "name": name,
-            "rank": rank,
-            **{k: lay[k] for k in LAYOUT_COLUMNS},
-            "tokens_per_s_per_gpu": round(perf["tokens_per_s_per_gpu"], 1),
-            "mfu": round(perf["mfu"], 4),
-            "step_time_s": round(perf["step_time_s"], 4),
-            "memory_total_gb": round(mem["total_bytes"] / GB, 2),
-            "memory_weights_optimizer_gb": round(states / GB, 2),
-            "memory_activations_gb": round((terms.get("activations_bytes") or 0.0) / GB, 2),
-            "bubble_share": round(perf.get("shares", {}).get("bubble_share") or 0.0, 4),
-            "megatron_command": plan["megatron"]["command"],
-            "error": "",
-        }
-
-
 def batch(
     jobs: Annotated[Path, typer.Argument(help="Jobs: .csv, .yaml or .json.")],
     output: Annotated[Path, Opt("-o", "--output", help="Results: .csv or .json.")],
     workers: Annotated[int, Opt(help="Processes (default: all cores).")] = 0,
+    server: Annotated[
+        str | None, Opt(help="Send the batch to this planner service instead (base URL).")
+    ] = None,
+    api_key: Annotated[str | None, Opt(help="Bearer token, if the server wants one.")] = None,
+    timeout: Annotated[float, Opt(help="Seconds to wait for the server's batch.")] = 86400.0,
 ) -> None:
     """Plan every job in a file on all cores; a bad job gets an error row, the rest still run."""
-    from rich.progress import Progress
-
     if output.suffix.lower() not in (".csv", ".json"):
         fail(f"{output}: the output must end in .csv or .json", field="output")
     items = read_jobs(jobs)
     if not items:
         fail(f"{jobs}: no jobs", field="jobs")
+    if server is not None:
+        _remote(items, output, server, api_key, timeout)
+        return
+    _local(items, output, workers)
+
+
+def _write(rows: list[dict[str, Any]], output: Path) -> None:
+    if output.suffix.lower() == ".json":
+        output.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    else:
+        with output.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=OUTPUT_COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+def _remote(
+    items: list[dict[str, Any]], output: Path, server: str, api_key: str | None, timeout: float
+) -> None:
+    """Submit the jobs as one batch, follow its progress, and write its results."""
+    from rich.progress import Progress
+
+    from app.sdk import PlannerAPIError, PlannerClient
+
+    for item in items:  # the server never reads paths: send model files inline
+        model = item.get("model")
+        if (
+            isinstance(model, str)
+            and model.endswith((".json", ".yaml", ".yml"))
+            and Path(model).is_file()
+        ):
+            from app.cli.service import _read_spec
+
+            item["model"] = _read_spec(Path(model))
+    try:
+        with (
+            PlannerClient(server, api_key=api_key) as client,
+            Progress(disable=not sys.stderr.isatty(), console=err_console) as bar,
+        ):
+            submitted = client.submit_batch(items)
+            task = bar.add_task(f"batch {submitted['id'][:8]}", total=submitted["total"])
+            done = client.wait_for_batch(
+                submitted["id"],
+                timeout=timeout,
+                on_progress=lambda b: bar.update(task, completed=b["finished"]),
+            )
+            rows: list[dict[str, Any]] = client.get_batch_results(done["id"], format="json")
+    except PlannerAPIError as exc:
+        field = exc.errors[0]["field"] if exc.errors else None
+        fail(str(exc.problem.get("detail", exc)), field=field)
+    except TimeoutError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot reach {server}: {exc}")
+    for job in done["jobs"]:
+        if job["status"] != "succeeded":
+            err_console.print(
+                f"[red]{job['name']}:[/] {job['error'] or job['status']}", highlight=False
+            )
+    _write(rows, output)
+    failed = sum(job["status"] != "succeeded" for job in done["jobs"])
+    total = done["total"]
+    err_console.print(f"{total - failed} of {total} jobs planned by {server}; wrote {output}")
+    if failed == total:
+        raise SystemExit(1)
+
+
+def _local(items: list[dict[str, Any]], output: Path, workers: int) -> None:
+    from rich.progress import Progress
+
     names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(items)]
     results: list[dict[str, Any]] = [{}] * len(items)
     processes = workers or os.cpu_count() or 1
@@ -175,13 +198,7 @@ def batch(
     rows = [
         row for name, result in zip(names, results, strict=True) for row in rows_for(name, result)
     ]
-    if output.suffix.lower() == ".json":
-        output.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    else:
-        with output.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=OUTPUT_COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
+    _write(rows, output)
     failed = sum("error" in r for r in results)
     err_console.print(f"{len(items) - failed} of {len(items)} jobs planned; wrote {output}")
     if failed == len(items):

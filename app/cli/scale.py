@@ -1,0 +1,132 @@
+"""``planner scale``: the best plan at each GPU count of a range, as a table or JSON.
+
+    planner scale --model llama3.1-70b --gpu h100-sxm-80gb --num-gpus 64-4096 \\
+        --seq-length 8192 --global-batch-size 1024 --token-budget 15e12 --usd-per-gpu-hour 2.5
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, print_json
+
+Opt = typer.Option
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("scale")(scale)
+
+
+def scale(
+    model: Annotated[str | None, Opt(help="Catalog slug, spec/config.json path.")] = None,
+    gpu: Annotated[str | None, Opt(help="GPU slug, e.g. h100-sxm-80gb.")] = None,
+    num_gpus: Annotated[
+        str | None, Opt(help="GPU counts: a range 64-4096 (powers of two) or a list 64,96,128.")
+    ] = None,
+    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default: preset's).")] = None,
+    seq_length: Annotated[int | None, Opt(help="Sequence length.")] = None,
+    global_batch_size: Annotated[int | None, Opt(help="Sequences per iteration.")] = None,
+    precision: Annotated[str | None, Opt(help="bf16 or fp8.")] = None,
+    token_budget: Annotated[float | None, Opt(help="Tokens to train on (time and cost).")] = None,
+    usd_per_gpu_hour: Annotated[float | None, Opt(help="Price of one GPU-hour in USD.")] = None,
+    max_trials: Annotated[int, Opt(help="Sampled trials per GPU count (large spaces).")] = 500,
+    server: Annotated[str | None, Opt(help="Ask this planner service instead.")] = None,
+    api_key: Annotated[str | None, Opt(help="Bearer token, if the server wants one.")] = None,
+    json_output: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
+) -> None:
+    """Best plan, tokens/s, scaling efficiency, time to train and cost at each GPU count."""
+    from app.cli.common import request_from_options
+
+    request = request_from_options(
+        model=model,
+        gpu=gpu,
+        num_gpus_options=num_gpus,
+        gpus_per_node=gpus_per_node,
+        seq_length=seq_length,
+        global_batch_size=global_batch_size,
+        precision=precision,
+        token_budget=token_budget,
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        max_trials=max_trials,
+    )
+    curve = _remote(request, server, api_key) if server else _local(request)
+    if json_output:
+        print_json(curve)
+    else:
+        _print_table(curve)
+    if not any(p["feasible"] for p in curve["points"]):
+        raise SystemExit(EXIT_NOTHING_FEASIBLE)
+
+
+def _local(request: dict[str, Any]) -> dict[str, Any]:
+    from app.scaling import scaling_curve
+    from planner.specs import SpecError
+
+    try:
+        return scaling_curve(request)
+    except SpecError as exc:
+        fail(exc.message, field=exc.field)
+
+
+def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[str, Any]:
+    from app.plan_request import _int_list
+    from app.scaling import MAX_POINTS
+    from app.sdk import PlannerAPIError, PlannerClient
+    from planner.specs import SpecError
+
+    try:
+        counts = _int_list(request, "num_gpus_options", maximum=1 << 17)
+    except SpecError as exc:
+        fail(exc.message, field="num_gpus")
+    if counts is None or len(counts) > MAX_POINTS:
+        fail(f"give between 1 and {MAX_POINTS} GPU counts", field="num_gpus")
+    try:
+        with PlannerClient(server, api_key=api_key) as client:
+            return client.scaling_curve({**request, "num_gpus_options": counts})
+    except PlannerAPIError as exc:
+        field = exc.errors[0]["field"] if exc.errors else None
+        fail(str(exc.problem.get("detail", exc)), field=field)
+    except OSError as exc:
+        fail(f"cannot reach {server}: {exc}")
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _print_table(curve: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Scaling of {curve.get('model') or 'the model'}", title_justify="left")
+    for name in ("GPUs", "layout", "tokens/s", "tok/s/GPU", "efficiency", "MFU"):
+        table.add_column(name, justify="left" if name == "layout" else "right")
+    if curve.get("token_budget"):
+        table.add_column("days", justify="right")
+        table.add_column("GPU-hours", justify="right")
+    if curve.get("usd_per_gpu_hour") is not None and curve.get("token_budget"):
+        table.add_column("cost $", justify="right")
+    for p in curve["points"]:
+        if not p["feasible"]:
+            table.add_row(str(p["num_gpus"]), f"[red]{p['error']}[/]")
+            continue
+        lay = p["layout"] or {}
+        layout = " ".join(
+            f"{k}{lay[k]}" for k in ("tp", "pp", "vpp", "cp", "ep", "dp") if lay.get(k, 1) != 1
+        )
+        row = [
+            str(p["num_gpus"]),
+            f"{layout or 'dp1'} mbs{lay.get('micro_batch_size', 1)}",
+            f"{p['tokens_per_s']:,.0f}",
+            f"{p['tokens_per_s_per_gpu']:,.0f}",
+            _fmt(p.get("scaling_efficiency"), ".1%"),
+            _fmt(p.get("mfu"), ".1%"),
+        ]
+        if curve.get("token_budget"):
+            row += [_fmt(p.get("days"), ",.1f"), _fmt(p.get("gpu_hours"), ",.0f")]
+        if curve.get("usd_per_gpu_hour") is not None and curve.get("token_budget"):
+            row.append(_fmt(p.get("usd"), ",.0f"))
+        table.add_row(*row)
+    Console().print(table)

@@ -1,0 +1,91 @@
+"""``planner worker``: a process that runs plan jobs from the shared database queue.
+
+Start any number of them, on any number of machines, against one PostgreSQL database
+(``PLANNER_DATABASE_URL``): each claims jobs with ``SELECT ... FOR UPDATE SKIP LOCKED``,
+heartbeats while it runs one, and re-queues the jobs of workers whose heartbeat stopped (a
+machine that died). API replicas then run with ``PLANNER_WORKERS=0`` (no in-process workers) and
+stay stateless. SIGTERM/SIGINT stop it gracefully: a running job is handed back to the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Annotated, Any
+
+import typer
+
+Opt = typer.Option
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("worker")(worker)
+
+
+def worker(
+    threads: Annotated[
+        int | None, Opt(help="Jobs run at once (default: PLANNER_WORKERS, at least 1).")
+    ] = None,
+    migrate: Annotated[
+        bool, Opt(help="Migrate the database first (off: wait for the API to do it).")
+    ] = False,
+    log_level: Annotated[str, Opt(help="Logging level.")] = "info",
+) -> None:
+    """Run plan jobs from the database queue until stopped (SIGTERM / Ctrl-C)."""
+    from app.db.engine import make_engine, make_session_factory
+    from app.db.migrate import upgrade
+    from app.jobs.backend import default_backend
+    from app.jobs.worker import WorkerPool
+    from app.settings import Settings
+
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = Settings()
+    count = threads if threads is not None else settings.workers
+    settings = settings.model_copy(update={"workers": max(1, count)})
+    if migrate:
+        upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    pool = WorkerPool(
+        make_session_factory(engine),
+        settings,
+        skip_locked=not settings.is_sqlite,
+        backend=default_backend(settings.job_runner),
+    )
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    log = logging.getLogger(__name__)
+    while not stop.is_set():  # the API replica may still be creating the schema
+        try:
+            pool.requeue_stale()
+            break
+        except Exception as exc:
+            log.warning("database not ready (%s); retrying", type(exc).__name__)
+            stop.wait(2.0)
+    if stop.is_set():
+        engine.dispose()
+        return
+    pool.start()
+    log.info(
+        "worker %s: %d thread(s) on %s",
+        pool.worker_prefix,
+        settings.workers,
+        engine.url.render_as_string(hide_password=True),
+    )
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        pool.stop(timeout_s=30.0)
+        engine.dispose()
+
+
+if __name__ == "__main__":  # ``python -m app.cli.worker`` works before the CLI wires it in
+    typer.run(worker)
