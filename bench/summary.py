@@ -1,0 +1,135 @@
+"""Rewrite the README's benchmark section from the committed results in ``bench/results/``.
+
+Every figure in that section is read from a results file written by a benchmark in this
+folder, so the README never quotes a number no benchmark produced. Run after the benchmarks:
+``python -m bench.summary``. Missing results files are listed as "not run".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+README = ROOT / "README.md"
+START, END = "<!-- BENCHMARKS -->", "<!-- /BENCHMARKS -->"
+
+
+def _load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def _accuracy(lines: list[str]) -> None:
+    acc = _load("accuracy")
+    if acc is None:
+        lines.append("* Throughput accuracy: not run (`python -m bench.accuracy`).")
+        return
+    lines += [
+        f"**Throughput accuracy** (`bench/results/accuracy.md`): {acc['rows_used']} usable rows "
+        "of the shared measurements, absolute percentage error of tokens/s per GPU, each group "
+        "predicted by profiles fitted without it.",
+        "",
+        "| cross-validation | median before fit | p90 before | median after fit | p90 after | "
+        "clean sweeps with the measured best in our top 3 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, label in (
+        ("cv_by_source", "leave one source out"),
+        ("cv_by_sweep", "leave one sweep out"),
+    ):
+        cv = acc[key]
+        before, after = cv["before"], cv["after"]
+        lines.append(
+            f"| {label} | {_pct(before['median_ape'])} | {_pct(before['p90_ape'])} | "
+            f"{_pct(after['median_ape'])} | {_pct(after['p90_ape'])} | "
+            f"top-3 in {cv['sweeps_top3']} of {cv['sweeps_ranked']} sweeps (incl. sweeps whose "
+            "rows differ by less than run-to-run noise) |"
+        )
+    lines.append("")
+
+
+def _memory(lines: list[str]) -> None:
+    mem = _load("memory_accuracy")
+    if mem is None:
+        lines.append("* Memory accuracy: not run (`python -m bench.memory_accuracy`).")
+        return
+    s = mem["summary"]
+    c = s["confusion"]
+    lines += [
+        f"**Memory** (`bench/results/memory_accuracy.md`, {s['rows']} BLOOM-176B pre-study rows "
+        f"on A100-80GB): peak error median {s['median_abs_pct_error']:.1f} %, p90 "
+        f"{s['p90_abs_pct_error']:.1f} %; out-of-memory runs called feasible: "
+        f"**{c['oom_called_feasible']}** of "
+        f"{c['oom_called_feasible'] + c['oom_called_infeasible']}; "
+        f"runs that ran called infeasible: {c['ran_called_infeasible']} of "
+        f"{c['ran_called_infeasible'] + c['ran_called_feasible']} (each of them measured at "
+        f">= {s['min_measured_of_ran_called_infeasible_gib']:.0f} GiB, above the 80 % line).",
+        "",
+    ]
+
+
+def _speed(lines: list[str]) -> None:
+    search, cli, api = _load("search"), _load("cli_speed"), _load("api_load")
+    lines += ["**Speed** (2-core machine, medians of one run):", ""]
+    if cli is not None:
+        ev, pl = cli["evaluate_1000_layouts"], cli["plan_llama3.1_70b_1024_h100"]
+        lines.append(
+            f"* `planner evaluate --input` with 1 000 layouts: {ev['median_s']} s "
+            "(target < 2 s), start-up included."
+        )
+        lines.append(
+            f"* `planner plan` Llama-3.1-70B on 1 024 H100: {pl['median_s']} s "
+            "(target < 3 s), start-up included."
+        )
+    if search is not None:
+        s = search["summary"]
+        lines.append(
+            f"* Search (`bench/results/search.md`, {s['cases']} cases, 8 to 16 384 GPUs): "
+            "default search within 2 % of the exhaustive optimum in "
+            f"{_pct(s['default_within_2pct_share'])} of cases; forced sampled (TPE) search "
+            "within 2 % in "
+            f"{_pct(s['forced_tpe_within_2pct_share'])} of {s['forced_tpe_runs']} runs; "
+            f"single search median {s['single_median_wall_s'] * 1000:.0f} ms, GPU-count and "
+            f"batch ranges up to {s['range_max_wall_s']:.1f} s."
+        )
+    if api is not None:
+        lines.append(
+            f"* `POST /v1/evaluations` under load ({api['connections']} connections, "
+            f"{api['duration_s']} s, wrk): {api['requests_per_s']:.0f} requests/s, p50 "
+            f"{api['p50_ms']:.0f} ms, p99 {api['p99_ms']:.0f} ms, {api['non_2xx']} errors."
+        )
+    for name, title in (("load_mixed", "Mixed load"), ("worker_throughput", "Workers")):
+        data = _load(name)
+        if data is not None and "summary_line" in data:
+            lines.append(f"* {title}: {data['summary_line']}")
+    lines.append("")
+
+
+def render() -> str:
+    lines: list[str] = [START, ""]
+    _accuracy(lines)
+    _memory(lines)
+    _speed(lines)
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    text = README.read_text()
+    if START not in text:
+        raise SystemExit(f"README.md has no {START} marker")
+    head, rest = text.split(START, 1)
+    tail = rest.split(END, 1)[1] if END in rest else ""
+    README.write_text(head + render() + tail)
+    print(render())
+
+
+if __name__ == "__main__":
+    main()
