@@ -8,6 +8,7 @@ from sqlalchemy import pool
 from sqlalchemy.engine import create_engine
 
 from alembic import context
+from app.auth import models as auth_models  # noqa: F401  (the api_key row)
 from app.db import models  # noqa: F401  (registers the rows on the metadata)
 from app.db.base import Base
 from app.db.engine import make_engine

@@ -13,6 +13,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from planner.specs import SpecError
@@ -23,12 +25,14 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 _TITLES = {
     400: "Bad request",
     401: "Unauthorized",
+    403: "Forbidden",
     404: "Not found",
     405: "Method not allowed",
     409: "Conflict",
     413: "Payload too large",
     415: "Unsupported media type",
     422: "Invalid input",
+    429: "Too many requests",
     500: "Internal server error",
     503: "Service unavailable",
 }
@@ -45,12 +49,14 @@ class AppError(Exception):
         *,
         status_code: int | None = None,
         errors: list[dict[str, str]] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         if status_code is not None:
             self.status_code = status_code
         self.errors = errors or []
+        self.headers = headers or {}
 
 
 class NotFoundError(AppError):
@@ -77,7 +83,12 @@ class UnavailableError(AppError):
     status_code = 503
 
 
-def problem(status: int, detail: str, errors: list[dict[str, str]] | None = None) -> JSONResponse:
+def problem(
+    status: int,
+    detail: str,
+    errors: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     """A problem-JSON response."""
     body: dict[str, Any] = {
         "type": f"https://parallel-planner.dev/problems/{status}",
@@ -86,7 +97,7 @@ def problem(status: int, detail: str, errors: list[dict[str, str]] | None = None
         "detail": detail,
         "errors": errors or [],
     }
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
 def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -114,7 +125,30 @@ def validation_errors(exc: RequestValidationError) -> list[dict[str, str]]:
 
 async def _app_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, AppError)
-    return problem(exc.status_code, exc.message, exc.errors)
+    return problem(exc.status_code, exc.message, exc.errors, exc.headers)
+
+
+DATABASE_RETRY_AFTER_S = 5
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database cannot be reached (rather than a bad query)."""
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    if not is_database_unavailable(exc):
+        return await _unexpected(request, exc)
+    log.warning(
+        "database unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__
+    )
+    return problem(
+        503,
+        "the database is not reachable right now; retry shortly",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+    )
 
 
 async def _spec_error(_: Request, exc: Exception) -> JSONResponse:
@@ -148,4 +182,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SpecError, _spec_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(DBAPIError, _database_error)
+    app.add_exception_handler(PoolTimeout, _database_error)
     app.add_exception_handler(Exception, _unexpected)

@@ -8,16 +8,27 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
 
 from app.api import batches, calibration, evaluations, health, plan_jobs, scaling
 from app.api import catalog as catalog_routes
+from app.api import keys as key_routes
 from app.api.catalog_service import builtin_specs, seed_builtins
-from app.api.deps import require_api_key
+from app.auth import Authenticator, require_scope
 from app.db.engine import make_engine, make_session_factory, unit_of_work
 from app.db.migrate import upgrade
+from app.db.models import PlanJobRow
 from app.errors import install_error_handlers
 from app.jobs.backend import PlanningBackend, default_backend
 from app.jobs.worker import WorkerPool
+from app.logging_config import configure_logging
+from app.middleware import (
+    BodyLimitMiddleware,
+    RateLimitMiddleware,
+    RequestContextMiddleware,
+    with_time_budget,
+)
 from app.settings import Settings
 from app.web import mount_static
 from app.web import router as web_router
@@ -49,6 +60,18 @@ def prepare_database(settings: Settings, catalog: CatalogSource = builtin_specs)
             engine.dispose()
 
 
+def requeue_unfinished(factory: sessionmaker[Session], worker_prefix: str) -> int:
+    """Put the jobs this process's workers still hold back in the queue (shutdown)."""
+    with unit_of_work(factory) as session:
+        result = session.execute(
+            update(PlanJobRow)
+            .where(PlanJobRow.status == "running", PlanJobRow.worker_id.startswith(worker_prefix))
+            .values(status="queued", worker_id=None)
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -57,10 +80,13 @@ def create_app(
 ) -> FastAPI:
     """The service app. ``backend`` and ``catalog`` replace app.planning and models_db (tests)."""
     settings = settings or Settings()
-    backend = backend or default_backend(settings.job_runner)
+    backend = with_time_budget(
+        backend or default_backend(settings.job_runner), settings.job_time_budget_s
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        configure_logging(settings.log_level, settings.log_format)
         prepare_database(settings, catalog)
         pool = None
         if settings.workers > 0:
@@ -75,8 +101,14 @@ def create_app(
         try:
             yield
         finally:
-            if pool is not None:
-                pool.stop()
+            if pool is not None:  # stop claiming; running jobs stop at their next progress
+                pool.stop(settings.shutdown_grace_s)
+                try:
+                    requeued = requeue_unfinished(app.state.session_factory, pool.worker_prefix)
+                    if requeued:
+                        log.warning("shutdown: re-queued %d unfinished plan job(s)", requeued)
+                except Exception:
+                    log.exception("shutdown: could not re-queue unfinished plan jobs")
             app.state.engine.dispose()
 
     app = FastAPI(
@@ -91,18 +123,35 @@ def create_app(
     app.state.session_factory = make_session_factory(engine)
     app.state.worker_pool = None
     app.state.backend = backend
+    app.state.authenticator = Authenticator(settings, app.state.session_factory)
     app.state.metrics = health.Metrics(app.state.session_factory)
     app.middleware("http")(app.state.metrics.middleware)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        max_upload_bytes=settings.max_upload_bytes,
+    )
+    app.add_middleware(
+        RateLimitMiddleware, rate_per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst
+    )
+    app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)
 
-    auth = [Depends(require_api_key)]
+    # scopes (app/auth/deps.py): GETs need read; planning writes (evaluations, plan jobs,
+    # batches, scaling) need plan; writes that change what everyone plans with (catalog,
+    # measurements, calibrations) and key management need admin
+    auth = [Depends(require_scope("plan"))]
+    admin = [Depends(require_scope("admin"))]
     for kind in ("model", "gpu", "cluster"):
-        app.include_router(catalog_routes.catalog_router(kind), dependencies=auth)
+        app.include_router(catalog_routes.catalog_router(kind), dependencies=admin)
     app.include_router(evaluations.router, dependencies=auth)
     app.include_router(plan_jobs.router, dependencies=auth)
     app.include_router(batches.router, dependencies=auth)
     app.include_router(scaling.router, dependencies=auth)
-    app.include_router(calibration.router, dependencies=auth)
+    app.include_router(calibration.router, dependencies=admin)
+    app.include_router(
+        key_routes.router, dependencies=[Depends(require_scope("admin", reads_too=True))]
+    )
     app.include_router(health.router)
     app.include_router(web_router)  # server-rendered pages; not under /v1
     mount_static(app)

@@ -6,8 +6,9 @@ Nothing here runs at import time; the app factory and the CLI build a ``Settings
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -46,14 +47,48 @@ class Settings(BaseSettings):
     """Copy the built-in catalog from ``models_db`` into the database at start-up."""
     migrate_on_start: bool = True
     """Run Alembic migrations when the app starts."""
-    api_key: str | None = None
-    """If set, every ``/v1`` request needs ``Authorization: Bearer <key>``."""
+    env: Literal["development", "production"] = "development"
+    """``production`` refuses to start without API keys and a real secret key."""
+    auth: Literal["none", "api-key"] = "none"
+    """``api-key``: every ``/v1`` request needs an ``X-API-Key`` with the route's scope (see
+    app/auth); ``none`` (local development only) lets everyone do everything."""
+    secret_key: SecretStr = SecretStr("")
+    """Signs the web UI's session cookies; at least 32 characters, not a placeholder, in
+    production. Empty in development means a random one per process."""
+    max_body_bytes: int = Field(default=2**20, ge=1024, le=2**30)
+    """Largest request body (413 above it)."""
+    max_upload_bytes: int = Field(default=16 * 2**20, ge=1024, le=2**31)
+    """Largest body of a measurements upload (CSV / Megatron log)."""
+    rate_limit_per_s: float = Field(default=50.0, ge=0, le=1e6)
+    """Sustained requests per second per API key (or client IP without one); 0 = no limit."""
+    rate_limit_burst: int = Field(default=200, ge=1, le=1_000_000)
+    """Requests a key may send at once before the per-second rate applies (bucket size)."""
+    job_time_budget_s: float = Field(default=3600.0, gt=0, le=7 * 86400)
+    """A plan job running longer than this fails with an error that says so."""
+    shutdown_grace_s: float = Field(default=10.0, ge=0, le=600)
+    """On shutdown, how long running jobs get to stop before they are put back in the queue."""
+    log_format: Literal["json", "text"] = "json"
+    """Log lines as JSON objects (with request and job ids) or plain text."""
     log_level: str = "info"
 
     @model_validator(mode="after")
     def _default_database_url(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir}/planner.db"
+        return self
+
+    @model_validator(mode="after")
+    def _production_is_locked_down(self) -> Settings:
+        if self.env != "production":
+            return self
+        if self.auth != "api-key":
+            raise ValueError(
+                "PLANNER_ENV=production requires PLANNER_AUTH=api-key (auth=none is only for "
+                "local development)"
+            )
+        from app.auth.session import check_secret_key
+
+        check_secret_key(self.secret_key.get_secret_value())
         return self
 
     @property
