@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import batch, calibrate, catalog, evaluate, plan
+from app.cli import batch, calibrate, catalog, evaluate, keys, plan
 
 cli = typer.Typer(
     name="planner",
@@ -22,6 +22,7 @@ plan.register(cli)
 catalog.register(cli)
 calibrate.register(cli)
 batch.register(cli)
+keys.register(cli)
 try:  # the service commands (serve, migrate, submit)
     from app.cli import service
 except ImportError:  # pragma: no cover - only while the service is being built
