@@ -24,6 +24,7 @@ RECOMPUTE = ("none", "selective", "full")
 SHARDING = ("none", "optimizer", "full")
 INT_PARAMS = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
 INT_HIGH = 1 << 24
+ADVISORY_LOCK_KEY = 0x0970_0A5A  # any constant shared by every worker
 
 
 def storage_url(settings: Settings) -> str:
@@ -38,34 +39,46 @@ def storage_url(settings: Settings) -> str:
     return url.set(query=query).render_as_string(hide_password=False)
 
 
-def _ensure_schema(url: str) -> None:
-    """Create the PostgreSQL schema that ``options=-csearch_path=...`` names, if missing."""
+def _schema_of(url: str) -> str | None:
+    """The PostgreSQL schema that ``options=-csearch_path=...`` names, if any."""
     parsed = make_url(url)
     options = str(parsed.query.get("options", ""))
     if not parsed.get_backend_name().startswith("postgresql") or "search_path=" not in options:
-        return
+        return None
     schema = options.split("search_path=", 1)[1].split()[0].split(",")[0]
     if not schema.isidentifier():
         raise ValueError(f"bad Optuna schema name {schema!r} in the storage URL")
-    query = {k: v for k, v in parsed.query.items() if k != "options"}
-    engine = create_engine(parsed.set(query=query))
-    try:
-        with engine.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
-    finally:
-        engine.dispose()
+    return schema
 
 
 def open_storage(url: str) -> Any:
-    """An ``optuna.storages.RDBStorage`` at ``url`` (tables created on first use)."""
+    """An ``optuna.storages.RDBStorage`` at ``url`` (schema and tables created on first use).
+
+    On PostgreSQL the creation runs under an advisory lock: workers starting together would
+    otherwise race on Optuna's ``CREATE TYPE`` / ``CREATE TABLE``.
+    """
     import optuna
 
-    _ensure_schema(url)
-    if url.startswith("sqlite:///"):
-        from pathlib import Path
+    schema = _schema_of(url)
+    if schema is None:
+        if url.startswith("sqlite:///"):
+            from pathlib import Path
 
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+    parsed = make_url(url)
+    plain = parsed.set(query={k: v for k, v in parsed.query.items() if k != "options"})
+    engine = create_engine(plain, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": ADVISORY_LOCK_KEY})
+            try:
+                conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+                return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ADVISORY_LOCK_KEY})
+    finally:
+        engine.dispose()
 
 
 def study_name(parent_id: str) -> str:
@@ -104,6 +117,9 @@ def record_part(
         direction=direction,
         load_if_exists=True,
     )
+    recorded = {t.user_attrs.get("job_id") for t in study.get_trials(deepcopy=False)}
+    if job_id in recorded:  # a re-run of a part that was recorded before its worker died
+        return 0
     ints = optuna.distributions.IntDistribution(1, INT_HIGH)
     trials = []
     for rank, found in enumerate(plans, start=1):

@@ -225,6 +225,8 @@ class WorkerPool:
             if state.cancel.is_set() and values["status"] == "succeeded":
                 values = {"status": "cancelled", "finished_at": values["finished_at"]}
         values["heartbeat_at"] = utcnow()
+        if parent_id is not None and values["status"] == "succeeded":  # before the part is done
+            self._record_part(parent_id, job_id, worker_id, request, values["result"])
         with unit_of_work(self.factory) as session:
             repo = PlanJobRepository(session)
             current = repo.get(job_id)
@@ -232,9 +234,6 @@ class WorkerPool:
                 values = {"status": "cancelled", "finished_at": values["finished_at"]}
             if not repo.finish(job_id, worker_id, **values):
                 log.warning("plan job %s changed hands before it finished here", job_id)
-                return
-        if parent_id is not None and values["status"] == "succeeded":
-            self._record_part(parent_id, job_id, worker_id, request, values["result"])
 
     # --- fan-out -------------------------------------------------------------------------------
     def _run_parts(
