@@ -132,6 +132,7 @@ def _remote(
     items: list[dict[str, Any]], output: Path, server: str, api_key: str | None, timeout: float
 ) -> None:
     """Submit the jobs as one batch, follow its progress, and write its results."""
+    import httpx
     from rich.progress import Progress
 
     from app.sdk import PlannerAPIError, PlannerClient
@@ -164,7 +165,7 @@ def _remote(
         fail(str(exc.problem.get("detail", exc)), field=field)
     except TimeoutError as exc:
         fail(str(exc))
-    except OSError as exc:
+    except (OSError, httpx.HTTPError) as exc:
         fail(f"cannot reach {server}: {exc}")
     for job in done["jobs"]:
         if job["status"] != "succeeded":

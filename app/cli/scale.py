@@ -71,6 +71,8 @@ def _local(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[str, Any]:
+    import httpx
+
     from app.plan_request import _int_list
     from app.scaling import MAX_POINTS
     from app.sdk import PlannerAPIError, PlannerClient
@@ -88,7 +90,7 @@ def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[s
     except PlannerAPIError as exc:
         field = exc.errors[0]["field"] if exc.errors else None
         fail(str(exc.problem.get("detail", exc)), field=field)
-    except OSError as exc:
+    except (OSError, httpx.HTTPError) as exc:
         fail(f"cannot reach {server}: {exc}")
 
 

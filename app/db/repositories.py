@@ -201,13 +201,13 @@ class PlanJobRepository:
             .execution_options(synchronize_session=False)
         )
 
-    def finish(self, job_id: str, worker_id: str, **values: Any) -> bool:
+    def finish(self, job_id: str, owner: str, /, **values: Any) -> bool:
         """Record the end of a run, if this worker still owns it."""
         result = self.session.execute(
             update(PlanJobRow)
             .where(
                 PlanJobRow.id == job_id,
-                PlanJobRow.worker_id == worker_id,
+                PlanJobRow.worker_id == owner,
                 PlanJobRow.status == "running",
             )
             .values(**values)
