@@ -21,8 +21,6 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from starlette.exceptions import HTTPException as StarletteHTTPException
-
 from app.errors import _TITLES, PROBLEM_MEDIA_TYPE
 from app.jobs.backend import PlanningBackend
 from app.logging_config import REQUEST_ID
@@ -181,11 +179,8 @@ class RateLimitMiddleware:
 
 
 # --- body size -------------------------------------------------------------------------------
-class BodyTooLarge(StarletteHTTPException):
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            413, f"the request body is over the limit of {limit} bytes; send less (or in parts)"
-        )
+def too_large(limit: int) -> str:
+    return f"the request body is over the limit of {limit} bytes; send less (or in parts)"
 
 
 class BodyLimitMiddleware:
@@ -204,32 +199,39 @@ class BodyLimitMiddleware:
         limit = self.limit_for(str(scope.get("path", "")))
         declared = _header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            await send_problem(send, 413, BodyTooLarge(limit).detail)
+            await send_problem(send, 413, too_large(limit))
             return
         received = 0
-        started = False
+        over = False
+        replaced = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, over
+            if over:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > limit:
-                    raise BodyTooLarge(limit)
+                if received > limit:  # the app sees a disconnect; its answer becomes a 413
+                    over = True
+                    return {"type": "http.disconnect"}
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        async def replacing_send(message: Message) -> None:
+            nonlocal replaced
+            if not over:
+                await send(message)
+            elif message["type"] == "http.response.start" and not replaced:
+                replaced = True
+                await send_problem(send, 413, too_large(limit))
 
         try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLarge as exc:
-            if started:
+            await self.app(scope, counting_receive, replacing_send)
+        except Exception:
+            if not over:
                 raise
-            await send_problem(send, 413, str(exc.detail))
+        if over and not replaced:
+            await send_problem(send, 413, too_large(limit))
 
 
 # --- plan-job time budget --------------------------------------------------------------------

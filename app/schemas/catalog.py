@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.schemas.bounds import check_spec_numbers
 from app.schemas.common import SLUG_PATTERN
 
 Kind = Literal["model", "gpu", "cluster"]
@@ -44,6 +45,12 @@ class CatalogEntryCreate(BaseModel):
 
     slug: str = Field(pattern=SLUG_PATTERN)
     spec: dict[str, Any]
+
+    @field_validator("spec")
+    @classmethod
+    def _bounded_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return check_spec_numbers(value, "spec")  # type: ignore[no-any-return]
+
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -55,6 +62,12 @@ class CatalogEntryUpdate(BaseModel):
     )
 
     spec: dict[str, Any]
+
+    @field_validator("spec")
+    @classmethod
+    def _bounded_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return check_spec_numbers(value, "spec")  # type: ignore[no-any-return]
+
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -84,6 +97,11 @@ class HFImport(BaseModel):
 
     slug: str = Field(pattern=SLUG_PATTERN)
     config: dict[str, Any]
+
+    @field_validator("config")
+    @classmethod
+    def _bounded_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return check_spec_numbers(value, "config")  # type: ignore[no-any-return]
 
 
 class CatalogEntryRead(BaseModel):

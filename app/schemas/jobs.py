@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.schemas.bounds import check_spec_numbers
 from app.schemas.common import SLUG_PATTERN, Page
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -74,6 +75,11 @@ class _Common(BaseModel):
     seq_length: int = Field(ge=1, le=1_048_576)
     precision: Precision = "bf16"
     memory_threshold: float = Field(default=0.8, ge=0.05, le=1.0)
+
+    @field_validator("model")
+    @classmethod
+    def _bounded_model(cls, value: Any) -> Any:
+        return check_spec_numbers(value)
 
 
 class EvaluationRequest(_Common):
