@@ -29,6 +29,7 @@ from app.middleware import (
     RequestContextMiddleware,
     with_time_budget,
 )
+from app.schemas.common import problem_responses
 from app.settings import Settings
 from app.web import mount_static
 from app.web import router as web_router
@@ -140,17 +141,20 @@ def create_app(
     # scopes (app/auth/deps.py): GETs need read; planning writes (evaluations, plan jobs,
     # batches, scaling) need plan; writes that change what everyone plans with (catalog,
     # measurements, calibrations) and key management need admin
-    auth = [Depends(require_scope("plan"))]
-    admin = [Depends(require_scope("admin"))]
+    auth: dict[str, Any] = {
+        "dependencies": [Depends(require_scope("plan"))],
+        "responses": problem_responses(401, 403, 413, 429, 503),
+    }
+    admin = {**auth, "dependencies": [Depends(require_scope("admin"))]}
     for kind in ("model", "gpu", "cluster"):
-        app.include_router(catalog_routes.catalog_router(kind), dependencies=admin)
-    app.include_router(evaluations.router, dependencies=auth)
-    app.include_router(plan_jobs.router, dependencies=auth)
-    app.include_router(batches.router, dependencies=auth)
-    app.include_router(scaling.router, dependencies=auth)
-    app.include_router(calibration.router, dependencies=admin)
+        app.include_router(catalog_routes.catalog_router(kind), **admin)
+    app.include_router(evaluations.router, **auth)
+    app.include_router(plan_jobs.router, **auth)
+    app.include_router(batches.router, **auth)
+    app.include_router(scaling.router, **auth)
+    app.include_router(calibration.router, **admin)
     app.include_router(
-        key_routes.router, dependencies=[Depends(require_scope("admin", reads_too=True))]
+        key_routes.router, **{**admin, "dependencies": [Depends(require_scope("admin", True))]}
     )
     app.include_router(health.router)
     app.include_router(web_router)  # server-rendered pages; not under /v1

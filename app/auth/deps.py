@@ -129,7 +129,7 @@ def get_authenticator(request: Request) -> Authenticator:
     return auth
 
 
-def require_scope(write_scope: str, *, reads_too: bool = False) -> Callable[[Request], Principal]:
+def require_scope(write_scope: str, reads_too: bool = False) -> Callable[[Request], Principal]:
     """A dependency: GET/HEAD need ``read``, other methods ``write_scope`` (all of them with
     ``reads_too``). Sets ``request.state.principal``."""
 

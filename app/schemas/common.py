@@ -35,12 +35,15 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI declarations of the error responses a route can return."""
     descriptions = {
         400: "Bad request",
+        401: "No valid API key (send X-API-Key)",
+        403: "The API key lacks the scope this route needs",
         404: "Not found",
         409: "Conflict with the current state",
         413: "Payload too large",
         415: "Unsupported media type",
         422: "Invalid input: `errors` names each field and the fix",
-        503: "Service unavailable",
+        429: "Rate limit exceeded: retry after `Retry-After` seconds",
+        503: "Service unavailable (e.g. the database): retry after `Retry-After` seconds",
     }
     return {
         status: {
