@@ -154,6 +154,34 @@ SANITY: tuple[dict[str, Any], ...] = (
         "model": "deepseek-v3",
         "gpus": 256,
         "gpu": "b200-sxm-180gb",
+        "nvlink_domain": 64,
+        "balanced": True,
+        "layout": {"tp": 1, "pp": 4, "vpp": 4, "ep": 64, "cp": 1, "micro_batch_size": 1},
+        "seq": 4096,
+        "gbs": 2048,
+        "precision": "fp8",
+        "published": _BRIDGE + "Megatron-Bridge 26.08: 1,276 model TFLOP/s/GPU; MoE report "
+        "1,048 [V]. Here: B200 in 64-GPU NVLink domains (NVL72 stand-in), EP64 inside one, "
+        "force-balanced (moe_imbalance 1.0) as published; layout PP4 x VPP4 x EP64 is our "
+        "reading of the recipe [U]; no 1F1B A2A overlap or DeepEP dedup modelled",
+    },
+    {
+        "model": "qwen3-235b-a22b",
+        "gpus": 256,
+        "gpu": "b200-sxm-180gb",
+        "nvlink_domain": 64,
+        "balanced": True,
+        "layout": {"tp": 1, "pp": 4, "vpp": 4, "ep": 32, "cp": 1, "micro_batch_size": 1},
+        "seq": 4096,
+        "gbs": 2048,
+        "precision": "fp8",
+        "published": _BRIDGE + "MoE report: 919 TFLOP/s per GB200 [V]. Here: 64-GPU NVLink "
+        "domains, force-balanced, layout ours [U]",
+    },
+    {
+        "model": "deepseek-v3",
+        "gpus": 256,
+        "gpu": "b200-sxm-180gb",
         "layout": {"tp": 1, "pp": 8, "vpp": 1, "ep": 8, "cp": 1, "micro_batch_size": 1},
         "seq": 4096,
         "gbs": 2048,
@@ -226,19 +254,21 @@ def moe_sanity() -> list[dict[str, Any]]:
             name="sanity",
             gpu=gpu,
             num_gpus=case["gpus"],
-            gpus_per_node=8,
+            gpus_per_node=case.get("nvlink_domain", 8),
             inter_node_bandwidth_bytes_per_s=50e9,
         )
+        profile = load_profile(gpu)
+        if case.get("balanced"):
+            profile = profile.with_coefficients(moe_imbalance=1.0)
         job = TrainingJob(
             seq_length=case["seq"], global_batch_size=case["gbs"], precision=case["precision"]
         )
-        est = estimate_performance(
-            model, cluster, job, LayoutBatch.from_layouts([layout]), load_profile(gpu)
-        )
+        est = estimate_performance(model, cluster, job, LayoutBatch.from_layouts([layout]), profile)
         out.append(
             {
                 "model": case["model"],
                 "gpus": case["gpus"],
+                "nvlink_domain": case.get("nvlink_domain", 8),
                 "layout": lay,
                 "precision": case["precision"],
                 "predicted_tokens_per_s_per_gpu": float(est.tokens_per_s_per_gpu[0]),

@@ -105,3 +105,15 @@ def all_to_all_time(
     inter = (n - g) / n * buffer_bytes / links.nic_busbw_bytes_per_s
     t = latency(links, size, stride) + np.maximum(intra, inter)
     return np.where(size > 1, t, 0.0)
+
+
+def link_share(links: Links, size: IntArray, stride: IntArray) -> FloatArray:
+    """The group's bus bandwidth / NVLink's: how much of an NVLink collective's SM and HBM load
+    the same time on this group's links carries (1 inside a node, ~0.13 on one 400G NIC)."""
+    return np.asarray(busbw(links, size, stride) / links.nvlink_busbw_bytes_per_s, np.float64)
+
+
+def p2p_share(links: Links, crosses: np.ndarray) -> FloatArray:
+    """link_share of a point-to-point transfer (NIC across nodes, NVLink inside)."""
+    ratio = links.nic_busbw_bytes_per_s / links.nvlink_busbw_bytes_per_s
+    return np.asarray(np.where(crosses, min(ratio, 1.0), 1.0), np.float64)

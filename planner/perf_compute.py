@@ -199,13 +199,21 @@ def elementwise_bytes_per_token(
     tp: IntArray,
     sp: FloatArray,
     fp8: bool,
+    *,
+    permute_slowdown: float = 2.0,
 ) -> tuple[FloatArray, FloatArray, float]:
     """Forward HBM bytes per token of the memory-bound ops of one dense and one MoE layer.
 
     performance-facts §3.2: norms 4h each, residual adds 6h each (both in the sequence-parallel
     region: divided by t with SP), SwiGLU 6F/t (GeLU 4F/t), rotary 4(a_q + a_kv)d/t, dropout
-    about 5h per site, FP8 casts 3 B per quantized GEMM input, MoE permute/unpermute
-    2(2h)K each way (measured at half of HBM speed, so counted twice). The third value is the
+    about 5h per site, MoE permute/unpermute 2(2h)K each way, times ``permute_slowdown`` (it
+    runs at 0.5 of HBM spec where other ops reach the profile's hbm_efficiency). FP8 (current
+    scaling, §3.2): every GEMM input X (forward) and output gradient dY (backward) is read for
+    its amax, read again and written as row- and column-wise (transposed) fp8 copies: 6 B per
+    element each, over fwd + bwd = 2 B per element of (inputs + outputs) in these forward-
+    equivalent units (the caller multiplies by 3); MoE expert inputs and outputs count every
+    top-k copy. Widths h on the sequence-parallel side are cast before the all-gather (/t with
+    SP); the others are TP-sharded (/t). The third value is the
     loss-side bytes per token per (V/t): fp32 logits through softmax and cross-entropy,
     forward and backward (an estimate [U]: read bf16, write/read/write fp32 ~ 16 B).
     """
@@ -224,12 +232,22 @@ def elementwise_bytes_per_token(
         k = float(model.moe_router_topk)
         moe = moe + act * model.expert_ffn_hidden_size * k / t
         moe = moe + act * model.shared_expert_ffn_hidden_size / t
-        moe = moe + 2 * (2 * 2 * h * k) * 2 / t  # permute + unpermute at ~0.5 of HBM
+        moe = moe + 2 * (2 * 2 * h * k) * permute_slowdown / t  # permute + unpermute
     if fp8:
         q = model.num_attention_heads * model.head_dim
-        casts = 3.0 * (2 * h / sp_div + q / t)
-        dense = dense + casts + 3.0 * model.ffn_hidden_size / t
-        moe = moe + casts + 3.0 * model.expert_ffn_hidden_size * model.moe_router_topk / t
+        qkv_out = q + 2 * model.query_groups * model.head_dim
+        fc1 = (2.0 if model.swiglu else 1.0) + 1.0  # FC1 output (2F with SwiGLU) + FC2 input F
+        # attention: QKV in h + out qkv/t, proj in q/t + out h; MLP: FC1 in h, FC2 out h
+        attn_casts = 2.0 * (2 * h / sp_div + (qkv_out + q) / t)
+        mlp_h = 2.0 * 2 * h / sp_div
+        dense = dense + attn_casts + mlp_h + 2.0 * fc1 * model.ffn_hidden_size / t
+        moe = moe + attn_casts
+        if model.is_moe:
+            k = float(model.moe_router_topk)
+            fe, fs = model.expert_ffn_hidden_size, model.shared_expert_ffn_hidden_size
+            moe = moe + 2.0 * (2 * h * k + fc1 * fe * k) / t  # each routed copy, in + out
+            if fs > 0:
+                moe = moe + mlp_h + 2.0 * fc1 * fs / t
     return dense, moe, 16.0
 
 

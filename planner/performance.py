@@ -18,14 +18,21 @@ dgxc tables divide fp8 runs by the fp8 peak instead, see ``shared/data/README.md
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from planner.flops import flops_per_iteration
-from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray, LayoutBatch
-from planner.perf_comm import Links, all_to_all_time, crosses_nodes, p2p_time, ring_time
+from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray, IntArray, LayoutBatch
+from planner.perf_comm import (
+    Links,
+    all_to_all_time,
+    crosses_nodes,
+    link_share,
+    p2p_share,
+    p2p_time,
+    ring_time,
+)
 from planner.perf_compute import (
     BF16_BYTES,
     Gemm,
@@ -39,7 +46,10 @@ from planner.perf_compute import (
 from planner.perf_compute import (
     model_flops_per_iteration as model_flops_per_iteration,  # re-exported
 )
-from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError, TrainingJob
+from planner.perf_moe import PERMUTE_HBM_FRACTION, grouped_expert_time, rank_imbalance
+from planner.perf_profile import PerformanceProfile as PerformanceProfile  # re-exported
+from planner.perf_profile import default_profile as default_profile  # re-exported
+from planner.specs import ClusterSpec, GPUSpec, ModelSpec, TrainingJob
 
 ADAM_BYTES_PER_PARAM = 34.0  # performance-facts §3.3: fused Adam 30 B + grad-norm 4 B
 GRAD_REDUCE_BYTES = 4.0  # megatron-facts §1.8: bf16 runs reduce gradients in fp32 by default
@@ -57,152 +67,6 @@ BREAKDOWN_KEYS = (
     "optimizer_s",
     "overhead_s",
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PerformanceProfile:
-    """Coefficients of the throughput model for one GPU type (all but the latencies and the
-    overheads are dimensionless fractions of a datasheet number)."""
-
-    gpu: str
-    """GPU slug the profile belongs to."""
-    gemm_efficiency: float = 0.71
-    """bf16 GEMM plateau, fraction of the dense bf16 peak (measured H100/H200 fwd+dgrad+wgrad of
-    Llama TP shapes: 0.71; bench/results/gpu_kernels.md; performance-facts §1.1: 0.75-0.87)."""
-    gemm_half_tokens: float = 45.0
-    """Token count m at which a GEMM's m-factor is one half (gpu_kernels: 36-54 on H100/H200)."""
-    gemm_half_width: float = 0.0
-    """Smaller per-GPU width min(n, k) at which the width factor is one half (0: off; the size
-    factor below carries the shape effect, gpu_kernels.md)."""
-    gemm_half_time_s: float = 18e-6
-    """GEMM size factor: a GEMM of half_time x peak FLOPs runs at half the plateau (gpu_kernels:
-    H100 24e9, H200 12e9 FLOP; A100 §1.2 ~6e9 = 19 us x 312 TFLOP/s)."""
-    fp8_gemm_efficiency: float = 0.66
-    """fp8 GEMM plateau, fraction of the dense fp8 peak (gpu_kernels: 0.65-0.67 per-tensor)."""
-    fp8_half_tokens: float = 20.0
-    fp8_half_width: float = 0.0
-    fp8_half_time_s: float = 20e-6
-    """fp8 is strongly size-sensitive: 33 % of peak at h/t = 512 on H100 (§1.3; gpu_kernels
-    fitted 31-49e9 FLOP at the fp8 peak)."""
-    attention_efficiency: float = 0.50
-    """Core-attention fwd+bwd rate on Megatron's FLOP count, fraction of bf16 peak (gpu_kernels
-    SDPA-flash causal GQA: 0.48-0.51 at 32k; §2)."""
-    attention_half_seq: float = 1000.0
-    """Per-GPU sequence chunk at which attention reaches half its plateau (gpu_kernels: 0.32-0.35
-    at 2k, 0.40-0.42 at 4k, 0.45-0.48 at 8k on H100/H200)."""
-    attention_score_bytes: float = 0.0
-    """HBM bytes per attention score (query x key x head), fwd+bwd: 0 with flash attention;
-    ~10-20 for Megatron's unfused softmax + dropout path of 2021-22 (Korthikanti §4: scores,
-    softmax output, dropout mask and output are all written; backward reads them again)."""
-    hbm_efficiency: float = 0.8
-    """Memory-bound ops and the optimizer step: fraction of HBM bandwidth (§3.1; a plain 4 GiB
-    copy reaches 0.88-0.89 on H100/H200, gpu_kernels.md; fused elementwise ops less)."""
-    nvlink_efficiency: float = 0.75
-    """Achieved intra-node bus bandwidth / per-direction link spec at mid sizes (§4.2-4.3)."""
-    network_efficiency: float = 0.75
-    """Achieved per-NIC bus bandwidth / per-GPU network spec at mid sizes (§4.4)."""
-    intra_latency_s: float = 7e-6
-    """Collective latency per log2(n) step inside a node (§4.3 fitted alpha)."""
-    inter_latency_s: float = 15e-6
-    """Collective latency per log2(n) step across nodes (§4.4: 20-50 us)."""
-    tp_overlap: float = 0.5
-    """Hidden fraction of TP collectives (tp-comm-overlap with SP; §6.2 prior 0.6-0.9, 0 off)."""
-    dp_overlap: float = 0.9
-    """Fraction of one micro-batch's backward (forward) that hides grad RS (param AG) (§6.1)."""
-    pp_overlap: float = 0.5
-    """Hidden fraction of pipeline p2p with the interleaved schedule (§6.5)."""
-    ep_overlap: float = 0.0
-    """Hidden fraction of EP all-to-all (0 without 1F1B A2A overlap, §6.4)."""
-    layer_overhead_s: float = 20e-6
-    """Host/launch gaps per layer per micro-batch, forward + backward (§8)."""
-    step_overhead_s: float = 0.05
-    """Per-iteration fixed time: data loading, grad-norm, logging (§8)."""
-    moe_imbalance: float = 1.2
-    """Busiest expert's tokens / mean, applied to expert GEMMs and all-to-all (§5.3)."""
-    provenance: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-    """Where the numbers come from: priors or fit (rows, date, errors)."""
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            if f.name in ("gpu", "provenance"):
-                continue
-            value = getattr(self, f.name)
-            if not np.isfinite(value) or value < 0:
-                raise SpecError(
-                    f"{f.name}={value} must be a finite non-negative number", field=f.name
-                )
-        for name in ("tp_overlap", "dp_overlap", "pp_overlap", "ep_overlap"):
-            if getattr(self, name) > 1:
-                raise SpecError(f"{name}={getattr(self, name)} must be in [0, 1]", field=name)
-        if self.moe_imbalance < 1:
-            raise SpecError("moe_imbalance must be >= 1", field="moe_imbalance")
-
-    @staticmethod
-    def coefficient_names() -> tuple[str, ...]:
-        return tuple(
-            f.name for f in fields(PerformanceProfile) if f.name not in ("gpu", "provenance")
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PerformanceProfile:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise SpecError(f"unknown profile field(s): {', '.join(unknown)}", field=unknown[0])
-        return cls(**data)
-
-    def with_coefficients(self, **values: Any) -> PerformanceProfile:
-        """A copy with some coefficients (or the provenance) replaced."""
-        return replace(self, **values)
-
-
-# Architecture priors (performance-facts §9 unless noted). Keys are GPUSpec.architecture.
-_PRIORS: dict[str, dict[str, float]] = {
-    "ampere": {  # §1.1 A100 255-290 TFLOP/s; §2.1 FA2 ~0.6 FA-count; §4.2 230/300 GB/s
-        "gemm_efficiency": 0.86,
-        "gemm_half_time_s": 19e-6,  # §1.2 A100 N=K=512..1024 at M=8192: 0.46-0.72 of plateau
-        "fp8_gemm_efficiency": 0.86,
-        "attention_efficiency": 0.5,
-        "attention_half_seq": 512.0,
-        "nvlink_efficiency": 0.72,
-        "tp_overlap": 0.0,
-    },
-    "hopper": {},  # the dataclass defaults are the H100/H200 priors
-    "blackwell": {  # §1.5 B200 GEMM 0.5-0.7; §3.1 HBM 0.67; §4.2 ring 700/900
-        "gemm_efficiency": 0.72,
-        "gemm_half_time_s": 5e-6,  # §1.2 B200 N=K=512..1024 at M=8192: 0.45-0.8 of plateau [C]
-        "fp8_gemm_efficiency": 0.62,
-        "fp8_half_time_s": 8e-6,
-        "attention_efficiency": 0.45,
-        "hbm_efficiency": 0.67,
-        "nvlink_efficiency": 0.72,
-    },
-    "cdna3": {  # MI300X: no measured GEMM/attention sheet; conservative [U]; §4 xGMI ~48/64
-        "gemm_efficiency": 0.55,
-        "fp8_gemm_efficiency": 0.45,
-        "attention_efficiency": 0.35,
-        "hbm_efficiency": 0.7,
-        "nvlink_efficiency": 0.6,
-        "tp_overlap": 0.0,
-    },
-}
-
-
-def default_profile(gpu: GPUSpec) -> PerformanceProfile:
-    """Physics priors for a GPU with no fitted profile (performance-facts §9 per architecture)."""
-    priors = _PRIORS.get(gpu.architecture, {})
-    return PerformanceProfile(
-        gpu=gpu.name,
-        provenance={
-            "kind": "priors",
-            "architecture": gpu.architecture,
-            "source": "shared/reference/performance-facts.md §9",
-        },
-        **priors,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +156,10 @@ def estimate_performance(
         inter_latency_s=prof.inter_latency_s,
     )
     hbm = gpu.hbm_bandwidth_bytes_per_s * prof.hbm_efficiency
+    steal = prof.overlap_interference
+
+    def share(size: IntArray, stride: IntArray) -> FloatArray:
+        return link_share(links, size, stride)
 
     def gemms(
         gs: tuple[Gemm, ...], tok: FloatArray, shard: FloatArray, eff_tok: FloatArray | None = None
@@ -310,7 +178,9 @@ def estimate_performance(
     # unfused attention: a/t heads x s keys per token through HBM (0 with flash attention)
     scores = prof.attention_score_bytes * model.num_attention_heads / tp * s * tokens / hbm
     core = core + scores / 3.0
-    dense_bytes, moe_bytes, ce_bytes = elementwise_bytes_per_token(model, batch.tp, sp, fp8)
+    dense_bytes, moe_bytes, ce_bytes = elementwise_bytes_per_token(
+        model, batch.tp, sp, fp8, permute_slowdown=prof.hbm_efficiency / PERMUTE_HBM_FRACTION
+    )
     dense_fwd = (
         attn_gemm + core + gemms(sh.dense_mlp_gemms, tokens, tp) + dense_bytes * tokens / hbm
     )
@@ -319,12 +189,25 @@ def estimate_performance(
         e = float(model.num_experts or 1)
         tok_moe = tokens / tp  # MoE with tp > 1 needs SP (megatron-facts rule 33)
         per_expert = tok_moe * etp * ep * model.moe_router_topk / e
-        expert = gemms(sh.expert_gemms, tok_moe * etp, etp, per_expert)
+        local_experts = np.maximum(e / ep, 1.0)
+        expert = grouped_expert_time(
+            sh.expert_gemms,
+            tok_moe * etp,
+            etp,
+            per_expert,
+            local_experts,
+            gpu,
+            plateau=prof.fp8_gemm_efficiency if fp8 else prof.gemm_efficiency,
+            half_time_s=prof.fp8_half_time_s if fp8 else prof.gemm_half_time_s,
+            fp8=fp8,
+            hbm_bytes_per_s=hbm,
+        )
+        imbalance = rank_imbalance(prof.moe_imbalance, local_experts)
         moe_fwd = (
             attn_gemm
             + core
             + gemms(sh.shared_expert_gemms, tokens, tp)
-            + expert * prof.moe_imbalance
+            + expert * imbalance
             + moe_bytes * tokens / hbm
         )
     n_layers = float(model.num_layers)
@@ -369,6 +252,7 @@ def estimate_performance(
     stage_tp_fwd = layers_per_stage * ((1 - moe_frac) * tp_layer_fwd + moe_frac * moe_tp_fwd)
     tp_hidden = np.where(sp > 0, prof.tp_overlap, 0.0)
     tp_mb = (2 + full) * stage_tp_fwd * (1 - tp_hidden)
+    tp_mb = tp_mb + steal * share(batch.tp, one) * (2 + full) * stage_tp_fwd * tp_hidden
 
     # --- context parallel: ring exchange of K/V hidden behind attention (§6.3) ---------------
     if model.multi_latent_attention:
@@ -388,13 +272,18 @@ def estimate_performance(
     )
     cp_layer_fwd = np.where(batch.cp > 1, np.maximum((cp - 1) * kv_step - core, 0.0), 0.0)
     cp_mb = (3 + full) * layers_per_stage * cp_layer_fwd
+    cp_hidden = np.where(batch.cp > 1, np.minimum((cp - 1) * kv_step, core), 0.0)
+    cp_cross = crosses_nodes(links, batch.cp, batch.tp)
+    cp_mb = cp_mb + steal * p2p_share(links, cp_cross) * (3 + full) * layers_per_stage * cp_hidden
 
     # --- expert parallel: dispatch + combine all-to-all per MoE layer, fwd and bwd (§5) ------
     ep_mb = np.zeros_like(tokens)
     if model.is_moe:
         a2a_bytes = tokens / tp * model.moe_router_topk * h * BF16_BYTES
-        a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes) * prof.moe_imbalance
-        ep_mb = (4 + 2 * full) * layers_per_stage * moe_frac * a2a * (1 - prof.ep_overlap)
+        a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes) * imbalance
+        a2a_all = (4 + 2 * full) * layers_per_stage * moe_frac * a2a
+        ep_mb = a2a_all * (1 - prof.ep_overlap)
+        ep_mb = ep_mb + steal * share(batch.ep, batch.etp) * a2a_all * prof.ep_overlap
 
     # --- pipeline p2p: send activations and gradients per micro-batch, x v interleaved -------
     p2p_bytes = act_bytes / np.where(sp > 0, tp, 1.0)
@@ -402,6 +291,8 @@ def estimate_performance(
     p2p = p2p_time(links, p2p_cross, p2p_bytes)
     p2p_exposed = np.where(vpp > 1, 1 - prof.pp_overlap, 1.0)
     pp_mb = np.where(batch.pp > 1, 2 * vpp * p2p * p2p_exposed, 0.0)
+    pp_hidden = np.where(batch.pp > 1, 2 * vpp * p2p * (1 - p2p_exposed), 0.0)
+    pp_mb = pp_mb + steal * p2p_share(links, p2p_cross) * pp_hidden
 
     overhead_mb = (layers_per_stage + sh.mtp_layers) * prof.layer_overhead_s
     stage_mb = compute_mb + recompute_mb + tp_mb + cp_mb + ep_mb + pp_mb + overhead_mb
@@ -442,6 +333,13 @@ def estimate_performance(
     fsdp_t = m * (2 * ag + rs)  # ZeRO-3: gather params fwd and bwd, scatter grads, per mb
     fsdp = np.maximum(fsdp_t - prof.dp_overlap * m * compute_mb, tail_frac * fsdp_t / m)
     dp_s = np.where(shard == SHARD_FULL, fsdp, dp_sync)
+    # hidden DP traffic still steals SMs/HBM from the compute it overlaps (overlap_interference)
+    dp_hidden = np.where(
+        shard == SHARD_FULL,
+        np.maximum(fsdp_t - fsdp, 0.0),
+        np.maximum(grad_t + param_t - dp_sync, 0.0),
+    )
+    dp_s = dp_s + steal * share(dgroup, batch.tp) * dp_hidden
 
     # --- optimizer step over the local shard (§3.3) ------------------------------------------
     sharded = shard != SHARD_NONE
