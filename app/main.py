@@ -16,6 +16,8 @@ from app.api import catalog as catalog_routes
 from app.api import keys as key_routes
 from app.api.catalog_service import builtin_specs, seed_builtins
 from app.auth import Authenticator, require_scope
+from app.auth.web import router as login_router
+from app.auth.web import web_guard
 from app.db.engine import make_engine, make_session_factory, unit_of_work
 from app.db.migrate import upgrade
 from app.db.models import PlanJobRow
@@ -157,6 +159,7 @@ def create_app(
         key_routes.router, **{**admin, "dependencies": [Depends(require_scope("admin", True))]}
     )
     app.include_router(health.router)
-    app.include_router(web_router)  # server-rendered pages; not under /v1
+    app.include_router(login_router)  # /login, /logout (the web UI's sign-in)
+    app.include_router(web_router, dependencies=[Depends(web_guard)])  # pages; not under /v1
     mount_static(app)
     return app

@@ -194,3 +194,73 @@ def test_cli_creates_a_key_the_server_accepts(
     assert revoked.exit_code == 0, revoked.output
     secured.app.state.authenticator.forget()  # type: ignore[attr-defined]  # other process: cache
     assert secured.post("/v1/evaluations", json=EVALUATION, headers=headers).status_code == 401
+
+
+# --- the web UI's sign-in ----------------------------------------------------------------------
+def _sign_in(client: TestClient, key: str) -> str:
+    response = client.post("/login", data={"api_key": key, "next": "/"}, follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/"
+    page = client.get("/")
+    assert page.status_code == 200
+    match = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert match, "the plan form carries a CSRF token"
+    return match.group(1)
+
+
+def test_web_pages_redirect_to_login_without_a_session(secured: TestClient) -> None:
+    response = secured.get("/catalog/models", follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/login?next=/catalog/models"
+    assert secured.get("/login").status_code == 200
+
+
+def test_web_login_refuses_a_bad_key(secured: TestClient) -> None:
+    response = secured.post("/login", data={"api_key": "pp_nope"}, follow_redirects=False)
+    assert response.status_code == 401
+    assert "not valid" in response.text
+    assert "planner_session" not in response.headers.get("set-cookie", "")
+
+
+def test_web_login_sets_an_httponly_session_without_the_key(secured: TestClient) -> None:
+    key = new_key(secured, "plan")
+    response = secured.post("/login", data={"api_key": key}, follow_redirects=False)
+    cookie = response.headers["set-cookie"]
+    assert "planner_session=" in cookie
+    assert "httponly" in cookie.lower()
+    assert key.split("_", 2)[2] not in cookie
+
+
+def test_web_form_post_needs_the_csrf_token(secured: TestClient) -> None:
+    token = _sign_in(secured, new_key(secured, "plan"))
+    form = {"model": "llama3.1-70b", "gpu": "h100-sxm-80gb", "num_gpus": "64"}
+    assert secured.post("/plans", data=form).status_code == 403
+    assert secured.post("/plans", data={**form, "csrf_token": "forged"}).status_code == 403
+    accepted = secured.post("/plans", data={**form, "csrf_token": token})
+    assert accepted.status_code in (200, 422)  # past the guard: the form itself answers
+
+
+def test_web_session_of_a_revoked_key_is_refused(secured: TestClient) -> None:
+    key = new_key(secured, "plan")
+    _sign_in(secured, key)
+    with unit_of_work(secured.app.state.session_factory) as session:  # type: ignore[attr-defined]
+        ApiKeyStore(session).revoke(key.split("_")[1])
+    secured.app.state.authenticator.forget()  # type: ignore[attr-defined]
+    assert secured.get("/", follow_redirects=False).status_code == 303
+
+
+def test_tampered_session_cookie_is_refused(secured: TestClient) -> None:
+    _sign_in(secured, new_key(secured, "read"))
+    value = secured.cookies.get("planner_session")
+    assert value
+    payload, signature = value.split(".")
+    secured.cookies.set("planner_session", payload + "x." + signature)
+    assert secured.get("/", follow_redirects=False).status_code == 303
+
+
+def test_web_sign_out_needs_csrf_and_clears_the_session(secured: TestClient) -> None:
+    token = _sign_in(secured, new_key(secured, "read"))
+    assert secured.post("/logout", data={}).status_code == 403
+    out = secured.post("/logout", data={"csrf_token": token}, follow_redirects=False)
+    assert out.status_code == 303
+    assert secured.get("/", follow_redirects=False).status_code == 303
