@@ -3,9 +3,12 @@ settings (``PLANNER_DATABASE_URL``); the key is printed once, at creation, and n
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
 
 keys_app = typer.Typer(help="Create, list and revoke API keys (works on the database directly).")
 
@@ -14,7 +17,7 @@ def register(cli: typer.Typer) -> None:
     cli.add_typer(keys_app, name="keys")
 
 
-def _factory():  # type: ignore[no-untyped-def]
+def _factory() -> sessionmaker[Session]:
     from app.db.engine import make_engine, make_session_factory
     from app.db.migrate import upgrade
     from app.settings import Settings
