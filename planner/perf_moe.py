@@ -14,10 +14,10 @@ set its speed are (performance-facts §5.2, §1.4):
   (§1.4: 0.29 / 0.50 / 0.72), Mixtral experts at 64 / 256 / 1k: 0.17 / 0.50 / 0.69 (gpu_kernels.md:
   0.15 / 0.49 / 0.75), DeepGEMM fp8 at m = 64 / 128: 0.17 / 0.31 (§1.6: 0.15 / 0.27).
 
-Imbalance: ``moe_imbalance`` is the busiest expert's load over the mean. A grouped GEMM and the
-all-to-all of a rank scale with the rank's total tokens, the sum over its G local experts, whose
-relative spread shrinks as 1 / sqrt(G) for independent expert loads [U]; so the rank factor is
-1 + (imbalance - 1) / sqrt(G), equal to the expert factor at one expert per rank.
+Imbalance: ``moe_imbalance`` (busiest expert / mean) multiplies the grouped GEMM and the
+all-to-all of every rank as in round 1. A per-rank factor 1 + (x - 1) / sqrt(local experts) was
+tried and dropped: the Grok-1 sweeps (2 / 4 / 1 local experts at EP 2 / 4 / 8) got worse with it
+(over-prediction grew with local experts), so the data does not support the reduction.
 """
 
 from __future__ import annotations
@@ -29,12 +29,6 @@ from planner.perf_compute import Gemm, sharded_width
 from planner.specs import GPUSpec
 
 PERMUTE_HBM_FRACTION = 0.5  # performance-facts §3.1/§5.3: permute/unpermute at 0.5 of HBM spec
-
-
-def rank_imbalance(expert_imbalance: float, local_experts: FloatArray) -> FloatArray:
-    """Busiest EP rank's routed tokens / mean, from the busiest expert's (module docstring)."""
-    g = np.maximum(np.asarray(local_experts, np.float64), 1.0)
-    return np.asarray(1.0 + (expert_imbalance - 1.0) / np.sqrt(g), np.float64)
 
 
 def weight_bound_efficiency(tokens_per_expert: FloatArray, knee_tokens: float) -> FloatArray:

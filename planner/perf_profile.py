@@ -80,9 +80,8 @@ class PerformanceProfile:
     step_overhead_s: float = 0.05
     """Per-iteration fixed time: data loading, grad-norm, logging (§8)."""
     moe_imbalance: float = 1.2
-    """Busiest expert's tokens / mean (§5.3); the busiest EP rank's factor, applied once to its
-    grouped expert GEMM and once to its all-to-all, is 1 + (x - 1) / sqrt(local experts)
-    (planner/perf_moe.py). NVIDIA's published MoE benchmarks are force-balanced: 1.0."""
+    """Busiest expert's tokens / mean, applied once to the grouped expert GEMMs and once to the
+    all-to-all (§5.3). NVIDIA's published MoE benchmarks are force-balanced: 1.0."""
     provenance: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     """Where the numbers come from: priors or fit (rows, date, errors)."""
 

@@ -46,7 +46,7 @@ from planner.perf_compute import (
 from planner.perf_compute import (
     model_flops_per_iteration as model_flops_per_iteration,  # re-exported
 )
-from planner.perf_moe import PERMUTE_HBM_FRACTION, grouped_expert_time, rank_imbalance
+from planner.perf_moe import PERMUTE_HBM_FRACTION, grouped_expert_time
 from planner.perf_profile import PerformanceProfile as PerformanceProfile  # re-exported
 from planner.perf_profile import default_profile as default_profile  # re-exported
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, TrainingJob
@@ -202,7 +202,7 @@ def estimate_performance(
             fp8=fp8,
             hbm_bytes_per_s=hbm,
         )
-        imbalance = rank_imbalance(prof.moe_imbalance, local_experts)
+        imbalance = prof.moe_imbalance  # once on the GEMMs, once on the all-to-all
         moe_fwd = (
             attn_gemm
             + core
@@ -280,7 +280,7 @@ def estimate_performance(
     ep_mb = np.zeros_like(tokens)
     if model.is_moe:
         a2a_bytes = tokens / tp * model.moe_router_topk * h * BF16_BYTES
-        a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes) * imbalance
+        a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes) * prof.moe_imbalance
         a2a_all = (4 + 2 * full) * layers_per_stage * moe_frac * a2a
         ep_mb = a2a_all * (1 - prof.ep_overlap)
         ep_mb = ep_mb + steal * share(batch.ep, batch.etp) * a2a_all * prof.ep_overlap

@@ -1,4 +1,4 @@
-"""Physics of round 2: grouped expert GEMMs, rank imbalance, overlap interference, FP8 casts."""
+"""Physics of round 2: grouped expert GEMMs, overlap interference, FP8 casts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from planner.layouts import LayoutBatch
 from planner.perf_compute import Gemm, elementwise_bytes_per_token
-from planner.perf_moe import grouped_expert_time, rank_imbalance, weight_bound_efficiency
+from planner.perf_moe import grouped_expert_time, weight_bound_efficiency
 from planner.performance import PerformanceProfile, estimate_performance
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
 
@@ -56,11 +56,6 @@ def test_weight_bound_efficiency_matches_measured_small_m_gemms() -> None:
     model = 0.71 * weight_bound_efficiency(np.array([128.0, 256.0, 512.0]), knee) * 989.4
     measured = np.array([283.0, 490.0, 712.0])
     assert np.all(np.abs(model / measured - 1) < 0.15)
-
-
-def test_rank_imbalance_shrinks_with_local_experts() -> None:
-    got = rank_imbalance(1.2, np.array([1.0, 4.0, 32.0]))
-    assert np.allclose(got, [1.2, 1.1, 1.0 + 0.2 / np.sqrt(32)])
 
 
 def _fsdp_vs_distopt(interference: float) -> tuple[float, float]:
