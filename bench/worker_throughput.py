@@ -181,6 +181,7 @@ def main() -> None:
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, no GPU",
         "python": platform.python_version(),
         "database": "PostgreSQL 15 (local)" if PG else "SQLite",
+        "load_average_1m_at_start": round(os.getloadavg()[0], 2),
         "workloads": {k: {"request": v[0], "jobs": v[1]} for k, v in WORKLOADS.items()},
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -190,7 +191,9 @@ def main() -> None:
     lines = [
         "# Worker throughput (plans per minute)",
         "",
-        f"Machine: {meta['machine']}; database: {meta['database']}. Real plan jobs of "
+        f"Machine: {meta['machine']}; database: {meta['database']}; 1-minute load average "
+        f"at start {meta['load_average_1m_at_start']} (other work shares the machine). "
+        "Real plan jobs of "
         "Llama-3.1-70B on H100 (`single`: 256 GPUs, recompute and optimizer sharding searched; "
         "`sweep`: 3 GPU counts x 3 batch sizes). Service: one `POST /v1/batches` after the "
         "workers are up, until the batch has finished (polled every 0.2 s). Local: "
