@@ -7,6 +7,7 @@ unexpected into the same problem document, so that no input ever yields a bare 5
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -83,6 +84,18 @@ class UnavailableError(AppError):
     status_code = 503
 
 
+class ProblemResponse(JSONResponse):
+    """Problem JSON in plain ASCII (non-ASCII escaped): the media type has no charset parameter,
+    so clients that guess an encoding could otherwise mangle echoed input."""
+
+    media_type = PROBLEM_MEDIA_TYPE
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode()
+
+
 def problem(
     status: int,
     detail: str,
@@ -97,7 +110,7 @@ def problem(
         "detail": detail,
         "errors": errors or [],
     }
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+    return ProblemResponse(body, status_code=status, headers=headers)
 
 
 def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> str:
