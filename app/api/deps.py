@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -10,7 +9,6 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.engine import unit_of_work
-from app.errors import AppError
 from app.jobs.backend import PlanningBackend
 from app.jobs.worker import WorkerPool
 from app.settings import Settings
@@ -40,18 +38,6 @@ def get_pool(request: Request) -> WorkerPool | None:
 def get_backend(request: Request) -> PlanningBackend:
     backend: PlanningBackend = request.app.state.backend
     return backend
-
-
-def require_api_key(request: Request) -> None:
-    expected = get_settings(request).api_key
-    if not expected:
-        return
-    header = request.headers.get("authorization", "")
-    token = header.removeprefix("Bearer ").strip()
-    if not secrets.compare_digest(token.encode(), expected.encode()):
-        raise AppError(
-            "missing or wrong API key: send Authorization: Bearer <key>", status_code=401
-        )
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

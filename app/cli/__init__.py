@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import batch, calibrate, catalog, evaluate, keys, plan
+from app.cli import batch, calibrate, catalog, evaluate, keys, plan, scale, service, worker
 
 cli = typer.Typer(
     name="planner",
@@ -23,12 +23,9 @@ catalog.register(cli)
 calibrate.register(cli)
 batch.register(cli)
 keys.register(cli)
-try:  # the service commands (serve, migrate, submit)
-    from app.cli import service
-except ImportError:  # pragma: no cover - only while the service is being built
-    service = None  # type: ignore[assignment]
-if service is not None:
-    service.register(cli)
+service.register(cli)  # serve, migrate, submit
+worker.register(cli)
+scale.register(cli)
 
 
 def main() -> None:

@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
+from app.cli.common import err_console
+
 Opt = typer.Option
 LIST_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
 
@@ -34,10 +36,17 @@ def serve(
     """Run the HTTP API (migrates and seeds the database at start-up)."""
     import uvicorn
 
+    from app.logging_config import mask_secrets
     from app.main import prepare_database
     from app.settings import Settings
 
-    prepare_database(Settings())  # once, before the worker processes start
+    settings = Settings()
+    prepare_database(settings)  # once, before the worker processes start
+    err_console.print(
+        f"Parallel Planner on http://{host}:{port}/ (API docs: /docs); "
+        f"database {mask_secrets(settings.database_url)}",
+        highlight=False,
+    )
     uvicorn.run(
         "app.main:create_app",
         factory=True,
@@ -45,6 +54,8 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        log_config=None,  # the app's JSON logging (with secret masking) handles everything
+        access_log=False,  # the request-id middleware writes one access line per request
     )
 
 

@@ -75,6 +75,7 @@ class WorkerPool:
         self.worker_prefix = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._optuna: Any = None
         self._optuna_lock = threading.Lock()
+        self._db_failed_at = 0.0  # when a database call last failed (epoch seconds)
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -128,11 +129,15 @@ class WorkerPool:
         while not self._stop.is_set():
             try:
                 now = utcnow().timestamp()
-                if now - last_reap >= reap_every:
+                # after an outage every heartbeat looks stale: wait a full stale period before
+                # re-queuing, so that jobs still running here are not run a second time
+                recovered = now - self._db_failed_at >= self.settings.job_stale_after_s
+                if recovered and now - last_reap >= reap_every:
                     self.requeue_stale()
                     last_reap = now
                 job_id = self.claim(worker_id)
             except Exception:
+                self._db_failed_at = utcnow().timestamp()
                 log.exception("plan worker %s could not reach the database", worker_id)
                 self._stop.wait(self.settings.job_poll_s)
                 continue
@@ -140,7 +145,11 @@ class WorkerPool:
                 self._wake.wait(self.settings.job_poll_s)
                 self._wake.clear()
                 continue
-            self.run_job(job_id, worker_id)
+            try:
+                self.run_job(job_id, worker_id)
+            except Exception:  # never let one job (or an outage) end the worker thread
+                self._db_failed_at = utcnow().timestamp()
+                log.exception("plan worker %s: job %s did not finish cleanly", worker_id, job_id)
 
     # --- one job -----------------------------------------------------------------------------
     def _heartbeat(self, job_id: str, worker_id: str, state: _RunState) -> None:
@@ -207,6 +216,7 @@ class WorkerPool:
         except JobInterrupted:
             if state.lost.is_set():
                 log.warning("plan job %s was taken over elsewhere; dropping this run", job_id)
+                state.finished.set()
                 return
             if self._stop.is_set() and not state.cancel.is_set():
                 values = {"status": "queued", "worker_id": None}  # runs again after restart
@@ -218,8 +228,20 @@ class WorkerPool:
             log.exception("plan job %s failed", job_id)
             values = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
             values["error"] += "\n" + traceback.format_exc(limit=5)[-2000:]
+        try:  # the heartbeat goes on until the outcome is stored (an outage may delay it)
+            self._finish(job_id, worker_id, parent_id, request, values, state)
         finally:
             state.finished.set()
+
+    def _finish(
+        self,
+        job_id: str,
+        worker_id: str,
+        parent_id: str | None,
+        request: dict[str, Any],
+        values: dict[str, Any],
+        state: _RunState,
+    ) -> None:
         if values["status"] != "queued":
             values["finished_at"] = utcnow()
             if state.cancel.is_set() and values["status"] == "succeeded":
@@ -227,13 +249,33 @@ class WorkerPool:
         values["heartbeat_at"] = utcnow()
         if parent_id is not None and values["status"] == "succeeded":  # before the part is done
             self._record_part(parent_id, job_id, worker_id, request, values["result"])
-        with unit_of_work(self.factory) as session:
-            repo = PlanJobRepository(session)
-            current = repo.get(job_id)
-            if values["status"] == "succeeded" and current is not None and current.cancel_requested:
-                values = {"status": "cancelled", "finished_at": values["finished_at"]}
-            if not repo.finish(job_id, worker_id, **values):
-                log.warning("plan job %s changed hands before it finished here", job_id)
+        self._write_result(job_id, worker_id, values)
+
+    def _write_result(self, job_id: str, worker_id: str, values: dict[str, Any]) -> None:
+        """Store the outcome, retrying with backoff while the database is unreachable."""
+        delay = self.settings.job_poll_s
+        while True:
+            try:
+                with unit_of_work(self.factory) as session:
+                    repo = PlanJobRepository(session)
+                    current = repo.get(job_id)
+                    if (
+                        values["status"] == "succeeded"
+                        and current is not None
+                        and current.cancel_requested
+                    ):
+                        values = {"status": "cancelled", "finished_at": values["finished_at"]}
+                    if not repo.finish(job_id, worker_id, **values):
+                        log.warning("plan job %s changed hands before it finished here", job_id)
+                return
+            except Exception:
+                self._db_failed_at = utcnow().timestamp()
+                if self._stop.is_set():  # shutting down: the stale-job reaper will re-queue it
+                    log.exception("could not store plan job %s before shutdown", job_id)
+                    return
+                log.exception("could not store plan job %s; retrying in %.1f s", job_id, delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, max(0.5, self.settings.job_stale_after_s / 4))
 
     # --- fan-out -------------------------------------------------------------------------------
     def _run_parts(

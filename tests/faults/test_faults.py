@@ -74,12 +74,6 @@ def _postgres_cluster() -> bool:
 @pytest.mark.skipif(
     not _postgres_cluster(), reason="needs root and the PostgreSQL 15 'main' cluster"
 )
-@pytest.mark.xfail(
-    reason="app/jobs/worker.py: a failed final write in run_job (database down) kills the worker "
-    "thread (_loop does not catch it), so queued jobs wait for a restart; fix: catch in _loop and "
-    "retry the finish write until the database answers",
-    strict=False,
-)
 def test_postgres_down_for_10_s_loses_no_job_and_runs_none_twice(tmp_path: Path) -> None:
     name = f"planner_faults_{os.getpid()}"
     admin = create_engine(PG_ADMIN_URL + "postgres", isolation_level="AUTOCOMMIT")
