@@ -105,10 +105,27 @@ def _speed(lines: list[str]) -> None:
             f"{api['duration_s']} s, wrk): {api['requests_per_s']:.0f} requests/s, p50 "
             f"{api['p50_ms']:.0f} ms, p99 {api['p99_ms']:.0f} ms, {api['non_2xx']} errors."
         )
-    for name, title in (("load_mixed", "Mixed load"), ("worker_throughput", "Workers")):
-        data = _load(name)
-        if data is not None and "summary_line" in data:
-            lines.append(f"* {title}: {data['summary_line']}")
+    mixed = _load("load_mixed")
+    if mixed is not None:
+        lines.append(
+            f"* Mixed load (`bench/results/load_mixed.md`: evaluations, plan jobs and catalog "
+            f"reads with API keys, {mixed['connections']} connections, "
+            f"{mixed['duration_s']:.0f} s, wrk): {mixed['requests_per_s']:.0f} requests/s, "
+            f"**p50 {mixed['p50_ms']:.0f} ms, p99 {mixed['p99_ms']:.0f} ms**, "
+            f"{mixed['errors']} errors."
+        )
+    workers = _load("worker_throughput")
+    if workers is not None:
+        single = {
+            r["mode"]: r["plans_per_minute"]
+            for r in workers["results"]
+            if r["workload"] == "single"
+        }
+        text = "; ".join(f"{mode}: {rate:.0f}" for mode, rate in single.items())
+        lines.append(
+            f"* Plans per minute (`bench/results/worker_throughput.md`, Llama-3.1-70B "
+            f"on 256 H100, 2 cores): {text}."
+        )
     lines.append("")
 
 
