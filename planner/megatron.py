@@ -161,6 +161,8 @@ def _moe_args(model: ModelSpec) -> list[str]:
         ]
     args += ["--moe-layer-freq", _moe_layer_freq(model)]
     args += ["--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+    if model.moe_router_topk == 1:  # top-1 with the softmax router needs it (rule 35)
+        args.append("--moe-router-pre-softmax")
     return args
 
 
@@ -279,7 +281,7 @@ def _parser() -> argparse.ArgumentParser:
         "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--add-qkv-bias", "--qk-layernorm", "--moe-grouped-gemm", "--multi-latent-attention",
         "--bf16", "--recompute-activations", "--account-for-embedding-in-pipeline-split",
-        "--account-for-loss-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split", "--moe-router-pre-softmax",
     ):  # fmt: skip
         p.add_argument(flag, action="store_true")
     p.add_argument("--normalization", choices=("LayerNorm", "RMSNorm"), default="LayerNorm")

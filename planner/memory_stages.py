@@ -120,16 +120,16 @@ def stage_params(
     untied = model.untie_embeddings_and_output_weights
     output = word_embedding if untied else np.where(single, 0.0, word_embedding)
     embedding = word_embedding / t + counts.position_embedding  # position table not TP-split
-    first = StageParams(
-        dense=first_tp + first_rep + embedding,
-        expert=first_exp,
-        fp8_linear=first_tp + first_exp,
-    )
     last_dense = last_tp + last_rep + output / t + counts.final_norm + mtp_tp + mtp_rep
     last = StageParams(
         dense=last_dense + np.where(single, embedding, 0.0),
         expert=last_exp + mtp_exp,
         fp8_linear=last_tp + last_exp + mtp_tp + mtp_exp,
+    )
+    first = StageParams(  # with p = 1 the first stage is the whole model, as the last is
+        dense=np.where(single, last.dense, first_tp + first_rep + embedding),
+        expert=np.where(single, last.expert, first_exp),
+        fp8_linear=np.where(single, last.fp8_linear, first_tp + first_exp),
     )
     return first, last
 

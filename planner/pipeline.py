@@ -8,7 +8,8 @@ Megatron accepts three splits (megatron-facts §1.2 and §2.2 rules 8-13), tried
   last virtual stages build one decoder layer fewer (rule 13). Llama-3.1-405B: 126 + 2 = 8 x 16;
 * ``uneven``: ``--decoder-first-pipeline-num-layers f --decoder-last-pipeline-num-layers l``:
   the middle p - 2 ranks hold (L - f - l) / (p - 2) each, every count a multiple of v (rule 12).
-  DeepSeek-V3 (61 layers) on 16 stages: f = 3, l = 2, 4 on each middle rank.
+  DeepSeek-V3 (61 layers) on 16 stages: f = 4, l = 1, 4 on each middle rank (the last rank also
+  runs the output layer, the loss and the MTP layer).
 
 The planner picks the first that exists; ``None`` means Megatron cannot split L over p x v.
 Chunks are numbered as Megatron numbers virtual stages: chunk k lives on rank k mod p.
@@ -57,7 +58,7 @@ class PipelineSplit:
 
 def _uneven(num_layers: int, pp: int, vpp: int) -> tuple[int, int] | None:
     """(first, last) layer counts for the most balanced uneven split, or None."""
-    best: tuple[int, int, int] | None = None
+    best: tuple[int, int, int] | None = None  # (worst rank, last, first)
     mid_ranks = pp - 2
     for first in range(vpp, num_layers + 1, vpp):
         for last in range(vpp, num_layers - first + 1, vpp):
@@ -70,12 +71,12 @@ def _uneven(num_layers: int, pp: int, vpp: int) -> tuple[int, int] | None:
                 continue
             else:
                 per = rest // mid_ranks
-            # minimise the largest rank, then prefer lighter first/last ranks (embedding, loss)
-            worst = max(first, last, per)
-            score = (worst, first + last)
-            if best is None or score < (best[0], best[1] + best[2]):
-                best = (worst, first, last)
-    return None if best is None else (best[1], best[2])
+            # minimise the largest rank; then the lightest last rank, which also runs the
+            # output layer, the loss and any MTP layers; then the lightest first rank
+            score = (max(first, last, per), last, first)
+            if best is None or score < best:
+                best = score
+    return None if best is None else (best[2], best[1])
 
 
 @lru_cache(maxsize=4096)

@@ -366,3 +366,11 @@ def test_parse_reads_a_hand_written_script_leniently() -> None:
 def test_parse_without_world_size_assumes_one_replica() -> None:
     args = megatron_args(LLAMA8B, cluster(8), JOB, Layout(tp=4, dp=2))
     assert parse_megatron_args(args).layout.dp == 1
+
+
+def test_top1_routing_emits_pre_softmax() -> None:
+    # K = 1 with the softmax router is rejected by TransformerConfig without it (rule 35)
+    top1 = replace(MIXTRAL, moe_router_topk=1)
+    layout = Layout(tp=1, ep=8, dp=8)
+    assert "--moe-router-pre-softmax" in megatron_args(top1, cluster(8), JOB, layout)
+    assert "--moe-router-pre-softmax" not in megatron_args(MIXTRAL, cluster(8), JOB, layout)

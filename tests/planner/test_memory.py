@@ -11,7 +11,7 @@ from planner.layouts import (
     LayoutBatch,
 )
 from planner.memory import MemoryEstimate, MemoryOptions, estimate_memory
-from planner.specs import ClusterSpec, GPUSpec, ModelSpec, TrainingJob
+from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
 
 GIB = 2.0**30
 MIB = 2.0**20
@@ -197,3 +197,12 @@ def test_fp8_adds_weight_copies() -> None:
 def test_capacity_is_the_gpu_hbm() -> None:
     est = estimate_memory(LLAMA8B, CLUSTER, JOB_A, megatron_case())
     assert est.capacity_bytes == 80 * 2**30
+
+
+def test_single_stage_reports_the_same_whole_model_for_first_and_last() -> None:
+    # with pp = 1 there is one stage: it holds the embedding, the output layer and the norm
+    batch = LayoutBatch.from_layouts([Layout(tp=2, dp=32)])
+    est = estimate_memory(MIXTRAL, CLUSTER, TrainingJob(seq_length=4096, global_batch_size=64),
+                          batch)
+    assert est.first_stage_bytes[0] == pytest.approx(est.last_stage_bytes[0])
+    assert int(est.worst_stage[0]) == 0

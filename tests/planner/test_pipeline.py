@@ -50,3 +50,11 @@ def test_flags_parse_back() -> None:
              *pipeline_flags(61, 16, 1)]
     parsed = parse_megatron_args(flags, strict=False)
     assert parsed.layout.pp == 16
+
+
+def test_uneven_split_keeps_the_last_rank_light() -> None:
+    # the last rank also runs the output layer, the loss and MTP: of the equally balanced
+    # splits of 61 layers over 8 ranks (worst rank 8 layers), the lightest last rank wins
+    split = split_layers(61, 8, 1)
+    assert split is not None and split.method == "uneven"
+    assert (split.first_stage_layers, split.last_stage_layers) == (8, 5)
