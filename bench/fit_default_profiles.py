@@ -5,8 +5,9 @@ on all their usable rows. The others start from their architecture priors
 (:func:`planner.performance.default_profile`) and take over the *software* coefficients fitted
 on the nearest measured architecture (overlap fractions, per-layer and per-step overheads,
 network efficiency), which describe Megatron and NCCL rather than the chip; the chip's own
-efficiencies (GEMM, attention, HBM, NVLink) stay at the priors of its architecture, except that
-H200 (same die and clocks as H100) takes H100's fitted compute efficiencies too.
+efficiencies (GEMM, attention, HBM, NVLink) stay at the priors of its architecture, except on
+the same die (H200 from H100, A100-40GB from A100-80GB). The rule is
+``planner.perf_transfer.transferable``.
 """
 
 from __future__ import annotations
@@ -19,28 +20,22 @@ from pathlib import Path
 from bench.accuracy import coefficients_for, commit, load
 from models_db.catalog import load_gpu
 from planner.calibration import fit_profile, usable
+from planner.perf_transfer import (
+    CHIP_COEFFICIENTS,
+    SOFTWARE_COEFFICIENTS,
+    transfer_profile,
+    transferable,
+)
 from planner.performance import PerformanceProfile, default_profile
 
 OUT = Path(__file__).resolve().parents[1] / "models_db" / "profiles"
-SOFTWARE = (
-    "tp_overlap",
-    "dp_overlap",
-    "pp_overlap",
-    "layer_overhead_s",
-    "step_overhead_s",
-    "network_efficiency",
-)
-SAME_DIE = ("gemm_efficiency", "fp8_gemm_efficiency", "attention_efficiency", "nvlink_efficiency")
-# (target slug, fitted source slug, coefficients to transfer)
+# (target slug, fitted source slug): the nearest measured GPU type; what carries over is decided
+# by planner.perf_transfer.transferable (software everywhere, chip efficiencies on the same die)
 TRANSFERS = (
-    ("h200-sxm-141gb", "h100-sxm-80gb", SOFTWARE + SAME_DIE),
-    ("a100-sxm4-40gb", "a100-sxm4-80gb", SOFTWARE + SAME_DIE),
-    ("b200-sxm-180gb", "h100-sxm-80gb", SOFTWARE),
-    (
-        "mi300x-192gb",
-        "h100-sxm-80gb",
-        ("dp_overlap", "pp_overlap", "layer_overhead_s", "step_overhead_s", "network_efficiency"),
-    ),
+    ("h200-sxm-141gb", "h100-sxm-80gb"),
+    ("a100-sxm4-40gb", "a100-sxm4-80gb"),
+    ("b200-sxm-180gb", "h100-sxm-80gb"),
+    ("mi300x-192gb", "h100-sxm-80gb"),
 )
 LEGACY_ONLY = {"attention_score_bytes": 0.0}
 """Reset after fitting: the A100 rows (2021-22) ran Megatron's unfused softmax; current
@@ -100,32 +95,50 @@ def main() -> int:
                 "",
             ]
         report.append("")
-    for target, source, names in TRANSFERS:
+    for target, source in TRANSFERS:
         if source not in fitted:
             continue
         gpu = load_gpu(target)
-        base = default_profile(gpu)
-        values = {n: getattr(fitted[source], n) for n in names}
-        prof = replace(
-            base,
-            **values,
-            provenance={
-                "kind": "priors+transfer",
-                "architecture": gpu.architecture,
-                "priors": "shared/reference/performance-facts.md §9",
-                "transferred_from": source,
-                "transferred": sorted(names),
-                "date": date,
-            },
-        )
+        src_gpu = load_gpu(source)
+        prof = transfer_profile(fitted[source], src_gpu, gpu)
+        prof = replace(prof, provenance={**prof.provenance, "date": date})
         _write(prof)
+        names = transferable(src_gpu, gpu)
+        kept = [n for n in CHIP_COEFFICIENTS if n not in names]
         report += [
-            f"## {target}: priors + transfer from {source}",
+            f"## {target}: physics + priors + transfer from {source}",
             "",
-            f"Architecture priors ({gpu.architecture}); transferred: "
+            f"Datasheet numbers of {target} from the catalog (used directly by the model): "
+            f"{gpu.peak_bf16_flop_per_s / 1e12:.0f} dense bf16 TFLOP/s, "
+            + (
+                f"{gpu.peak_fp8_flop_per_s / 1e12:.0f} fp8, "
+                if gpu.peak_fp8_flop_per_s is not None
+                else "no fp8, "
+            )
+            + f"{gpu.hbm_bandwidth_bytes_per_s / 1e12:.2f} TB/s HBM, "
+            f"{gpu.intra_node_bandwidth_bytes_per_s / 1e9:.0f} GB/s intra-node per direction. "
+            f"Architecture priors ({gpu.architecture}, performance-facts §9)"
+            + (f" for the chip efficiencies {', '.join(kept)}" if kept else "")
+            + f"; transferred from the fitted {source} ({src_gpu.architecture}): "
             f"{', '.join(sorted(names))}. No measurement of this GPU was used.",
             "",
+            "| coefficient | value | from |",
+            "|---|---|---|",
         ]
+        report += [
+            f"| {n} | {getattr(prof, n):.4g} | "
+            f"{'fitted ' + source if n in names else gpu.architecture + ' prior'} |"
+            for n in (*CHIP_COEFFICIENTS, *SOFTWARE_COEFFICIENTS, "hbm_efficiency")
+        ]
+        report.append("")
+    report += [
+        "Rule (`planner/perf_transfer.py`): software coefficients (overlaps, overheads, NIC "
+        "efficiency) go to every GPU, tp_overlap not across vendors (tp-comm-overlap is "
+        "CUDA-only); chip efficiencies (GEMM, attention, NVLink) only within one architecture. "
+        "How well this transfers is measured by the leave-one-GPU-type-out cross-validation "
+        "in `bench/results/accuracy.md` (A100 <-> H100, the only pair with rows).",
+        "",
+    ]
     (OUT / "FIT_REPORT.md").write_text("\n".join(report) + "\n")
     return 0
 

@@ -22,8 +22,12 @@ from scipy.stats import spearmanr
 
 from planner.layouts import FloatArray, LayoutBatch
 from planner.measurements import Measurement
+from planner.perf_transfer import model_family, transfer_profile
 from planner.performance import PerformanceProfile, estimate_performance
 from planner.specs import GPUSpec
+
+GROUPINGS = ("source", "sweep", "gpu", "family")
+"""Held-out groups of :func:`cross_validate`: a publication, a sweep, a GPU type, a model family."""
 
 DEFAULT_COEFFICIENTS = (
     "gemm_efficiency",
@@ -257,6 +261,44 @@ def _sweep_rankings(rows: Sequence[Measurement], pred: FloatArray) -> list[Sweep
     return out
 
 
+def group_key(m: Measurement, group_by: str) -> str:
+    """The held-out group a measurement belongs to under ``group_by`` (one of GROUPINGS)."""
+    if group_by == "source":
+        return m.source_id
+    if group_by == "sweep":
+        return m.sweep_id or f"row:{m.row_id}"
+    if group_by == "gpu":
+        return m.cluster.gpu.name
+    return model_family(m.model.name)
+
+
+def _profile_for(
+    gpu: GPUSpec,
+    train: Sequence[Measurement],
+    base_for: Callable[[GPUSpec], PerformanceProfile],
+    names_for: Callable[[GPUSpec], Sequence[str]],
+    prior_weight: float,
+) -> PerformanceProfile:
+    """Fitted on the training rows of this GPU type; with none, transferred from the GPU type
+    with the most training rows (planner.perf_transfer), as an unmeasured GPU is shipped."""
+    same = [m for m in train if m.cluster.gpu.name == gpu.name]
+    if same:
+        return fit_profile(
+            same, base_for(gpu), coefficients=names_for(gpu), prior_weight=prior_weight
+        )[0]
+    counts: dict[str, list[Measurement]] = {}
+    for m in train:
+        counts.setdefault(m.cluster.gpu.name, []).append(m)
+    if not counts:
+        return base_for(gpu)
+    donor_rows = max(counts.values(), key=len)
+    donor = donor_rows[0].cluster.gpu
+    fitted = fit_profile(
+        donor_rows, base_for(donor), coefficients=names_for(donor), prior_weight=prior_weight
+    )[0]
+    return transfer_profile(fitted, donor, gpu, base_for=base_for)
+
+
 def cross_validate(
     measurements: Sequence[Measurement],
     base_for: Callable[[GPUSpec], PerformanceProfile],
@@ -268,37 +310,31 @@ def cross_validate(
 ) -> CVReport:
     """Leave-one-group-out: fit each GPU type's profile without the group, predict the group.
 
+    ``group_by`` is one of GROUPINGS. A GPU type left without training rows (always so for
+    ``gpu``) gets the profile an unmeasured GPU is shipped with: its priors plus the
+    coefficients transferred from the fitted GPU type with the most rows.
     ``coefficients_for`` (optional) chooses the fitted coefficients per GPU type.
     """
-    if group_by not in ("source", "sweep"):
-        raise ValueError("group_by must be 'source' or 'sweep'")
+    if group_by not in GROUPINGS:
+        raise ValueError(f"group_by must be one of {', '.join(GROUPINGS)}")
     rows = usable(measurements)
 
-    def key(m: Measurement) -> str:
-        if group_by == "source":
-            return m.source_id
-        return m.sweep_id or f"row:{m.row_id}"
+    def names_for(gpu: GPUSpec) -> Sequence[str]:
+        return coefficients if coefficients_for is None else coefficients_for(gpu)
 
     measured = np.array([m.tokens_per_s_per_gpu for m in rows], dtype=np.float64)
     before = np.empty(len(rows))
     after = np.empty(len(rows))
     per_group: dict[str, dict[str, float]] = {}
-    for g in sorted({key(m) for m in rows}):
-        held = [i for i, m in enumerate(rows) if key(m) == g]
-        train = [m for m in rows if key(m) != g]
+    for g in sorted({group_key(m, group_by) for m in rows}):
+        held = [i for i, m in enumerate(rows) if group_key(m, group_by) == g]
+        train = [m for m in rows if group_key(m, group_by) != g]
         for gpu_name in sorted({rows[i].cluster.gpu.name for i in held}):
             idx = [i for i in held if rows[i].cluster.gpu.name == gpu_name]
             gpu = rows[idx[0]].cluster.gpu
-            base = base_for(gpu)
-            same_gpu = [m for m in train if m.cluster.gpu.name == gpu_name]
-            names = coefficients if coefficients_for is None else coefficients_for(gpu)
-            fitted = (
-                fit_profile(same_gpu, base, coefficients=names, prior_weight=prior_weight)[0]
-                if same_gpu
-                else base
-            )
+            fitted = _profile_for(gpu, train, base_for, names_for, prior_weight)
             subset = [rows[i] for i in idx]
-            before[idx] = predict_tokens_per_s(subset, base)
+            before[idx] = predict_tokens_per_s(subset, base_for(gpu))
             after[idx] = predict_tokens_per_s(subset, fitted)
         stats = ErrorStats.of(after[held], measured[held])
         per_group[g] = {
@@ -306,6 +342,8 @@ def cross_validate(
             "median_ape": stats.median_ape,
             "p90_ape": stats.p90_ape,
             "median_ape_before": ErrorStats.of(before[held], measured[held]).median_ape,
+            "p90_ape_before": ErrorStats.of(before[held], measured[held]).p90_ape,
+            "median_ratio": float(np.median(after[held] / measured[held])),
         }
     return CVReport(
         group_by=group_by,
