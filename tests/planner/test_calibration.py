@@ -143,3 +143,51 @@ def test_error_stats_are_absolute_percentages() -> None:
     stats = ErrorStats.of(np.array([110.0, 90.0, 100.0]), np.array([100.0, 100.0, 100.0]))
     assert stats.median_ape == pytest.approx(0.1)
     assert stats.n == 3
+
+
+H200 = replace(H100, name="h200-sxm-141gb", hbm_bandwidth_bytes_per_s=4.8e12)
+B200 = replace(
+    H100,
+    name="b200-sxm-180gb",
+    architecture="blackwell",
+    peak_bf16_flop_per_s=2250e12,
+    peak_fp8_flop_per_s=4500e12,
+)
+
+
+def _on(gpu: GPUSpec, rows: list[Measurement]) -> list[Measurement]:
+    return [
+        replace(r, row_id=f"{gpu.name}-{r.row_id}", cluster=replace(r.cluster, gpu=gpu))
+        for r in rows
+    ]
+
+
+def test_leave_one_gpu_out_transfers_the_software_fit_but_not_chip_efficiency() -> None:
+    # H100 rows run with a slow host (layer overhead, a software coefficient) and an unusual
+    # GEMM plateau (a chip coefficient); the held-out B200 must inherit only the former
+    truth = default_profile(H100).with_coefficients(layer_overhead_s=400e-6, gemm_efficiency=0.5)
+    h100 = synthetic(truth, "a", MODELS[0]) + synthetic(truth, "b", MODELS[1])
+    b200_truth = default_profile(B200).with_coefficients(layer_overhead_s=400e-6)
+    b200 = _on(B200, synthetic(b200_truth, "c", MODELS[0]))
+    b200 = [
+        replace(r, tokens_per_s_per_gpu=float(p))
+        for r, p in zip(b200, predict_tokens_per_s(b200, b200_truth), strict=True)
+    ]
+    cv = cross_validate(
+        h100 + b200,
+        default_profile,
+        group_by="gpu",
+        coefficients=("layer_overhead_s", "gemm_efficiency"),
+        prior_weight=1e-4,
+    )
+    held = cv.per_group["b200-sxm-180gb"]
+    assert held["median_ape"] < 0.02 < held["median_ape_before"]
+
+
+def test_leave_one_family_out_groups_by_model_family() -> None:
+    base = default_profile(H100)
+    llama = replace(MODELS[0], name="Llama 3.1 8b")
+    gpt = replace(MODELS[1], name="GPT-3 175B")
+    rows = synthetic(base, "a", llama) + synthetic(base, "b", gpt)
+    cv = cross_validate(rows, default_profile, group_by="family", coefficients=())
+    assert set(cv.per_group) == {"llama", "gpt"}
