@@ -37,9 +37,12 @@ TRANSFERS = (
     ("b200-sxm-180gb", "h100-sxm-80gb"),
     ("mi300x-192gb", "h100-sxm-80gb"),
 )
-LEGACY_ONLY = {"attention_score_bytes": 0.0}
-"""Reset after fitting: the A100 rows (2021-22) ran Megatron's unfused softmax; current
-Megatron uses fused/flash attention, so shipped profiles assume no score traffic."""
+LEGACY_ONLY = {"attention_score_bytes": 0.0, "attention_efficiency": None}
+"""Reset after fitting where the rows ran legacy software (the fit used attention_score_bytes):
+the A100 rows (2021-22) ran Megatron's unfused softmax, so their fitted attention speed and
+score traffic describe a kernel current Megatron no longer uses. Shipped profiles assume
+fused/flash attention: no score traffic and the architecture's flash-attention efficiency
+(None = the prior of planner.performance.default_profile, from performance-facts §2)."""
 
 
 def _write(profile: PerformanceProfile) -> None:
@@ -64,12 +67,13 @@ def main() -> int:
         gpu = sub[0].cluster.gpu
         names = coefficients_for(gpu)
         prof, rep = fit_profile(sub, default_profile(gpu), coefficients=names)
-        legacy = {k: getattr(prof, k) for k in LEGACY_ONLY if k in names}
+        prior = default_profile(gpu)
+        legacy_fit = "attention_score_bytes" in names
+        shipped = {k: getattr(prior, k) if v is None else v for k, v in LEGACY_ONLY.items()}
+        legacy = {k: getattr(prof, k) for k in LEGACY_ONLY if legacy_fit and k in names}
         prov = dict(prof.provenance)
-        prov["reset_after_fit"] = {
-            k: {"fitted": legacy[k], "shipped": LEGACY_ONLY[k]} for k in legacy
-        }
-        prof = replace(prof, provenance=prov, **{k: LEGACY_ONLY[k] for k in legacy})
+        prov["reset_after_fit"] = {k: {"fitted": legacy[k], "shipped": shipped[k]} for k in legacy}
+        prof = replace(prof, provenance=prov, **{k: shipped[k] for k in legacy})
         fitted[slug] = prof
         _write(prof)
         report += [
@@ -89,9 +93,10 @@ def main() -> int:
         if legacy:
             report += [
                 "",
-                f"Shipped with {LEGACY_ONLY} instead of the fitted {legacy}: these "
-                "rows ran Megatron's unfused attention (2021-22); current Megatron uses "
-                "fused/flash attention, which writes no score matrix.",
+                f"Shipped with { {k: shipped[k] for k in legacy} } instead of the fitted "
+                f"{legacy}: these rows ran Megatron's unfused attention (2021-22); current "
+                "Megatron uses fused/flash attention, which writes no score matrix and runs "
+                "at the architecture's flash-attention efficiency.",
                 "",
             ]
         report.append("")

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from planner.pipeline import pipeline_flags
 from planner.specs import (
     ClusterSpec,
@@ -59,6 +61,26 @@ def _fp8_recipe(architecture: str) -> str:
     return "mxfp8" if architecture in _BLACKWELL_OR_NEWER else "delayed"
 
 
+TP_COMM_OVERLAP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
+
+
+def tp_comm_overlap(cluster: ClusterSpec, tp: Any, sp: Any) -> Any:
+    """Whether ``--tp-comm-overlap`` is emitted, for scalars or arrays of tp and sp.
+
+    Transformer Engine's userbuffers overlap the TP all-gathers and reduce-scatters with the
+    GEMMs. They need sequence parallelism (rule 29) and a TP group inside one node's NVLink
+    domain; the planner emits them on Hopper and newer, where NVIDIA's recipes use them.
+    """
+    tp_sizes = np.asarray(tp)
+    supported = cluster.gpu.architecture in TP_COMM_OVERLAP_ARCHITECTURES
+    return (
+        supported
+        & (tp_sizes > 1)
+        & np.asarray(sp, dtype=np.bool_)
+        & (tp_sizes <= cluster.gpus_per_node)
+    )
+
+
 def megatron_args(
     model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout
 ) -> list[str]:
@@ -79,6 +101,8 @@ def megatron_args(
         args += ["--expert-tensor-parallel-size", str(lay.expert_tp)]
     if lay.sp:
         args.append("--sequence-parallel")
+    if tp_comm_overlap(cluster, lay.tp, lay.sp):
+        args.append("--tp-comm-overlap")  # TE userbuffers; needs SP (rule 29)
     if lay.optimizer_sharding == "full":
         args.append("--use-torch-fsdp2")  # rule 58: pp=1, ep=1, untied, no dist-opt
     elif lay.optimizer_sharding == "optimizer":
@@ -276,7 +300,8 @@ def _parser() -> argparse.ArgumentParser:
     for flag in ("--hidden-dropout", "--attention-dropout"):
         p.add_argument(flag, type=float, default=0.1)
     for flag in (
-        "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2",
+        "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer",
+        "--use-torch-fsdp2",
         "--overlap-grad-reduce", "--overlap-param-gather", "--group-query-attention",
         "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--add-qkv-bias", "--qk-layernorm", "--moe-grouped-gemm", "--multi-latent-attention",

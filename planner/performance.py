@@ -24,6 +24,7 @@ import numpy as np
 
 from planner.flops import flops_per_iteration
 from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray, IntArray, LayoutBatch
+from planner.megatron import tp_comm_overlap
 from planner.perf_comm import (
     Links,
     all_to_all_time,
@@ -247,11 +248,27 @@ def estimate_performance(
     coll_sp = ring_time(links, batch.tp, one, act_bytes, 1.0)
     coll_ar = ring_time(links, batch.tp, one, act_bytes, 2.0)
     tp_layer_fwd = np.where(sp > 0, 4 * coll_sp, 2 * coll_ar)
-    mlp_tp = (batch.etp > 1) | bool(sh.shared_expert_gemms)  # routed experts: a2a, not AG/RS
-    moe_tp_fwd = tp_layer_fwd * (0.5 + 0.5 * mlp_tp)
+    # MoE layer: attention (and shared experts) on the TP group; routed experts gather their
+    # K x tokens over the expert-TP group when etp > 1 (megatron-facts §1.1, §3.1)
+    shared_half = 0.5 if sh.shared_expert_gemms else 0.0
+    moe_tp_fwd = tp_layer_fwd * (0.5 + shared_half)
+    etp_fwd = np.zeros_like(tokens)
+    if model.is_moe:
+        routed_bytes = act_bytes * model.moe_router_topk * batch.etp / tp
+        etp_fwd = np.where(
+            batch.etp > 1,
+            np.where(
+                sp > 0,
+                2 * ring_time(links, batch.etp, one, routed_bytes, 1.0),
+                ring_time(links, batch.etp, one, routed_bytes, 2.0),
+            ),
+            0.0,
+        )
     stage_tp_fwd = layers_per_stage * ((1 - moe_frac) * tp_layer_fwd + moe_frac * moe_tp_fwd)
-    tp_hidden = np.where(sp > 0, prof.tp_overlap, 0.0)
-    tp_mb = (2 + full) * stage_tp_fwd * (1 - tp_hidden)
+    stage_etp_fwd = layers_per_stage * moe_frac * etp_fwd  # grouped GEMMs: not overlapped
+    # TE userbuffers hide TP collectives only where --tp-comm-overlap is emitted
+    tp_hidden = np.where(tp_comm_overlap(cluster, batch.tp, sp > 0), prof.tp_overlap, 0.0)
+    tp_mb = (2 + full) * (stage_tp_fwd * (1 - tp_hidden) + stage_etp_fwd)
     tp_mb = tp_mb + steal * share(batch.tp, one) * (2 + full) * stage_tp_fwd * tp_hidden
 
     # --- context parallel: ring exchange of K/V hidden behind attention (§6.3) ---------------
