@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 AxisChoice = int | tuple[int, ...] | None
+DEFAULT_OPTIMIZER_SHARDING: tuple[OptimizerSharding, ...] = ("optimizer", "none")
 _AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
 _LIMITS = ("max_tp", "max_pp", "max_vpp", "max_cp", "max_ep", "max_micro_batch_size")
 
@@ -75,7 +76,10 @@ class SearchConstraints:
     recompute: tuple[Recompute, ...] = RECOMPUTE_CHOICES
     sequence_parallel: tuple[bool, ...] | None = None
     """Allowed values for tp > 1; None means always on (the planner's default)."""
-    optimizer_sharding: tuple[OptimizerSharding, ...] = OPTIMIZER_SHARDING_CHOICES
+    optimizer_sharding: tuple[OptimizerSharding, ...] = DEFAULT_OPTIMIZER_SHARDING
+    """Default: Megatron's distributed optimizer, or none. Full sharding (Torch-FSDP2) is
+    opt-in: Megatron supports it with restrictions (rule 58) and no published measurement in
+    the calibration data used it, so its predicted speed is the least validated."""
 
     def __post_init__(self) -> None:
         for name in _AXES:

@@ -65,7 +65,9 @@ def plan(
     sequence_parallel: Annotated[
         bool | None, Opt("--sequence-parallel/--no-sequence-parallel")
     ] = None,
-    optimizer_sharding: Annotated[str | None, Opt(help="Allowed: none,optimizer,full.")] = None,
+    optimizer_sharding: Annotated[
+        str | None, Opt(help="Allowed: none,optimizer,full (default none,optimizer; full = FSDP2).")
+    ] = None,
     objective: Annotated[str, Opt(help="throughput, time_to_train or cost.")] = "throughput",
     token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,

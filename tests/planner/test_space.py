@@ -220,10 +220,13 @@ def test_invalid_constraints_raise(kwargs: dict[str, Any], match: str) -> None:
         SearchConstraints(**kwargs)
 
 
-def test_default_constraints_enumerate_all_recompute_and_sharding_modes() -> None:
+def test_default_constraints_enumerate_all_recompute_and_sharding_modes_but_fsdp() -> None:
     batch = enumerate_layouts(LLAMA8B, cluster(8), JOB)
     assert set(batch.recompute.tolist()) == {0, 1, 2}
-    assert set(batch.optimizer_sharding.tolist()) == {0, 1, 2}
+    assert set(batch.optimizer_sharding.tolist()) == {0, 1}  # full sharding is opt-in
+    opt_in = SearchConstraints(optimizer_sharding=("none", "optimizer", "full"))
+    assert set(enumerate_layouts(LLAMA8B, cluster(8), JOB, opt_in).optimizer_sharding) == {
+        0, 1, 2}
     assert np.isin(batch.micro_batch_size, [1, 2, 4, 8, 16, 32, 64, 128]).all()
 
 
