@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from app.planning import (
@@ -21,7 +22,7 @@ from planner.megatron import launch_spec
 from planner.performance import PerformanceProfile
 from planner.search import Objective, SearchBudget, plan
 from planner.space import SearchConstraints
-from planner.specs import SpecError
+from planner.specs import ClusterSpec, ModelSpec, SpecError, TrainingJob
 
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
 MAX_AXES = ("max_tp", "max_pp", "max_vpp", "max_cp", "max_ep", "max_micro_batch_size")
@@ -114,12 +115,23 @@ def objective_from_request(req: dict[str, Any]) -> Objective:
         raise SpecError(exc.message, field=exc.field or "objective") from exc
 
 
-def run_plan(
-    req: dict[str, Any],
-    *,
-    profile: PerformanceProfile | None = None,
-    progress: Progress | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class PreparedPlan:
+    """Everything a plan request resolves to before the search runs."""
+
+    model: ModelSpec
+    clusters: list[ClusterSpec]
+    jobs: list[TrainingJob]
+    constraints: SearchConstraints
+    objective: Objective
+    budget: SearchBudget
+    threshold: float
+    top_k: int
+    pareto: bool
+
+
+def prepare_plan(req: dict[str, Any]) -> PreparedPlan:
+    """Resolve and validate a plan request without searching; SpecError names the bad field."""
     model = resolve_model(req.get("model"))
     num_gpus_options = _int_list(req, "num_gpus_options", maximum=1 << 17)
     batch_options = _int_list(req, "global_batch_size_options", maximum=1 << 24)
@@ -142,26 +154,51 @@ def run_plan(
     max_trials = _int(req, "max_trials", 500, maximum=1_000_000)
     top_k = _int(req, "top_k", 10, maximum=1000)
     exhaustive = bool(_bool(req, "exhaustive", False))
-    budget = SearchBudget(
-        max_trials=1_000_000_000 if exhaustive else int(max_trials or 500), seed=int(seed or 0)
-    )
-    result = plan(
-        model,
-        clusters if len(clusters) > 1 else clusters[0],
-        jobs if len(jobs) > 1 else jobs[0],
+    return PreparedPlan(
+        model=model,
+        clusters=clusters,
+        jobs=jobs,
         constraints=constraints_from_request(req),
         objective=objective_from_request(req),
-        profile=profile_for(clusters[0].gpu, profile),
-        budget=budget,
+        budget=SearchBudget(
+            max_trials=1_000_000_000 if exhaustive else int(max_trials or 500),
+            seed=int(seed or 0),
+        ),
         threshold=_threshold(req),
         top_k=int(top_k or 10),
         pareto=bool(_bool(req, "pareto", False)),
+    )
+
+
+def run_plan(
+    req: dict[str, Any],
+    *,
+    profile: PerformanceProfile | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    p = prepare_plan(req)
+    result = plan(
+        p.model,
+        p.clusters if len(p.clusters) > 1 else p.clusters[0],
+        p.jobs if len(p.jobs) > 1 else p.jobs[0],
+        constraints=p.constraints,
+        objective=p.objective,
+        profile=profile_for(p.clusters[0].gpu, profile),
+        budget=p.budget,
+        threshold=p.threshold,
+        top_k=p.top_k,
+        pareto=p.pareto,
         progress=progress,
     )
     out = result.to_dict()
     for plan_json, found in zip(out["plans"], result.plans, strict=True):
         launch = launch_spec(found.model, found.cluster, found.job, found.layout)
-        plan_json["megatron"] = {"args": launch.args, "command": launch.command, "env": launch.env}
-    out["model"] = model.name
-    out["gpu"] = clusters[0].gpu.name
+        plan_json["megatron"] = {
+            "args": launch.args,
+            "command": launch.command,
+            "env": launch.env,
+            "notes": list(launch.notes),
+        }
+    out["model"] = p.model.name
+    out["gpu"] = p.clusters[0].gpu.name
     return out

@@ -355,6 +355,15 @@ def plan_request(
     return run_plan(request, profile=profile, progress=progress)
 
 
+def validate_plan_request(request: dict[str, Any]) -> tuple[ModelSpec, GPUSpec]:
+    """Everything ``plan_request`` would reject, checked without searching."""
+    from app.plan_request import prepare_plan
+
+    _check_fields(request, COMMON_FIELDS | PLAN_FIELDS)
+    prepared = prepare_plan(request)
+    return prepared.model, prepared.clusters[0].gpu
+
+
 def gpu_from_type_string(text: str) -> GPUSpec:
     """The catalog GPU for a free-text GPU type as measurement files and logs write it.
 

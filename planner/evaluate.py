@@ -114,6 +114,7 @@ def evaluate_layouts(
                 "args": launch.args,
                 "command": launch.command,
                 "env": launch.env,
+                "notes": list(launch.notes),
             }
         results.append(result)
     return results

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from app.cli.common import fail, print_json
+from app.cli.common import fail, out_console, print_json
 
 Opt = typer.Option
 
@@ -73,13 +72,18 @@ def calibrate(
         fail("give --measurements FILE.csv and/or --log FILE", field="measurements")
     if group_by not in ("source", "sweep"):
         fail(f"--group-by {group_by!r} is not one of source, sweep", field="group_by")
+    if output is not None and not output.expanduser().resolve().parent.is_dir():
+        fail(f"cannot write {output}: its folder does not exist", field="output")
     rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
     try:
         report = calibrate_rows(rows, group_by=group_by)
     except SpecError as exc:
         fail(exc.message, field=exc.field)
     if output is not None:
-        output.write_text(json.dumps(report["profiles"], indent=2) + "\n", encoding="utf-8")
+        try:
+            output.write_text(json.dumps(report["profiles"], indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror}", field="output")
     if json_output:
         print_json(report)
         return
@@ -87,7 +91,7 @@ def calibrate(
 
 
 def _print_report(report: dict[str, Any], output: Path | None) -> None:
-    console = Console()
+    console = out_console()
     table = Table(
         title="Calibration (cross-validated error of tokens/s per GPU)", header_style="bold"
     )

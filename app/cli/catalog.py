@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from app.cli.common import fail, print_json
+from app.cli.common import fail, out_console, print_json
 
 catalog_cli = typer.Typer(help="Built-in models, GPUs and cluster presets.", no_args_is_help=True)
 KINDS = ("models", "gpus", "clusters")
@@ -48,7 +47,7 @@ def list_entries(
         table.add_column(column)
     for row in rows:
         table.add_row(*("-" if row.get(c) is None else str(row.get(c)) for c in columns))
-    Console().print(table)
+    out_console().print(table)
 
 
 def _preset_dict(slug: str) -> dict[str, object]:

@@ -8,7 +8,14 @@ from typing import Any, NoReturn
 
 from rich.console import Console
 
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # one error, one line
+
+
+def out_console() -> Console:
+    """Console for tables: full width on a terminal; wide enough when piped to a file."""
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
 EXIT_BAD_INPUT = 2
 EXIT_NOTHING_FEASIBLE = 3
 

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from app.cli.common import fail, gib, inline_model_file, print_json, request_from_options
+from app.cli.common import (
+    err_console,
+    fail,
+    gib,
+    inline_model_file,
+    out_console,
+    print_json,
+    request_from_options,
+)
 
 Opt = typer.Option
 
@@ -19,25 +27,33 @@ def register(cli: typer.Typer) -> None:
     cli.command("evaluate")(evaluate)
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any] | str]:
-    """Each line's object, or an error string for a line that is not a JSON object."""
+def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
+    """(line number, the line's object or an error string) for each non-blank line.
+
+    ``-`` reads standard input.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}", field="input")
-    items: list[dict[str, Any] | str] = []
+    except UnicodeDecodeError as exc:
+        fail(f"{path} is not UTF-8 text (byte {exc.start}); give a JSON-lines file", field="input")
+    items: list[tuple[int, dict[str, Any] | str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            items.append(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})")
+            items.append((number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
             continue
         if not isinstance(obj, dict):
-            items.append(f"line {number}: expected a JSON object, got {type(obj).__name__}")
+            items.append((number, f"expected a JSON object, got {type(obj).__name__}"))
             continue
-        items.append(obj)
+        items.append((number, obj))
+    if not items:
+        fail(f"{path} has no request lines", field="input")
     return items
 
 
@@ -64,7 +80,7 @@ def evaluate(
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
     memory_threshold: Annotated[float | None, Opt(help="Feasibility threshold (0.8).")] = None,
     input: Annotated[
-        Path | None, Opt("--input", help="JSON-lines file: one request object per line.")
+        Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")
     ] = None,
     json_output: Annotated[bool, Opt("--json", help="One JSON object per layout.")] = False,
 ) -> None:
@@ -76,14 +92,17 @@ def evaluate(
         items = _read_jsonl(input)
         good = [
             {**item, "model": inline_model_file(item.get("model"))}
-            for item in items
+            for _, item in items
             if isinstance(item, dict)
         ]
         results = iter(evaluate_requests(good, errors_inline=True))
-        outputs = [
-            next(results) if isinstance(item, dict) else {"error": {"message": item}}
-            for item in items
-        ]
+        outputs = []
+        for number, item in items:
+            out = next(results) if isinstance(item, dict) else {"error": {"message": item}}
+            out["line"] = number
+            if "error" in out:
+                out["error"]["message"] = f"line {number}: {out['error']['message']}"
+            outputs.append(out)
     else:
         request = request_from_options(
             model=inline_model_file(model),
@@ -117,10 +136,16 @@ def evaluate(
         _print_table(outputs)
     if input is None and not outputs[0].get("valid", False):
         raise SystemExit(1)
+    failed = sum("error" in out for out in outputs)
+    if failed:  # the other lines were evaluated and printed; say how many could not be
+        err_console.print(
+            f"{failed} of {len(outputs)} lines could not be evaluated", highlight=False
+        )
+        raise SystemExit(1)
 
 
 def _print_table(outputs: list[dict[str, Any]]) -> None:
-    console = Console()
+    console = out_console()
     table = Table(title="Layouts", header_style="bold")
     for column in ("#", "layout", "valid", "memory GiB", "fits", "tokens/s/GPU", "MFU", "notes"):
         table.add_column(column, justify="right" if column not in ("layout", "notes") else "left")

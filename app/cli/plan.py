@@ -14,6 +14,7 @@ from app.cli.common import (
     fail,
     gib,
     inline_model_file,
+    out_console,
     print_json,
     request_from_options,
 )
@@ -154,8 +155,11 @@ def _plan_with_progress(plan_request: Any, request: dict[str, Any]) -> dict[str,
 
 
 def _print_result(result: dict[str, Any]) -> None:
-    console = Console()
     search = result["search"]
+    console = out_console()
+    if not result["plans"]:  # no empty table: the reasons below say why
+        _print_rejections(console, result)
+        return
     table = Table(
         title=f"Best layouts for {result.get('model')} on {result.get('gpu')}",
         caption=(
@@ -165,7 +169,8 @@ def _print_result(result: dict[str, Any]) -> None:
         ),
         header_style="bold",
     )
-    for column in (
+    kind = result["plans"][0].get("objective", {}).get("kind", "throughput")
+    columns = [
         "#",
         "GPUs",
         "tp",
@@ -173,33 +178,50 @@ def _print_result(result: dict[str, Any]) -> None:
         "vpp",
         "cp",
         "ep",
+        "etp",
         "dp",
         "mbs",
         "recompute",
+        "sharding",
         "tokens/s/GPU",
         "MFU",
         "step s",
         "mem GiB",
-    ):
-        table.add_column(column, justify="left" if column == "recompute" else "right")
+    ]
+    if kind != "throughput":
+        columns += ["days", "USD"] if kind == "cost" else ["days"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("recompute", "sharding") else "right")
     for rank, plan in enumerate(result["plans"], start=1):
         lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
         gpus = lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"]
-        table.add_row(
+        cells = [
             str(rank),
             str(gpus),
-            *(str(lay[k]) for k in ("tp", "pp", "vpp", "cp", "ep", "dp")),
+            *(str(lay[k]) for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "dp")),
             str(lay["micro_batch_size"]),
             lay["recompute"],
+            lay["optimizer_sharding"],
             f"{perf['tokens_per_s_per_gpu']:,.0f}",
             f"{100 * perf['mfu']:.1f}%",
             f"{perf['step_time_s']:.2f}",
             f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}",
-        )
+        ]
+        objective = plan.get("objective", {})
+        if kind != "throughput":
+            cells.append(f"{objective.get('days', 0):,.1f}")
+            if kind == "cost":
+                cells.append(f"{objective.get('usd', 0):,.0f}")
+        table.add_row(*cells)
     console.print(table)
-    if result["plans"]:
-        console.print("\n[bold]Launch the best plan:[/]")
-        console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True, highlight=False)
+    console.print("\n[bold]Launch the best plan:[/]")
+    console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True, highlight=False)
+    for note in result["plans"][0]["megatron"].get("notes", []):
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    _print_rejections(console, result)
+
+
+def _print_rejections(console: Any, result: dict[str, Any]) -> None:
     if result.get("rejections"):
         console.print("\n[bold]Rejected layouts:[/]")
         for reason, count in sorted(result["rejections"].items(), key=lambda kv: -kv[1]):

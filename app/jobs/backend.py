@@ -31,26 +31,8 @@ def _validate_plan(request: dict[str, Any]) -> dict[str, Any]:
     """Resolve what a plan request names, raising SpecError now rather than in the job."""
     from app import planning
 
-    model = planning.resolve_model(request.get("model"))
-    options = request.get("num_gpus_options") or [request.get("num_gpus")]
-    if options[0] is None:
-        from planner.specs import SpecError
-
-        raise SpecError("num_gpus (or num_gpus_options) is required", field="num_gpus")
-    gbs = request.get("global_batch_size") or (request.get("global_batch_size_options") or [0])[0]
-    if not gbs:
-        from planner.specs import SpecError
-
-        raise SpecError(
-            "global_batch_size (or global_batch_size_options) is required",
-            field="global_batch_size",
-        )
-    cluster = None
-    for n in options:
-        cluster = planning.resolve_cluster(request, int(n))
-    planning.resolve_job(request, global_batch_size=int(gbs))
-    assert cluster is not None
-    return {"model": model.to_dict(), "gpu": cluster.gpu.to_dict()}
+    model, gpu = planning.validate_plan_request(request)
+    return {"model": model.to_dict(), "gpu": gpu.to_dict()}
 
 
 def _check_measurements(rows: list[dict[str, str]]) -> int:

@@ -80,14 +80,23 @@ def test_evaluate_input_file_keeps_order_and_reports_bad_lines(tmp_path: Path) -
     ]
     path = tmp_path / "in.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    code, out, _ = run("evaluate", "--input", str(path), "--json")
-    assert code == 0
+    code, out, err = run("evaluate", "--input", str(path), "--json")
+    assert code == 1  # some lines failed; the others were still evaluated and printed
+    assert "3 of 5 lines" in err
     results = [json.loads(line) for line in out.splitlines()]
     assert len(results) == 5
     assert results[0]["layout"]["tp"] == 2 and results[2]["layout"]["tp"] == 8
     assert "line 2" in results[1]["error"]["message"]
     assert results[3]["error"]["field"] == "seq_length"
+    assert results[3]["error"]["message"].startswith("line 4: ")
     assert results[4]["error"]["field"] == "gpu"
+
+
+def test_evaluate_input_that_is_not_text_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bin.jsonl"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    code, _, err = run("evaluate", "--input", str(path), "--json")
+    assert code == 2 and "not UTF-8" in err
 
 
 def test_plan_json_is_ranked_and_every_plan_is_valid() -> None:
