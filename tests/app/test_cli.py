@@ -248,3 +248,16 @@ def test_planning_layer_never_opens_files_named_in_a_request() -> None:
     with pytest.raises(SpecError, match="unknown model") as info:
         evaluate_request(request)
     assert info.value.field == "model"
+
+
+def test_plan_requests_are_fully_validated_before_any_search() -> None:
+    from app.planning import validate_plan_request
+    from planner.specs import SpecError
+
+    request = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 8,
+               "seq_length": 4096, "global_batch_size": 64, "objective": "cost"}
+    with pytest.raises(SpecError, match="token_budget") as info:
+        validate_plan_request(request)
+    assert info.value.field == "token_budget"
+    model, gpu = validate_plan_request({**request, "objective": "throughput"})
+    assert (model.name, gpu.name) == ("llama3.1-8b", "h100-sxm-80gb")
