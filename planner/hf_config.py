@@ -2,9 +2,13 @@
 
 Supported ``model_type`` values: llama (Llama 1/2/3/3.1), mistral, mixtral, qwen2, qwen2_moe,
 qwen3, qwen3_moe, deepseek_v3 and gpt_oss. Key names follow the transformers configuration
-classes; the Megatron meaning of each field is in ``planner/specs.py``. Features that a ModelSpec
-cannot express (sliding windows, attention sinks, rope scaling details, router settings) are
-dropped, and the returned spec's ``sources`` says so.
+classes; the Megatron meaning of each field is in ``planner/specs.py``. RoPE settings map to the
+rotary fields: ``rope_theta`` to rotary_base (the transformers default of the model type when the
+key is absent), ``partial_rotary_factor`` to rotary_percent, ``rope_scaling`` of type 'llama3' to
+use_rope_scaling and rope_scaling_factor, and of type 'yarn' to rotary_scaling_factor, mscale and
+mscale_all_dim. Features that a ModelSpec cannot express (sliding windows, attention sinks, YaRN
+beta/original-length details, router settings) are dropped, and the returned spec's ``sources``
+says so.
 """
 
 from __future__ import annotations
@@ -29,6 +33,23 @@ _ARCHITECTURE_TO_TYPE: dict[str, str] = {
 }
 
 _GATED_SILU = ("silu", "swish")
+
+_DEFAULT_ROPE_THETA: dict[str, float] = {
+    # the rope_theta default of each transformers configuration class, used when the key is absent
+    "llama": 10000.0,
+    "mistral": 10000.0,
+    "mixtral": 1e6,
+    "qwen2": 10000.0,
+    "qwen2_moe": 10000.0,
+    "qwen3": 10000.0,
+    "qwen3_moe": 10000.0,
+    "deepseek_v3": 10000.0,
+    "gpt_oss": 150000.0,
+}
+
+# What Megatron's --use-rope-scaling fixes besides the factor (catalog-facts §1.3, Llama 3.1).
+_LLAMA3_FIXED = {"low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                 "original_max_position_embeddings": 8192}  # fmt: skip
 
 
 class _Config:
@@ -97,14 +118,78 @@ def _detect_model_type(config: Mapping[str, Any]) -> str:
     )
 
 
+def _rope_scaling(cfg: _Config) -> tuple[str | None, Mapping[str, Any]]:
+    """(scaling type, its parameters): ``rope_scaling``, or transformers 5's ``rope_parameters``."""
+    for key in ("rope_scaling", "rope_parameters"):
+        scaling = cfg.data.get(key)
+        if isinstance(scaling, Mapping):
+            kind = scaling.get("rope_type", scaling.get("type"))
+            if kind is not None and kind != "default":
+                return str(kind), scaling
+    return None, {}
+
+
 def _position_embedding(cfg: _Config) -> PositionEmbedding:
-    scaling = cfg.data.get("rope_scaling")
-    if isinstance(scaling, Mapping):
-        kind = scaling.get("rope_type", scaling.get("type"))
-        if kind == "yarn":
-            return "yarn"
+    kind, _ = _rope_scaling(cfg)
     # Llama-3 style scaling is still Megatron's plain rope with --use-rope-scaling.
-    return "rope"
+    return "yarn" if kind == "yarn" else "rope"
+
+
+def _scaling_number(params: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SpecError(
+            f"Hugging Face config {where}[{key!r}]={value!r} must be a number", field=where
+        )
+    return float(value)
+
+
+def _rotary_fields(cfg: _Config) -> dict[str, Any]:
+    """rope_theta, partial_rotary_factor and rope_scaling as ModelSpec rotary fields."""
+    parameters = cfg.data.get("rope_parameters")
+    theta_source = parameters if isinstance(parameters, Mapping) else cfg.data
+    theta = theta_source.get("rope_theta", cfg.data.get("rope_theta"))
+    if theta is None:
+        theta = _DEFAULT_ROPE_THETA.get(cfg.model_type)
+    elif isinstance(theta, bool) or not isinstance(theta, int | float):
+        raise SpecError(
+            f"Hugging Face config key 'rope_theta'={theta!r} must be a number", field="rope_theta"
+        )
+    fields: dict[str, Any] = {
+        "rotary_base": None if theta is None else float(theta),
+        "rotary_percent": cfg.number("partial_rotary_factor", 1.0),
+    }
+    kind, params = _rope_scaling(cfg)
+    where = (
+        "rope_scaling" if isinstance(cfg.data.get("rope_scaling"), Mapping) else "rope_parameters"
+    )
+    if kind == "llama3":
+        for key, fixed in _LLAMA3_FIXED.items():
+            value = _scaling_number(params, key, where)
+            if value is not None and value != fixed:
+                raise SpecError(
+                    f"{where}[{key!r}]={value:g} is not supported: Megatron's "
+                    f"--use-rope-scaling fixes it at {fixed:g} (only the factor is a flag)",
+                    field=where,
+                )
+        factor = _scaling_number(params, "factor", where)
+        fields.update(use_rope_scaling=True, rope_scaling_factor=factor or 8.0)
+    elif kind == "yarn":
+        fields.update(
+            rotary_scaling_factor=_scaling_number(params, "factor", where),
+            mscale=_scaling_number(params, "mscale", where),
+            mscale_all_dim=_scaling_number(params, "mscale_all_dim", where),
+        )
+    return fields
+
+
+def _unexpressed_rope_scaling(cfg: _Config) -> str | None:
+    kind, _ = _rope_scaling(cfg)
+    if kind is None or kind in ("llama3", "yarn"):
+        return None
+    return f"rope scaling type {kind!r} has no Megatron flag here and is not emitted"
 
 
 def _check_gated_silu(cfg: _Config) -> None:
@@ -148,6 +233,7 @@ def _dense_fields(cfg: _Config) -> dict[str, Any]:
         "swiglu": True,
         "normalization": "RMSNorm",
         "position_embedding_type": _position_embedding(cfg),
+        **_rotary_fields(cfg),
         "untie_embeddings_and_output_weights": not cfg.flag("tie_word_embeddings", False),
         "add_bias_linear": cfg.flag("mlp_bias", False),
         "add_qkv_bias": cfg.flag("attention_bias", False),
@@ -283,9 +369,10 @@ SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_PARSERS)
 
 _NOT_EXPRESSED = {
     "mistral": "sliding_window (if set) is not modelled",
-    "deepseek_v3": "router settings (sigmoid, groups, scaling) and YaRN details are not modelled",
-    "gpt_oss": "alternating 128-token sliding window, attention sinks and the clamped activation "
-    "are not modelled",
+    "deepseek_v3": "router settings (sigmoid, groups, scaling) and the YaRN original length and "
+    "beta_fast/beta_slow are not modelled",
+    "gpt_oss": "alternating 128-token sliding window, attention sinks, the clamped activation and "
+    "the YaRN original length and beta_fast/beta_slow are not modelled",
 }
 
 
@@ -311,4 +398,7 @@ def model_from_hf_config(config: Mapping[str, Any], *, name: str | None = None) 
     note = f"Hugging Face config.json (model_type {model_type}) read by planner.hf_config"
     if model_type in _NOT_EXPRESSED:
         note += f"; {_NOT_EXPRESSED[model_type]}"
+    unexpressed = _unexpressed_rope_scaling(_Config(config, model_type))
+    if unexpressed:
+        note += f"; {unexpressed}"
     return ModelSpec(name=name or str(default_name), sources={"all": note}, **fields)

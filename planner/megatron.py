@@ -7,7 +7,8 @@
 generated flags describe the same layout and model.
 
 What is left to the user: data, tokenizer, optimizer hyper-parameters, checkpointing and logging
-flags (``LaunchSpec.notes`` says so), and the YaRN settings of MLA models (not in ModelSpec).
+flags (``LaunchSpec.notes`` says so). Rotary settings (base, partial rotation, Llama-3 scaling,
+YaRN) are emitted from the ModelSpec's rotary fields.
 """
 
 from __future__ import annotations
@@ -154,6 +155,7 @@ def _shape_args(model: ModelSpec) -> list[str]:
         args.append("--swiglu")
     args += ["--normalization", model.normalization]
     args += ["--position-embedding-type", model.position_embedding_type]
+    args += _rotary_args(model)
     if model.untie_embeddings_and_output_weights:
         args.append("--untie-embeddings-and-output-weights")
     if not model.add_bias_linear:
@@ -166,6 +168,42 @@ def _shape_args(model: ModelSpec) -> list[str]:
     args += ["--attention-dropout", repr(model.attention_dropout)]
     args += ["--vocab-size", str(model.vocab_size)]
     args += ["--make-vocab-size-divisible-by", str(VOCAB_DIVISIBLE_BY)]
+    return args
+
+
+def _number(value: float) -> str:
+    """A float flag value as a launch script writes it: 500000, 0.5, 1e-06."""
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
+def _rotary_args(model: ModelSpec) -> list[str]:
+    """RoPE base, partial rotation and Llama-3 scaling (megatron-facts §1.4, catalog-facts §1.3).
+
+    Without ``--rotary-base`` Megatron trains with theta 10000, a different model for Llama 3.1
+    (500000) or Mixtral (1e6). The YaRN flags of MLA models are in :func:`_mla_args`.
+    """
+    args: list[str] = []
+    if model.rotary_base is not None:
+        args += ["--rotary-base", _number(model.rotary_base)]
+    if model.rotary_percent != 1.0:
+        args += ["--rotary-percent", _number(model.rotary_percent)]
+    if model.use_rope_scaling:
+        args.append("--use-rope-scaling")
+        if model.rope_scaling_factor != 8.0:  # Megatron's default factor is 8.0
+            args += ["--rope-scaling-factor", _number(model.rope_scaling_factor)]
+    if model.position_embedding_type == "yarn" and not model.multi_latent_attention:
+        args += _yarn_args(model)
+    return args
+
+
+def _yarn_args(model: ModelSpec) -> list[str]:
+    args: list[str] = []
+    if model.rotary_scaling_factor is not None:
+        args += ["--rotary-scaling-factor", _number(model.rotary_scaling_factor)]
+    if model.mscale is not None:
+        args += ["--mscale", _number(model.mscale)]
+    if model.mscale_all_dim is not None:
+        args += ["--mscale-all-dim", _number(model.mscale_all_dim)]
     return args
 
 
@@ -199,6 +237,13 @@ def _mla_args(model: ModelSpec) -> list[str]:
     args += ["--qk-head-dim", str(model.qk_head_dim)]
     args += ["--qk-pos-emb-head-dim", str(model.qk_pos_emb_head_dim)]
     args += ["--v-head-dim", str(model.v_head_dim)]
+    # The CLI's --rotary-scaling-factor 1.0 overrides MLA's YaRN factor 40 (§1.11), so the rope
+    # type and the YaRN factor are always explicit; --mscale/--mscale-all-dim default to the
+    # same values on the CLI and in MLATransformerConfig and are passed when the spec sets them.
+    if model.rotary_scaling_factor is None:
+        args += ["--rope-type", "rope"]
+    else:
+        args += ["--rope-type", "yarn", *_yarn_args(model)]
     return args
 
 
@@ -254,11 +299,18 @@ def launch_spec(
         f"{model.padded_vocab_size(layout.tp, VOCAB_DIVISIBLE_BY)}; --vocab-size is only read "
         "by NullTokenizer, which adds one EOD entry",
     ]
-    if model.multi_latent_attention or model.position_embedding_type == "yarn":
+    if model.position_embedding_type == "yarn" and not model.multi_latent_attention:
         notes.append(
-            "set the model's rotary settings (--rope-type, --rotary-base, "
-            "--rotary-scaling-factor, --mscale, --mscale-all-dim); Megatron's CLI defaults "
-            "differ from DeepSeek's (megatron-facts §1.11)"
+            "--position-embedding-type yarn: check the YaRN settings in Megatron's config dump "
+            "(scaling factor, original context length, beta_fast/beta_slow); the planner passes "
+            "--rotary-base and --rotary-scaling-factor/--mscale*, which megatron-facts §1.11 "
+            "documents for MLA only"
+        )
+    uses_rope = model.multi_latent_attention or model.position_embedding_type in ("rope", "yarn")
+    if uses_rope and model.rotary_base is None:
+        notes.append(
+            "the model spec sets no rotary_base, so Megatron uses its default RoPE theta 10000; "
+            "pass --rotary-base if the model was trained with another theta"
         )
     return LaunchSpec(args=args, env=env, command=command, notes=notes)
 
@@ -299,6 +351,12 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(flag, type=int, default=default)
     for flag in ("--hidden-dropout", "--attention-dropout"):
         p.add_argument(flag, type=float, default=0.1)
+    # rotary flags: None where the planner leaves Megatron's default (10000, 1.0 and 0.0)
+    for flag in ("--rotary-base", "--rotary-scaling-factor", "--mscale", "--mscale-all-dim"):
+        p.add_argument(flag, type=float, default=None)
+    p.add_argument("--rotary-percent", type=float, default=1.0)
+    p.add_argument("--rope-scaling-factor", type=float, default=8.0)
+    p.add_argument("--rope-type", choices=("rope", "yarn"), default=None)
     for flag in (
         "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer",
         "--use-torch-fsdp2",
@@ -307,6 +365,7 @@ def _parser() -> argparse.ArgumentParser:
         "--add-qkv-bias", "--qk-layernorm", "--moe-grouped-gemm", "--multi-latent-attention",
         "--bf16", "--recompute-activations", "--account-for-embedding-in-pipeline-split",
         "--account-for-loss-in-pipeline-split", "--moe-router-pre-softmax",
+        "--use-rope-scaling",
     ):  # fmt: skip
         p.add_argument(flag, action="store_true")
     p.add_argument("--normalization", choices=("LayerNorm", "RMSNorm"), default="LayerNorm")
@@ -390,6 +449,8 @@ def parse_megatron_args(
     if ns.num_experts is not None:
         freq, first_dense = _parse_moe_layer_freq(ns.moe_layer_freq, ns.num_layers)
     mla = ns.multi_latent_attention
+    # YaRN settings are read by MLA (unless --rope-type rope) and by --position-embedding-type yarn
+    yarn = (mla and ns.rope_type != "rope") or (not mla and ns.position_embedding_type == "yarn")
     fields: dict[str, Any] = {
         "num_layers": ns.num_layers,
         "hidden_size": ns.hidden_size,
@@ -421,6 +482,13 @@ def parse_megatron_args(
         "qk_pos_emb_head_dim": ns.qk_pos_emb_head_dim if mla else None,
         "v_head_dim": ns.v_head_dim if mla else None,
         "mtp_num_layers": ns.mtp_num_layers or 0,
+        "rotary_base": ns.rotary_base,
+        "rotary_percent": ns.rotary_percent,
+        "use_rope_scaling": ns.use_rope_scaling,
+        "rope_scaling_factor": ns.rope_scaling_factor,
+        "rotary_scaling_factor": ns.rotary_scaling_factor if yarn else None,
+        "mscale": ns.mscale if yarn else None,
+        "mscale_all_dim": ns.mscale_all_dim if yarn else None,
     }
     return ParsedArgs(
         layout=layout,

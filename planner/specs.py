@@ -106,6 +106,25 @@ class ModelSpec:
     qk_head_dim: int | None = None
     qk_pos_emb_head_dim: int | None = None
     v_head_dim: int | None = None
+    # --- rotary position embedding (megatron-facts §1.4, §1.11) -----------------------------
+    rotary_base: float | None = None
+    """RoPE theta (``--rotary-base``); None means Megatron's default 10000 (no flag emitted)."""
+    rotary_percent: float = 1.0
+    """Share of each head dimension that is rotated (``--rotary-percent``, in (0, 1]);
+    Nemotron-4: 0.5. Hugging Face calls it ``partial_rotary_factor``."""
+    use_rope_scaling: bool = False
+    """Llama-3.1-style frequency scaling (``--use-rope-scaling``; low/high frequency factors 1 and
+    4 and original length 8192 are fixed in Megatron). Hugging Face rope_type 'llama3'."""
+    rope_scaling_factor: float = 8.0
+    """Factor of the Llama-3 scaling (``--rope-scaling-factor``, Megatron's default 8.0; Llama 3.2
+    1B/3B use 32). Only read when use_rope_scaling is true."""
+    rotary_scaling_factor: float | None = None
+    """YaRN context-extension factor (``--rotary-scaling-factor``; DeepSeek-V3 40, GPT-OSS 32);
+    None means no YaRN scaling. MLA or position_embedding_type 'yarn' only."""
+    mscale: float | None = None
+    """YaRN attention-scale coefficient (``--mscale``); None means Megatron's default 1.0."""
+    mscale_all_dim: float | None = None
+    """YaRN ``--mscale-all-dim``; None means Megatron's default 0.0."""
     # --- multi-token prediction ---------------------------------------------------------------
     mtp_num_layers: int = 0
     """Depth D of multi-token prediction (``--mtp-num-layers``)."""
@@ -169,8 +188,9 @@ class ModelSpec:
                 )
         if self.num_experts is not None:
             if self.num_experts < 1:
-                raise SpecError("num_experts must be >= 1, or null for a dense model",
-                                field="num_experts")
+                raise SpecError(
+                    "num_experts must be >= 1, or null for a dense model", field="num_experts"
+                )
             if not 1 <= self.moe_router_topk <= self.num_experts:
                 raise SpecError(
                     f"moe_router_topk={self.moe_router_topk} must be between 1 and "
@@ -204,6 +224,83 @@ class ModelSpec:
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
                 raise SpecError(f"{name}={value} must be in [0, 1)", field=name)
+        self._check_rotary()
+
+    def _check_rotary(self) -> None:
+        """Rotary settings: numbers in range, and only where Megatron reads them."""
+        for name in ("rotary_base", "rotary_percent", "rope_scaling_factor",
+                     "rotary_scaling_factor", "mscale", "mscale_all_dim"):  # fmt: skip
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise SpecError(f"{name}={value!r} must be a number", field=name)
+            if not math.isfinite(value):
+                raise SpecError(f"{name}={value} must be finite", field=name)
+            object.__setattr__(self, name, float(value))  # 500000 and 500000.0 are one value
+        if not isinstance(self.use_rope_scaling, bool):
+            raise SpecError(
+                f"use_rope_scaling={self.use_rope_scaling!r} must be true or false",
+                field="use_rope_scaling",
+            )
+        if self.rotary_base is not None and self.rotary_base <= 0:
+            raise SpecError(
+                f"rotary_base={self.rotary_base} must be positive (RoPE theta, e.g. 10000 or "
+                "500000), or null for Megatron's default 10000",
+                field="rotary_base",
+            )
+        if not 0.0 < self.rotary_percent <= 1.0:
+            raise SpecError(
+                f"rotary_percent={self.rotary_percent} must be in (0, 1] (Nemotron-4: 0.5)",
+                field="rotary_percent",
+            )
+        if self.rope_scaling_factor <= 0:
+            raise SpecError(
+                f"rope_scaling_factor={self.rope_scaling_factor} must be positive",
+                field="rope_scaling_factor",
+            )
+        if self.rotary_scaling_factor is not None and self.rotary_scaling_factor < 1:
+            raise SpecError(
+                f"rotary_scaling_factor={self.rotary_scaling_factor} must be >= 1 (the YaRN "
+                "context-extension factor), or null for no YaRN scaling",
+                field="rotary_scaling_factor",
+            )
+        if self.mscale is not None and self.mscale <= 0:
+            raise SpecError(f"mscale={self.mscale} must be positive", field="mscale")
+        if self.mscale_all_dim is not None and self.mscale_all_dim < 0:
+            raise SpecError(
+                f"mscale_all_dim={self.mscale_all_dim} must be >= 0", field="mscale_all_dim"
+            )
+        rotary = self.multi_latent_attention or self.position_embedding_type in ("rope", "yarn")
+        if not rotary:
+            for name, default in (("rotary_base", None), ("rotary_percent", 1.0),
+                                  ("use_rope_scaling", False), ("rotary_scaling_factor", None),
+                                  ("mscale", None), ("mscale_all_dim", None)):  # fmt: skip
+                if getattr(self, name) != default:
+                    raise SpecError(
+                        f"{name}={getattr(self, name)!r} needs rotary position embeddings, but "
+                        f"position_embedding_type is {self.position_embedding_type!r}; leave it "
+                        "unset or use 'rope'/'yarn'",
+                        field=name,
+                    )
+        yarn = self.multi_latent_attention or self.position_embedding_type == "yarn"
+        if self.rotary_scaling_factor is not None and not yarn:
+            raise SpecError(
+                "rotary_scaling_factor (YaRN) needs multi_latent_attention or "
+                "position_embedding_type 'yarn'; Llama-3-style scaling is use_rope_scaling",
+                field="rotary_scaling_factor",
+            )
+        for name in ("mscale", "mscale_all_dim"):
+            if getattr(self, name) is not None and self.rotary_scaling_factor is None:
+                raise SpecError(
+                    f"{name} is a YaRN setting and needs rotary_scaling_factor", field=name
+                )
+        if self.use_rope_scaling and yarn:
+            raise SpecError(
+                "use_rope_scaling (Llama-3 scaling) cannot be combined with YaRN "
+                "(multi_latent_attention or position_embedding_type 'yarn')",
+                field="use_rope_scaling",
+            )
 
     # --- derived shape ------------------------------------------------------------------------
     @property
@@ -283,13 +380,17 @@ class GPUSpec:
     def __post_init__(self) -> None:
         if self.hbm_bytes <= 0:
             raise SpecError("hbm_bytes must be positive", field="hbm_bytes")
-        for name in ("hbm_bandwidth_bytes_per_s", "peak_bf16_flop_per_s",
-                     "intra_node_bandwidth_bytes_per_s"):
+        for name in (
+            "hbm_bandwidth_bytes_per_s",
+            "peak_bf16_flop_per_s",
+            "intra_node_bandwidth_bytes_per_s",
+        ):
             if not getattr(self, name) > 0:
                 raise SpecError(f"{name} must be positive", field=name)
         if self.peak_fp8_flop_per_s is not None and self.peak_fp8_flop_per_s <= 0:
-            raise SpecError("peak_fp8_flop_per_s must be positive or null",
-                            field="peak_fp8_flop_per_s")
+            raise SpecError(
+                "peak_fp8_flop_per_s must be positive or null", field="peak_fp8_flop_per_s"
+            )
 
     def peak_flop_per_s(self, precision: Precision) -> float:
         if precision == "fp8" and self.peak_fp8_flop_per_s is not None:
@@ -328,8 +429,10 @@ class ClusterSpec:
                 field="num_gpus",
             )
         if not self.inter_node_bandwidth_bytes_per_s > 0:
-            raise SpecError("inter_node_bandwidth_bytes_per_s must be positive",
-                            field="inter_node_bandwidth_bytes_per_s")
+            raise SpecError(
+                "inter_node_bandwidth_bytes_per_s must be positive",
+                field="inter_node_bandwidth_bytes_per_s",
+            )
 
     @property
     def num_nodes(self) -> int:
@@ -358,8 +461,9 @@ class TrainingJob:
     def __post_init__(self) -> None:
         _positive(self, "seq_length", "global_batch_size")
         if self.precision not in PRECISION_CHOICES:
-            raise SpecError(f"precision={self.precision!r} is not supported; use bf16 or fp8",
-                            field="precision")
+            raise SpecError(
+                f"precision={self.precision!r} is not supported; use bf16 or fp8", field="precision"
+            )
 
     @property
     def tokens_per_iteration(self) -> int:
@@ -414,9 +518,17 @@ class Layout:
     def normalized(self) -> Layout:
         """The same layout with defaults made explicit (etp, sequence_parallel)."""
         return Layout(
-            tp=self.tp, pp=self.pp, vpp=self.vpp, cp=self.cp, ep=self.ep, etp=self.expert_tp,
-            dp=self.dp, micro_batch_size=self.micro_batch_size, recompute=self.recompute,
-            sequence_parallel=self.sp, optimizer_sharding=self.optimizer_sharding,
+            tp=self.tp,
+            pp=self.pp,
+            vpp=self.vpp,
+            cp=self.cp,
+            ep=self.ep,
+            etp=self.expert_tp,
+            dp=self.dp,
+            micro_batch_size=self.micro_batch_size,
+            recompute=self.recompute,
+            sequence_parallel=self.sp,
+            optimizer_sharding=self.optimizer_sharding,
         )
 
     def to_dict(self) -> dict[str, Any]:

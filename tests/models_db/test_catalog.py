@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,6 +142,49 @@ def test_deepseek_v3_has_three_leading_dense_layers() -> None:
 def test_nemotron_uses_an_ungated_mlp() -> None:
     assert load_model("nemotron-4-15b").swiglu is False
     assert load_model("nemotron-4-340b").swiglu is False
+
+
+@pytest.mark.parametrize("slug", MODELS)
+def test_rope_models_set_rotary_base_or_say_why_not(slug: str) -> None:
+    # without --rotary-base Megatron uses theta 10000 (megatron-facts §1.4)
+    model = load_model(slug)
+    rotary = model.multi_latent_attention or model.position_embedding_type in ("rope", "yarn")
+    if rotary:
+        assert model.rotary_base is not None or "rotary_base" in model.sources, slug
+    else:
+        assert model.rotary_base is None
+    assert "rotary_base" in model.sources
+
+
+@pytest.mark.parametrize(
+    ("slug", "base", "extra"),
+    [
+        ("llama2-7b", 1e4, {}), ("llama2-13b", 1e4, {}), ("llama2-70b", 1e4, {}),
+        ("llama3.1-8b", 5e5, {"use_rope_scaling": True, "rope_scaling_factor": 8.0}),
+        ("llama3.1-70b", 5e5, {"use_rope_scaling": True}),
+        ("llama3.1-405b", 5e5, {"use_rope_scaling": True}),
+        ("mixtral-8x7b", 1e6, {}), ("mixtral-8x22b", 1e6, {}),
+        ("qwen3-30b-a3b", 1e6, {}), ("qwen3-235b-a22b", 1e6, {}),
+        ("nemotron-4-15b", 1e4, {"rotary_percent": 0.5}),
+        ("nemotron-4-340b", 1e4, {"rotary_percent": 0.5}),
+        ("grok-1", 1e4, {}),
+        ("deepseek-v3", 1e4,
+         {"rotary_scaling_factor": 40.0, "mscale": 1.0, "mscale_all_dim": 1.0}),
+        ("gpt-oss-120b", 1.5e5, {"rotary_scaling_factor": 32.0, "mscale": None}),
+        ("gpt3-175b", None, {"position_embedding_type": "learned_absolute"}),
+    ],
+)  # fmt: skip
+def test_rotary_settings_follow_catalog_facts(
+    slug: str, base: float | None, extra: dict[str, Any]
+) -> None:
+    model = load_model(slug)
+    assert model.rotary_base == base
+    for name, expected in extra.items():
+        assert getattr(model, name) == expected, name
+    if "rotary_percent" not in extra:
+        assert model.rotary_percent == 1.0
+    if "use_rope_scaling" not in extra:
+        assert model.use_rope_scaling is False
 
 
 def test_llama2_7b_is_multi_head_attention() -> None:

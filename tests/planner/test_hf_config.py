@@ -97,6 +97,92 @@ def test_llama3_rope_scaling_stays_rope() -> None:
     assert model_from_hf_config(cfg).position_embedding_type == "rope"
 
 
+def test_rope_theta_maps_to_rotary_base() -> None:
+    assert model_from_hf_config(llama(rope_theta=500000.0)).rotary_base == 500000.0
+    assert model_from_hf_config(llama(rope_theta=1000000)).rotary_base == 1e6
+
+
+@pytest.mark.parametrize(
+    ("model_type", "theta"),
+    [("llama", 10000.0), ("mistral", 10000.0), ("mixtral", 1e6), ("qwen3", 10000.0),
+     ("gpt_oss", 150000.0)],
+)  # fmt: skip
+def test_missing_rope_theta_is_the_transformers_default(model_type: str, theta: float) -> None:
+    cfg = llama(model_type=model_type, num_local_experts=8, num_experts_per_tok=2)
+    assert model_from_hf_config(cfg).rotary_base == theta
+
+
+def test_llama3_rope_scaling_maps_to_use_rope_scaling() -> None:
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}  # fmt: skip
+    m = model_from_hf_config(llama(rope_theta=500000.0, rope_scaling=scaling))
+    assert (m.rotary_base, m.use_rope_scaling, m.rope_scaling_factor) == (500000.0, True, 8.0)
+    assert m.rotary_scaling_factor is None
+
+
+def test_llama32_rope_scaling_factor_is_kept() -> None:
+    m = model_from_hf_config(llama(rope_scaling={"rope_type": "llama3", "factor": 32.0}))
+    assert (m.use_rope_scaling, m.rope_scaling_factor) == (True, 32.0)
+
+
+def test_llama3_scaling_that_megatron_fixes_otherwise_is_rejected() -> None:
+    cfg = llama(rope_scaling={"rope_type": "llama3", "factor": 8.0, "high_freq_factor": 2.0})
+    with pytest.raises(SpecError, match="high_freq_factor") as err:
+        model_from_hf_config(cfg)
+    assert err.value.field == "rope_scaling"
+
+
+def test_yarn_rope_scaling_maps_to_the_yarn_fields() -> None:
+    scaling = {
+        "type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+        "beta_fast": 32, "beta_slow": 1, "original_max_position_embeddings": 4096,
+    }  # fmt: skip
+    m = model_from_hf_config(llama(model_type="qwen3", rope_theta=10000, rope_scaling=scaling))
+    assert m.position_embedding_type == "yarn"
+    assert (m.rotary_scaling_factor, m.mscale, m.mscale_all_dim) == (40.0, 1.0, 1.0)
+    assert m.use_rope_scaling is False
+
+
+def test_yarn_without_mscale_leaves_megatron_defaults() -> None:
+    cfg = llama(model_type="qwen3", rope_scaling={"rope_type": "yarn", "factor": 4.0})
+    m = model_from_hf_config(cfg)
+    assert (m.rotary_scaling_factor, m.mscale, m.mscale_all_dim) == (4.0, None, None)
+
+
+def test_partial_rotary_factor_maps_to_rotary_percent() -> None:
+    assert model_from_hf_config(llama(partial_rotary_factor=0.5)).rotary_percent == 0.5
+    assert model_from_hf_config(llama()).rotary_percent == 1.0
+
+
+def test_transformers5_rope_parameters_are_read() -> None:
+    params = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0}
+    m = model_from_hf_config(llama(rope_parameters=params))
+    assert (m.rotary_base, m.use_rope_scaling) == (500000.0, True)
+
+
+def test_other_rope_scaling_types_are_noted_not_emitted() -> None:
+    m = model_from_hf_config(llama(rope_scaling={"rope_type": "dynamic", "factor": 2.0}))
+    assert (m.use_rope_scaling, m.rotary_scaling_factor) == (False, None)
+    assert "'dynamic'" in m.sources["all"]
+
+
+def test_non_numeric_rope_theta_is_rejected() -> None:
+    with pytest.raises(SpecError, match="rope_theta"):
+        model_from_hf_config(llama(rope_theta="500000"))
+
+
+def test_deepseek_yarn_reaches_mla_fields() -> None:
+    cfg = llama(
+        model_type="deepseek_v3", num_key_value_heads=32, n_routed_experts=8,
+        num_experts_per_tok=2, moe_intermediate_size=1024, kv_lora_rank=512,
+        qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+        rope_scaling={"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0},
+    )  # fmt: skip
+    m = model_from_hf_config(cfg)
+    assert m.multi_latent_attention and m.position_embedding_type == "rope"
+    assert (m.rotary_base, m.rotary_scaling_factor, m.mscale_all_dim) == (10000.0, 40.0, 1.0)
+
+
 def test_mistral_is_llama_shaped() -> None:
     m = model_from_hf_config(llama(model_type="mistral", sliding_window=4096))
     assert (m.num_layers, m.is_moe) == (32, False)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from models_db.catalog import list_models, load_model
 from planner.megatron import launch_spec, megatron_args, parse_megatron_args
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
@@ -26,6 +27,7 @@ B200 = replace(H100, name="b200", architecture="blackwell", peak_fp8_flop_per_s=
 LLAMA8B = ModelSpec(
     name="llama3.1-8b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
     num_attention_heads=32, num_query_groups=8, vocab_size=128256,
+    rotary_base=500000, use_rope_scaling=True,
 )  # fmt: skip
 DEEPSEEK = ModelSpec(
     name="deepseek-v3", num_layers=61, hidden_size=7168, ffn_hidden_size=18432,
@@ -34,6 +36,7 @@ DEEPSEEK = ModelSpec(
     moe_first_dense_layers=3, multi_latent_attention=True, q_lora_rank=1536,
     kv_lora_rank=512, qk_head_dim=128, qk_pos_emb_head_dim=64, v_head_dim=128,
     mtp_num_layers=1, max_position_embeddings=163840,
+    rotary_base=10000, rotary_scaling_factor=40, mscale=1.0, mscale_all_dim=1.0,
 )  # fmt: skip
 MIXTRAL = ModelSpec(
     name="mixtral-8x7b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
@@ -52,6 +55,29 @@ def value(args: list[str], flag: str) -> str:
 
 
 # --- round trip (hypothesis) ------------------------------------------------------------------
+
+
+@st.composite
+def rotary_settings(draw: st.DrawFn, kw: dict[str, Any]) -> dict[str, Any]:
+    """Rotary fields wherever Megatron reads them (RoPE base, partial rotation, Llama-3, YaRN)."""
+    mla = kw.get("multi_latent_attention", False)
+    position = kw["position_embedding_type"]
+    if not mla and position not in ("rope", "yarn"):
+        return {}
+    out: dict[str, Any] = {
+        "rotary_base": draw(st.sampled_from([None, 10000.0, 150000.0, 500000.0, 1e6, 1234.5])),
+        "rotary_percent": draw(st.sampled_from([1.0, 0.5, 0.25])),
+    }
+    if mla or position == "yarn":
+        if draw(st.booleans()):
+            out.update(
+                rotary_scaling_factor=draw(st.sampled_from([4.0, 32.0, 40.0, 1.5])),
+                mscale=draw(st.sampled_from([None, 1.0, 0.707])),
+                mscale_all_dim=draw(st.sampled_from([None, 0.0, 1.0, 0.707])),
+            )
+    elif draw(st.booleans()):
+        out.update(use_rope_scaling=True, rope_scaling_factor=draw(st.sampled_from([8.0, 32.0])))
+    return out
 
 
 @st.composite
@@ -84,6 +110,7 @@ def models(draw: st.DrawFn) -> ModelSpec:
             kv_lora_rank=draw(st.sampled_from([512, 256])),
             qk_head_dim=128, qk_pos_emb_head_dim=64, v_head_dim=128,
         )  # fmt: skip
+    kw.update(draw(rotary_settings(kw)))
     if draw(st.booleans()):
         experts = draw(st.sampled_from([4, 8, 64, 256]))
         freq = draw(st.integers(1, 3))
@@ -274,7 +301,10 @@ def test_mha_model_has_no_gqa_flag() -> None:
 
 
 def test_biased_model_keeps_biases() -> None:
-    gpt = replace(LLAMA8B, add_bias_linear=True, position_embedding_type="learned_absolute")
+    gpt = replace(
+        LLAMA8B, add_bias_linear=True, position_embedding_type="learned_absolute",
+        rotary_base=None, use_rope_scaling=False,  # rotary settings need rotary embeddings
+    )  # fmt: skip
     args = megatron_args(gpt, cluster(8), JOB, Layout(dp=8))
     assert "--disable-bias-linear" not in args
     assert value(args, "--position-embedding-type") == "learned_absolute"
@@ -374,3 +404,129 @@ def test_top1_routing_emits_pre_softmax() -> None:
     layout = Layout(tp=1, ep=8, dp=8)
     assert "--moe-router-pre-softmax" in megatron_args(top1, cluster(8), JOB, layout)
     assert "--moe-router-pre-softmax" not in megatron_args(MIXTRAL, cluster(8), JOB, layout)
+
+
+# --- rotary position embedding ----------------------------------------------------------------
+
+
+def test_llama31_emits_rotary_base_and_rope_scaling() -> None:
+    # without --rotary-base Megatron trains with theta 10000, a different model (catalog-facts §1.3)
+    for model in (LLAMA8B, load_model("llama3.1-8b")):
+        args = megatron_args(model, cluster(8), JOB, Layout(tp=8))
+        assert value(args, "--rotary-base") == "500000"
+        assert "--use-rope-scaling" in args
+        assert "--rope-scaling-factor" not in args  # 8 is Megatron's default
+        assert "--rotary-percent" not in args and "--rope-type" not in args
+        assert "--rotary-scaling-factor" not in args
+
+
+def test_llama32_rope_scaling_factor_is_emitted() -> None:
+    llama32 = replace(LLAMA8B, rope_scaling_factor=32.0)
+    args = megatron_args(llama32, cluster(8), JOB, Layout(tp=8))
+    assert value(args, "--rope-scaling-factor") == "32"
+
+
+def test_deepseek_mla_emits_the_yarn_flags() -> None:
+    # the CLI's --rotary-scaling-factor 1.0 and --mscale-all-dim 0.0 override DeepSeek's (§1.11)
+    for model in (DEEPSEEK, load_model("deepseek-v3")):
+        args = megatron_args(model, cluster(64), JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+        assert value(args, "--rope-type") == "yarn"
+        assert value(args, "--rotary-scaling-factor") == "40"
+        assert value(args, "--mscale") == "1"
+        assert value(args, "--mscale-all-dim") == "1"
+        assert value(args, "--rotary-base") == "10000"
+        assert value(args, "--position-embedding-type") == "rope"
+        assert "--use-rope-scaling" not in args
+
+
+def test_mla_without_yarn_asks_for_plain_rope() -> None:
+    plain = replace(DEEPSEEK, rotary_scaling_factor=None, mscale=None, mscale_all_dim=None)
+    args = megatron_args(plain, cluster(64), JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+    assert value(args, "--rope-type") == "rope"
+    assert "--rotary-scaling-factor" not in args and "--mscale" not in args
+    assert parse_megatron_args(args).model_fields["rotary_scaling_factor"] is None
+
+
+def test_gpt_oss_yarn_emits_base_and_factor() -> None:
+    model = load_model("gpt-oss-120b")
+    args = megatron_args(model, cluster(8), JOB, Layout(tp=1, ep=8, dp=8))
+    assert value(args, "--position-embedding-type") == "yarn"
+    assert value(args, "--rotary-base") == "150000"
+    assert value(args, "--rotary-scaling-factor") == "32"
+    assert "--rope-type" not in args and "--mscale" not in args  # not given for gpt-oss
+    notes = launch_spec(model, cluster(8), JOB, Layout(tp=1, ep=8, dp=8)).notes
+    assert any("yarn" in n and "config dump" in n for n in notes)
+
+
+def test_nemotron_emits_rotary_percent() -> None:
+    args = megatron_args(load_model("nemotron-4-15b"), cluster(8), JOB, Layout(tp=8))
+    assert value(args, "--rotary-percent") == "0.5"
+    assert value(args, "--rotary-base") == "10000"
+
+
+def test_learned_positions_emit_no_rotary_flags() -> None:
+    args = megatron_args(load_model("gpt3-175b"), cluster(8), JOB, Layout(tp=8))
+    assert value(args, "--position-embedding-type") == "learned_absolute"
+    assert not [a for a in args if a.startswith(("--rotary", "--rope", "--use-rope", "--mscale"))]
+
+
+def test_catalog_models_round_trip_their_rotary_settings() -> None:
+    rotary = ("rotary_base", "rotary_percent", "use_rope_scaling", "rope_scaling_factor",
+              "rotary_scaling_factor", "mscale", "mscale_all_dim")  # fmt: skip
+    for slug in list_models():
+        model = load_model(slug)
+        layout = Layout(tp=8, ep=8 if model.is_moe else 1)
+        fields = parse_megatron_args(megatron_args(model, cluster(8), JOB, layout)).model_fields
+        assert {k: fields[k] for k in rotary} == {k: getattr(model, k) for k in rotary}, slug
+
+
+def test_rotary_notes_replace_the_set_by_hand_note() -> None:
+    for model in (DEEPSEEK, LLAMA8B):
+        notes = launch_spec(model, cluster(64), JOB, Layout(tp=8, ep=8, dp=8)).notes
+        assert not any("rotary" in n for n in notes)
+    unset = replace(LLAMA8B, rotary_base=None, use_rope_scaling=False)
+    notes = launch_spec(unset, cluster(8), JOB, Layout(tp=8)).notes
+    assert any("rotary_base" in n and "10000" in n for n in notes)
+
+
+def test_parse_reads_hand_written_rotary_flags() -> None:
+    argv = [*megatron_args(replace(LLAMA8B, rotary_base=None, use_rope_scaling=False),
+                           cluster(8), JOB, Layout(tp=8)),
+            "--rotary-base", "5e5", "--use-rope-scaling", "--rope-scaling-factor", "32",
+            "--rotary-percent", "0.5"]  # fmt: skip
+    fields = parse_megatron_args(argv).model_fields
+    assert fields["rotary_base"] == 500000.0 and fields["use_rope_scaling"] is True
+    assert fields["rope_scaling_factor"] == 32.0 and fields["rotary_percent"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"rotary_base": 0}, "rotary_base"),
+        ({"rotary_base": "500000"}, "rotary_base"),
+        ({"rotary_base": float("inf")}, "rotary_base"),
+        ({"rotary_percent": 0.0}, "rotary_percent"),
+        ({"rotary_percent": 1.5}, "rotary_percent"),
+        ({"rope_scaling_factor": 0.0}, "rope_scaling_factor"),
+        ({"use_rope_scaling": 1}, "use_rope_scaling"),
+        ({"rotary_scaling_factor": 40.0}, "rotary_scaling_factor"),  # YaRN on a plain-rope model
+        ({"position_embedding_type": "yarn", "rotary_scaling_factor": 0.5},
+         "rotary_scaling_factor"),
+        ({"position_embedding_type": "yarn", "mscale": 1.0}, "mscale"),
+        ({"position_embedding_type": "yarn", "rotary_scaling_factor": 4.0, "mscale": 0.0},
+         "mscale"),
+        ({"position_embedding_type": "yarn", "rotary_scaling_factor": 4.0,
+          "mscale_all_dim": -1.0}, "mscale_all_dim"),
+        ({"position_embedding_type": "learned_absolute"}, "rotary_base"),
+        ({"position_embedding_type": "yarn"}, "use_rope_scaling"),
+    ],
+)  # fmt: skip
+def test_rotary_fields_are_validated(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(SpecError) as err:
+        replace(LLAMA8B, **overrides)
+    assert err.value.field == field
+
+
+def test_rotary_numbers_are_stored_as_floats() -> None:
+    assert isinstance(LLAMA8B.rotary_base, float) and LLAMA8B.rotary_base == 500000.0
+    assert ModelSpec.from_dict(LLAMA8B.to_dict()) == LLAMA8B
