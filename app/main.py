@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -35,6 +37,7 @@ from app.schemas.common import problem_responses
 from app.settings import Settings
 from app.web import mount_static
 from app.web import router as web_router
+from app.web.templating import static_url
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,40 @@ Finds the Megatron-LM parallel layout (TP, PP, VPP, CP, EP, DP, micro-batch, rec
 optimizer sharding) that trains an LLM fastest on a GPU cluster without running out of memory,
 and returns the exact launch flags. Errors are `application/problem+json`.
 """
+
+
+# Swagger UI and ReDoc are vendored (app/web/static/vendor/README.md), not loaded from a CDN,
+# so that /docs and /redoc work on machines without internet access
+SWAGGER_JS = static_url("vendor/swagger-ui-bundle-5.35.0.js")
+SWAGGER_CSS = static_url("vendor/swagger-ui-5.35.0.css")
+SWAGGER_FAVICON = static_url("vendor/swagger-ui-favicon-32x32.png")
+REDOC_JS = static_url("vendor/redoc-2.5.4.standalone.js")
+
+
+def add_docs_routes(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc`` from the vendored files; open without an API key."""
+    openapi_url = app.openapi_url or "/openapi.json"
+    title = app.title
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=openapi_url,
+            title=f"{title} - Swagger UI",
+            swagger_js_url=SWAGGER_JS,
+            swagger_css_url=SWAGGER_CSS,
+            swagger_favicon_url=SWAGGER_FAVICON,
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=openapi_url,
+            title=f"{title} - ReDoc",
+            redoc_js_url=REDOC_JS,
+            redoc_favicon_url=SWAGGER_FAVICON,
+            with_google_fonts=False,
+        )
 
 
 CatalogSource = Callable[[], dict[str, dict[str, dict[str, Any]]]]
@@ -119,6 +156,8 @@ def create_app(
         version="1.0.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # add_docs_routes serves them from /static instead of a CDN
+        redoc_url=None,
     )
     engine = make_engine(settings.database_url)
     app.state.settings = settings
@@ -159,6 +198,7 @@ def create_app(
         key_routes.router, **{**admin, "dependencies": [Depends(require_scope("admin", True))]}
     )
     app.include_router(health.router)
+    add_docs_routes(app)
     app.include_router(login_router)  # /login, /logout (the web UI's sign-in)
     app.include_router(web_router, dependencies=[Depends(web_guard)])  # pages; not under /v1
     mount_static(app)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.schemas.bounds import check_spec_numbers
-from app.schemas.common import SLUG_PATTERN
+from app.schemas.common import SLUG_PATTERN, SlugRef
 
 Kind = Literal["model", "gpu", "cluster"]
 
@@ -28,7 +28,7 @@ class ClusterPresetSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    gpu: str = Field(pattern=SLUG_PATTERN, description="GPU slug (built-in or user-defined)")
+    gpu: SlugRef = Field(description="GPU slug (built-in or user-defined)")
     gpus_per_node: int = Field(default=8, ge=1, le=64)
     inter_node_bandwidth_bytes_per_s: float = Field(default=50e9, gt=0, le=1e13)
     inter_node_latency_s: float = Field(default=5e-6, ge=0, le=1.0)

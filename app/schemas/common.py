@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 PROBLEM_REF = "#/components/schemas/Problem"
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
+
+
+def normalize_slug(value: Any) -> Any:
+    """References to catalog entries are case-insensitive: a string is stripped and lower-cased
+    before the pattern check (``"Llama3.1-70B"`` -> ``"llama3.1-70b"``); anything else is left
+    to the type check."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+SlugRef = Annotated[str, Field(pattern=SLUG_PATTERN), BeforeValidator(normalize_slug)]
+"""A model/GPU/cluster slug given as a reference (compared case-insensitively)."""
 
 
 class ProblemField(BaseModel):

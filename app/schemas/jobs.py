@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.schemas.bounds import check_spec_numbers
-from app.schemas.common import SLUG_PATTERN, Page
+from app.schemas.common import Page, SlugRef
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 Recompute = Literal["none", "selective", "full"]
@@ -21,7 +21,7 @@ Precision = Literal["bf16", "fp8"]
 Objective = Literal["throughput", "time_to_train", "cost"]
 
 ModelRef = Annotated[
-    Annotated[str, Field(pattern=SLUG_PATTERN)] | dict[str, Any],
+    SlugRef | dict[str, Any],
     Field(
         description="catalog slug (built-in or user-defined), an inline ModelSpec object, or a "
         "Hugging Face config.json object",
@@ -63,10 +63,9 @@ class _Common(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: ModelRef
-    gpu: str | None = Field(default=None, pattern=SLUG_PATTERN, description="GPU slug")
-    cluster: str | None = Field(
+    gpu: SlugRef | None = Field(default=None, description="GPU slug")
+    cluster: SlugRef | None = Field(
         default=None,
-        pattern=SLUG_PATTERN,
         description="cluster preset slug: sets gpu and gpus_per_node, and its newest calibration "
         "becomes the performance profile",
     )
