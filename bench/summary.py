@@ -101,7 +101,8 @@ def _speed(lines: list[str]) -> None:
         )
     if api is not None:
         lines.append(
-            f"* `POST /v1/evaluations` capacity (rate limiter off; {api['connections']} connections, "
+            "* `POST /v1/evaluations` capacity (rate limiter off; "
+            f"{api['connections']} connections, "
             f"{api['duration_s']} s, wrk): {api['requests_per_s']:.0f} requests/s, p50 "
             f"{api['p50_ms']:.0f} ms, p99 {api['p99_ms']:.0f} ms, {api['non_2xx']} errors."
         )
