@@ -9,10 +9,10 @@ from app.planning import (
     OPTIMIZER_SHARDING_CHOICES,
     RECOMPUTE_CHOICES,
     Progress,
-    _bool,
-    _float,
-    _int,
-    _threshold,
+    bool_field,
+    float_field,
+    int_field,
+    memory_threshold,
     profile_for,
     resolve_cluster,
     resolve_job,
@@ -38,8 +38,8 @@ def _int_list(req: dict[str, Any], name: str, *, maximum: int) -> list[int] | No
         text = value.replace(" ", "")
         if "-" in text and "," not in text:
             lo_text, hi_text = text.split("-", 1)
-            lo = _int({name: lo_text}, name, maximum=maximum)
-            hi = _int({name: hi_text}, name, maximum=maximum)
+            lo = int_field({name: lo_text}, name, maximum=maximum)
+            hi = int_field({name: hi_text}, name, maximum=maximum)
             assert lo is not None and hi is not None
             if lo > hi:
                 raise SpecError(f"{name}: range {value!r} is empty; write low-high", field=name)
@@ -59,7 +59,7 @@ def _int_list(req: dict[str, Any], name: str, *, maximum: int) -> list[int] | No
         raise SpecError(f"{name} needs between 1 and 64 values", field=name)
     out = []
     for item in items:
-        number = _int({name: item}, name, maximum=maximum)
+        number = int_field({name: item}, name, maximum=maximum)
         assert number is not None
         out.append(number)
     return sorted(set(out))
@@ -85,7 +85,7 @@ def constraints_from_request(req: dict[str, Any]) -> SearchConstraints:
         if values is not None:
             kwargs[axis] = tuple(values)
     for name in MAX_AXES:
-        value = _int(req, name, None, maximum=1 << 16)
+        value = int_field(req, name, None, maximum=1 << 16)
         if value is not None:
             kwargs[name] = value
     recompute = _str_list(req, "recompute", RECOMPUTE_CHOICES)
@@ -96,14 +96,14 @@ def constraints_from_request(req: dict[str, Any]) -> SearchConstraints:
         kwargs["optimizer_sharding"] = sharding
     sp = req.get("sequence_parallel")
     if sp is not None:
-        kwargs["sequence_parallel"] = (bool(_bool(req, "sequence_parallel", None)),)
+        kwargs["sequence_parallel"] = (bool(bool_field(req, "sequence_parallel", None)),)
     return SearchConstraints(**kwargs)
 
 
 def objective_from_request(req: dict[str, Any]) -> Objective:
     kind = req.get("objective", "throughput")
-    token_budget = _float(req, "token_budget", None, low=1.0, high=1e16)
-    price = _float(req, "usd_per_gpu_hour", None, low=0.0, high=1e4)
+    token_budget = float_field(req, "token_budget", None, low=1.0, high=1e16)
+    price = float_field(req, "usd_per_gpu_hour", None, low=0.0, high=1e4)
     kwargs: dict[str, Any] = {"kind": kind}
     if token_budget is not None:
         kwargs["token_budget"] = token_budget
@@ -135,13 +135,13 @@ def prepare_plan(req: dict[str, Any]) -> PreparedPlan:
     model = resolve_model(req.get("model"))
     num_gpus_options = _int_list(req, "num_gpus_options", maximum=1 << 17)
     batch_options = _int_list(req, "global_batch_size_options", maximum=1 << 24)
-    num_gpus = _int(req, "num_gpus", None, maximum=1 << 17)
+    num_gpus = int_field(req, "num_gpus", None, maximum=1 << 17)
     if num_gpus_options is None:
         if num_gpus is None:
             raise SpecError("num_gpus (or num_gpus_options) is required", field="num_gpus")
         num_gpus_options = [num_gpus]
     if batch_options is None:
-        gbs = _int(req, "global_batch_size", None, maximum=1 << 24)
+        gbs = int_field(req, "global_batch_size", None, maximum=1 << 24)
         if gbs is None:
             raise SpecError(
                 "global_batch_size (or global_batch_size_options) is required",
@@ -150,10 +150,10 @@ def prepare_plan(req: dict[str, Any]) -> PreparedPlan:
         batch_options = [gbs]
     clusters = [resolve_cluster(req, n) for n in num_gpus_options]
     jobs = [resolve_job(req, global_batch_size=b) for b in batch_options]
-    seed = _int(req, "seed", 0, minimum=0, maximum=2**31 - 1)
-    max_trials = _int(req, "max_trials", 500, maximum=1_000_000)
-    top_k = _int(req, "top_k", 10, maximum=1000)
-    exhaustive = bool(_bool(req, "exhaustive", False))
+    seed = int_field(req, "seed", 0, minimum=0, maximum=2**31 - 1)
+    max_trials = int_field(req, "max_trials", 500, maximum=1_000_000)
+    top_k = int_field(req, "top_k", 10, maximum=1000)
+    exhaustive = bool(bool_field(req, "exhaustive", False))
     return PreparedPlan(
         model=model,
         clusters=clusters,
@@ -164,9 +164,9 @@ def prepare_plan(req: dict[str, Any]) -> PreparedPlan:
             max_trials=1_000_000_000 if exhaustive else int(max_trials or 500),
             seed=int(seed or 0),
         ),
-        threshold=_threshold(req),
+        threshold=memory_threshold(req),
         top_k=int(top_k or 10),
-        pareto=bool(_bool(req, "pareto", False)),
+        pareto=bool(bool_field(req, "pareto", False)),
     )
 
 

@@ -92,7 +92,7 @@ Progress = Callable[[int, int], None]
 
 
 # --- field coercion with messages a person can act on --------------------------------------
-def _int(
+def int_field(
     req: dict[str, Any],
     name: str,
     default: int | None = None,
@@ -118,14 +118,14 @@ def _int(
     return number
 
 
-def _required_int(req: dict[str, Any], name: str, **kw: Any) -> int:
-    value = _int(req, name, **kw)
+def required_int_field(req: dict[str, Any], name: str, **kw: Any) -> int:
+    value = int_field(req, name, **kw)
     if value is None:
         raise SpecError(f"{name} is required", field=name)
     return value
 
 
-def _float(
+def float_field(
     req: dict[str, Any], name: str, default: float | None, *, low: float, high: float
 ) -> float | None:
     value = req.get(name, default)
@@ -140,7 +140,7 @@ def _float(
     return number
 
 
-def _bool(req: dict[str, Any], name: str, default: bool | None) -> bool | None:
+def bool_field(req: dict[str, Any], name: str, default: bool | None) -> bool | None:
     value = req.get(name, default)
     if value is None or isinstance(value, bool):
         return value
@@ -149,7 +149,7 @@ def _bool(req: dict[str, Any], name: str, default: bool | None) -> bool | None:
     raise SpecError(f"{name} must be true or false, got {value!r}", field=name)
 
 
-def _choice(req: dict[str, Any], name: str, default: str, choices: Iterable[str]) -> str:
+def choice_field(req: dict[str, Any], name: str, default: str, choices: Iterable[str]) -> str:
     value = req.get(name, default)
     options = tuple(choices)
     if value not in options:
@@ -212,7 +212,7 @@ def resolve_gpu(req: dict[str, Any]) -> GPUSpec:
 
 
 def _memory_override(req: dict[str, Any], gpu: GPUSpec) -> GPUSpec:
-    override = _float(req, "gpu_memory_gib", None, low=1.0, high=4096.0)
+    override = float_field(req, "gpu_memory_gib", None, low=1.0, high=4096.0)
     if override is not None:
         gpu = dataclasses.replace(gpu, hbm_bytes=int(override * GIB))
     return gpu
@@ -220,7 +220,7 @@ def _memory_override(req: dict[str, Any], gpu: GPUSpec) -> GPUSpec:
 
 def resolve_cluster(req: dict[str, Any], num_gpus: int) -> ClusterSpec:
     gpu = resolve_gpu(req)
-    gpus_per_node = _int(req, "gpus_per_node", None, maximum=64)
+    gpus_per_node = int_field(req, "gpus_per_node", None, maximum=64)
     preset_gpu = gpu.name if gpu.name in models_db.list_gpus() else "h100-sxm-80gb"
     try:  # network defaults of the GPU's DGX-style preset (a user GPU: the H100 preset's)
         cluster = models_db.cluster_spec(preset_gpu, num_gpus, gpus_per_node)
@@ -228,7 +228,7 @@ def resolve_cluster(req: dict[str, Any], num_gpus: int) -> ClusterSpec:
         raise SpecError(exc.message, field=exc.field or "num_gpus") from exc
     network = {}
     for name in NETWORK_FIELDS:  # a user cluster's own network numbers
-        value = _float(req, name, None, low=1e-9, high=1e15)
+        value = float_field(req, name, None, low=1e-9, high=1e15)
         if value is not None:
             network[name] = value
     try:
@@ -239,37 +239,37 @@ def resolve_cluster(req: dict[str, Any], num_gpus: int) -> ClusterSpec:
 
 def resolve_job(req: dict[str, Any], global_batch_size: int | None = None) -> TrainingJob:
     return TrainingJob(
-        seq_length=_required_int(req, "seq_length", maximum=1 << 22),
+        seq_length=required_int_field(req, "seq_length", maximum=1 << 22),
         global_batch_size=global_batch_size
-        or _required_int(req, "global_batch_size", maximum=1 << 24),
-        precision=_choice(req, "precision", "bf16", PRECISION_CHOICES),  # type: ignore[arg-type]
+        or required_int_field(req, "global_batch_size", maximum=1 << 24),
+        precision=choice_field(req, "precision", "bf16", PRECISION_CHOICES),  # type: ignore[arg-type]
     )
 
 
 def resolve_layout(req: dict[str, Any], num_gpus: int) -> Layout:
-    tp = _required_int(req, "tp", default=1, maximum=1024)
-    pp = _required_int(req, "pp", default=1, maximum=1024)
-    cp = _required_int(req, "cp", default=1, maximum=1024)
+    tp = required_int_field(req, "tp", default=1, maximum=1024)
+    pp = required_int_field(req, "pp", default=1, maximum=1024)
+    cp = required_int_field(req, "cp", default=1, maximum=1024)
     dp = max(1, num_gpus // (tp * pp * cp))
     return Layout(
         tp=tp,
         pp=pp,
-        vpp=_required_int(req, "vpp", default=1, maximum=1024),
+        vpp=required_int_field(req, "vpp", default=1, maximum=1024),
         cp=cp,
-        ep=_required_int(req, "ep", default=1, maximum=4096),
-        etp=_int(req, "etp", None, maximum=1024),
+        ep=required_int_field(req, "ep", default=1, maximum=4096),
+        etp=int_field(req, "etp", None, maximum=1024),
         dp=dp,
-        micro_batch_size=_required_int(req, "micro_batch_size", default=1, maximum=1 << 16),
-        recompute=_choice(req, "recompute", "none", RECOMPUTE_CHOICES),  # type: ignore[arg-type]
-        sequence_parallel=_bool(req, "sequence_parallel", None),
-        optimizer_sharding=_choice(  # type: ignore[arg-type]
+        micro_batch_size=required_int_field(req, "micro_batch_size", default=1, maximum=1 << 16),
+        recompute=choice_field(req, "recompute", "none", RECOMPUTE_CHOICES),  # type: ignore[arg-type]
+        sequence_parallel=bool_field(req, "sequence_parallel", None),
+        optimizer_sharding=choice_field(  # type: ignore[arg-type]
             req, "optimizer_sharding", "optimizer", OPTIMIZER_SHARDING_CHOICES
         ),
     )
 
 
-def _threshold(req: dict[str, Any]) -> float:
-    value = _float(req, "memory_threshold", 0.8, low=0.05, high=1.0)
+def memory_threshold(req: dict[str, Any]) -> float:
+    value = float_field(req, "memory_threshold", 0.8, low=0.05, high=1.0)
     assert value is not None
     return value
 
@@ -310,10 +310,10 @@ def evaluate_requests(
             if key_model not in model_cache:
                 model_cache[key_model] = resolve_model(ref)
             model = model_cache[key_model]
-            num_gpus = _required_int(req, "num_gpus", maximum=1 << 17)
+            num_gpus = required_int_field(req, "num_gpus", maximum=1 << 17)
             cluster = resolve_cluster(req, num_gpus)
             job = resolve_job(req)
-            threshold = _threshold(req)
+            threshold = memory_threshold(req)
             layouts[i] = resolve_layout(req, num_gpus)
         except SpecError as exc:
             if not errors_inline:

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.models import BatchRow, PlanJobRow
 from app.db.repositories import FINISHED, BatchRepository
-from app.errors import AppError, ConflictError, NotFoundError
+from app.errors import AppError, ConflictError, NotFoundError, problem_fields
 from app.jobs.backend import PlanningBackend
 from app.jobs.batch_rows import rows_for
 from app.jobs.service import PlanJobService, request_hash
@@ -27,11 +27,9 @@ MAX_BATCH_JOBS = 2000
 
 
 def _validation_message(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(x) for x in err.get("loc", ())) or "body"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
+    """The same field names and messages as the API's 422 problems (app.errors)."""
+    fields = problem_fields(exc.errors())[:5]
+    return "; ".join(f"{f['field']}: {f['message']}" for f in fields)
 
 
 class BatchService:
