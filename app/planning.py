@@ -14,6 +14,7 @@ from typing import Any
 import models_db
 from models_db.profiles import load_profile
 from planner.evaluate import evaluate_layouts
+from planner.measurements import gpu_slug
 from planner.performance import PerformanceProfile
 from planner.specs import (
     OPTIMIZER_SHARDING_CHOICES,
@@ -371,21 +372,9 @@ def gpu_from_type_string(text: str) -> GPUSpec:
     """
     slugs = models_db.list_gpus()
     key = text.strip().lower()
-    if key in slugs:
-        return models_db.load_gpu(key)
-    compact = "".join(ch for ch in key if ch.isalnum())
-    families = [
-        ("a100", "a100-sxm4-80gb"),
-        ("h100", "h100-sxm-80gb"),
-        ("h200", "h200-sxm-141gb"),
-        ("b200", "b200-sxm-180gb"),
-        ("mi300", "mi300x-192gb"),
-    ]
-    for family, default in families:
-        if family in compact:
-            if family == "a100" and "40" in compact.replace("a100", ""):
-                return models_db.load_gpu("a100-sxm4-40gb")
-            return models_db.load_gpu(default)
+    slug = key if key in slugs else gpu_slug(key)  # the measurement loader's own mapping
+    if slug is not None:
+        return models_db.load_gpu(slug)
     raise SpecError(
         f"unknown GPU type {text!r}; use a catalog slug: {', '.join(slugs)}", field="gpu_type"
     )

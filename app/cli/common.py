@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
+import typer
 from rich.console import Console
 
 err_console = Console(stderr=True, soft_wrap=True)  # one error, one line
@@ -59,3 +60,13 @@ def inline_model_file(ref: object) -> object:
         return models_db.resolve_model(path).to_dict()
     except SpecError as exc:
         fail(f"{path}: {exc.message}", field="model")
+
+
+# options shared by `evaluate`, `plan` and the commands built like them
+ModelOpt = Annotated[str | None, typer.Option(help="Catalog slug, spec/config.json path.")]
+GpuOpt = Annotated[str | None, typer.Option(help="GPU slug, e.g. h100-sxm-80gb.")]
+GpusPerNodeOpt = Annotated[int | None, typer.Option(help="GPUs per node (default: preset's).")]
+GpuMemoryOpt = Annotated[float | None, typer.Option(help="Override GPU memory (GiB).")]
+SeqLengthOpt = Annotated[int | None, typer.Option(help="Sequence length.")]
+PrecisionOpt = Annotated[str | None, typer.Option(help="bf16 or fp8.")]
+ThresholdOpt = Annotated[float | None, typer.Option(help="Feasibility threshold (0.8).")]

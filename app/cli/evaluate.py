@@ -11,6 +11,13 @@ import typer
 from rich.table import Table
 
 from app.cli.common import (
+    GpuMemoryOpt,
+    GpuOpt,
+    GpusPerNodeOpt,
+    ModelOpt,
+    PrecisionOpt,
+    SeqLengthOpt,
+    ThresholdOpt,
     err_console,
     fail,
     gib,
@@ -58,14 +65,14 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
 
 
 def evaluate(
-    model: Annotated[str | None, Opt(help="Catalog slug, spec/config.json path.")] = None,
-    gpu: Annotated[str | None, Opt(help="GPU slug, e.g. h100-sxm-80gb.")] = None,
+    model: ModelOpt = None,
+    gpu: GpuOpt = None,
     num_gpus: Annotated[int | None, Opt(help="GPUs in the job.")] = None,
-    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default: preset's).")] = None,
-    gpu_memory_gib: Annotated[float | None, Opt(help="Override GPU memory (GiB).")] = None,
-    seq_length: Annotated[int | None, Opt(help="Sequence length.")] = None,
+    gpus_per_node: GpusPerNodeOpt = None,
+    gpu_memory_gib: GpuMemoryOpt = None,
+    seq_length: SeqLengthOpt = None,
     global_batch_size: Annotated[int | None, Opt(help="Sequences per iteration.")] = None,
-    precision: Annotated[str | None, Opt(help="bf16 or fp8.")] = None,
+    precision: PrecisionOpt = None,
     tp: Annotated[int | None, Opt(help="Tensor parallel size.")] = None,
     pp: Annotated[int | None, Opt(help="Pipeline parallel size.")] = None,
     vpp: Annotated[int | None, Opt(help="Virtual pipeline stages per rank.")] = None,
@@ -78,7 +85,7 @@ def evaluate(
         bool | None, Opt("--sequence-parallel/--no-sequence-parallel", help="Default: tp > 1.")
     ] = None,
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
-    memory_threshold: Annotated[float | None, Opt(help="Feasibility threshold (0.8).")] = None,
+    memory_threshold: ThresholdOpt = None,
     input: Annotated[
         Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")
     ] = None,

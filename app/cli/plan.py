@@ -11,6 +11,13 @@ from rich.table import Table
 
 from app.cli.common import (
     EXIT_NOTHING_FEASIBLE,
+    GpuMemoryOpt,
+    GpuOpt,
+    GpusPerNodeOpt,
+    ModelOpt,
+    PrecisionOpt,
+    SeqLengthOpt,
+    ThresholdOpt,
     fail,
     gib,
     inline_model_file,
@@ -39,16 +46,16 @@ def _split_gpus(value: str | None) -> tuple[int | None, str | None]:
 
 
 def plan(
-    model: Annotated[str | None, Opt(help="Catalog slug, spec/config.json path.")] = None,
-    gpu: Annotated[str | None, Opt(help="GPU slug, e.g. h100-sxm-80gb.")] = None,
+    model: ModelOpt = None,
+    gpu: GpuOpt = None,
     num_gpus: Annotated[str | None, Opt(help="GPUs: 64, a list 64,128 or a range 64-1024.")] = None,
-    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default: preset's).")] = None,
-    gpu_memory_gib: Annotated[float | None, Opt(help="Override GPU memory (GiB).")] = None,
-    seq_length: Annotated[int | None, Opt(help="Sequence length.")] = None,
+    gpus_per_node: GpusPerNodeOpt = None,
+    gpu_memory_gib: GpuMemoryOpt = None,
+    seq_length: SeqLengthOpt = None,
     global_batch_size: Annotated[
         str | None, Opt(help="Sequences per iteration: 1024, a list or a range.")
     ] = None,
-    precision: Annotated[str | None, Opt(help="bf16 or fp8.")] = None,
+    precision: PrecisionOpt = None,
     tp: AxisOpt = None,
     pp: AxisOpt = None,
     vpp: AxisOpt = None,
@@ -72,7 +79,7 @@ def plan(
     objective: Annotated[str, Opt(help="throughput, time_to_train or cost.")] = "throughput",
     token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,
-    memory_threshold: Annotated[float | None, Opt(help="Feasibility threshold (0.8).")] = None,
+    memory_threshold: ThresholdOpt = None,
     top_k: Annotated[int, Opt(help="Plans to return.")] = 10,
     seed: Annotated[int, Opt(help="Seed of the sampled search.")] = 0,
     max_trials: Annotated[int, Opt(help="Trials of the sampled search (large spaces).")] = 500,
