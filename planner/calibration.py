@@ -38,6 +38,7 @@ DEFAULT_COEFFICIENTS = (
     "tp_overlap",
     "dp_overlap",
     "layer_overhead_s",
+    "straggler_spread",
 )
 
 # Physical bounds and prior widths (one standard deviation) of each coefficient.
@@ -65,6 +66,7 @@ BOUNDS: dict[str, tuple[float, float, float]] = {
     "layer_overhead_s": (0.0, 2e-3, 50e-6),
     "step_overhead_s": (0.0, 5.0, 0.1),
     "moe_imbalance": (1.0, 3.0, 0.2),
+    "straggler_spread": (0.0, 0.06, 0.01),
 }
 
 

@@ -79,6 +79,11 @@ class PerformanceProfile:
     """Host/launch gaps per layer per micro-batch, forward + backward (§8)."""
     step_overhead_s: float = 0.05
     """Per-iteration fixed time: data loading, grad-norm, logging (§8)."""
+    straggler_spread: float = 0.0175
+    """Relative spread (one standard deviation) of per-GPU speed: every step synchronises all
+    GPUs, so the job runs at its slowest GPU, expected z(N) x spread slower than the median one
+    for N GPUs (z: expected maximum of N standard normals). performance-facts §8: 5 %+ MAMF spread
+    between the 8 GPUs of one node, i.e. a range of ~2.85 sigma -> sigma ~1.75 %."""
     moe_imbalance: float = 1.2
     """Busiest expert's tokens / mean, applied once to the grouped expert GEMMs and once to the
     all-to-all (§5.3). NVIDIA's published MoE benchmarks are force-balanced: 1.0."""

@@ -6,7 +6,8 @@ Shape from physics, a few dimensionless coefficients from measurements (ARCHITEC
     m x (compute + recompute + exposed TP/CP/EP comm + exposed PP p2p + per-micro-batch overhead)
     + bubble ((p-1)/v of one micro-batch's stage time, megatron-facts §6)
     + exposed DP gradient reduce-scatter / parameter all-gather (+ the last bucket)
-    + optimizer step (memory-bound Adam over the local shard) + per-step overhead,
+    + optimizer step (memory-bound Adam over the local shard) + per-step overhead
+    + straggler (the GPU-bound parts run at the pace of the slowest of the job's N GPUs),
 
 and every term is returned in ``breakdown`` so that the parts sum to ``step_time_s``.
 
@@ -19,6 +20,7 @@ dgxc tables divide fp8 runs by the fp8 peak instead, see ``shared/data/README.md
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -67,6 +69,7 @@ BREAKDOWN_KEYS = (
     "bubble_s",
     "optimizer_s",
     "overhead_s",
+    "straggler_s",
 )
 
 
@@ -121,6 +124,13 @@ def _gemm_fwd_time(
         )
         rate = gpu.peak_bf16_flop_per_s * eff
     return np.asarray(flop / np.maximum(rate, 1.0), np.float64)
+
+
+def expected_max_normal(n: IntArray) -> FloatArray:
+    """Expected maximum of ``n`` standard normal draws (Blom's approximation; 0 for n = 1)."""
+    values, inverse = np.unique(np.maximum(np.asarray(n, np.int64), 1), return_inverse=True)
+    z = np.array([NormalDist().inv_cdf((v - 0.375) / (v + 0.25)) for v in values.tolist()])
+    return np.asarray(z[inverse].reshape(np.shape(n)), np.float64)
 
 
 def estimate_performance(
@@ -377,11 +387,16 @@ def estimate_performance(
         "optimizer_s": optimizer,
         "overhead_s": m * overhead_mb + prof.step_overhead_s,
     }
+    # every step synchronises all GPUs: the GPU-bound time follows the slowest one (§8 spread)
+    gpus = tp * pp * cp * dp
+    slowest = prof.straggler_spread * expected_max_normal(gpus.astype(np.int64))
+    breakdown["straggler_s"] = slowest * (
+        breakdown["compute_s"] + breakdown["recompute_s"] + breakdown["bubble_s"]
+    )
     breakdown = {k: np.asarray(v, f) for k, v in breakdown.items()}
     step = np.zeros_like(tokens)
     for value in breakdown.values():
         step = step + value
-    gpus = tp * pp * cp * dp
     tokens_per_s = job.global_batch_size * s / (step * gpus)
     flops = flops_per_iteration(model, job, batch)  # the memory engineer's §5 implementation
     tflops = flops / (step * gpus) / 1e12

@@ -29,6 +29,7 @@ TIME_LABELS = {
     "dp_comm_s": "DP comm.",
     "bubble_s": "Pipeline bubble",
     "optimizer_s": "Optimizer step",
+    "straggler_s": "Slowest-GPU wait",
 }
 
 

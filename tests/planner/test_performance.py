@@ -14,6 +14,7 @@ from planner.performance import (
     PerformanceProfile,
     default_profile,
     estimate_performance,
+    expected_max_normal,
     model_flops_per_iteration,
 )
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
@@ -227,3 +228,27 @@ def test_profile_rejects_an_overlap_above_one() -> None:
 def test_default_profiles_differ_by_architecture() -> None:
     assert default_profile(A100).tp_overlap == 0.0
     assert default_profile(H100).gemm_efficiency != default_profile(A100).gemm_efficiency
+
+
+def test_expected_max_normal_is_zero_for_one_gpu_and_grows_like_sqrt_2_ln_n() -> None:
+    z = expected_max_normal(np.array([1, 2, 8, 2048, 16384]))
+    assert z[0] == 0.0
+    assert z[1] == pytest.approx(0.5642, abs=0.03)  # exact E[max of 2] = 1/sqrt(pi)
+    assert z[2] == pytest.approx(1.4236, abs=0.02)  # tabulated E[max of 8]
+    assert np.all(np.diff(z) > 0)
+    assert z[-1] < np.sqrt(2 * np.log(16384))  # the asymptote bounds it from above
+
+
+def test_weak_scaling_loses_throughput_to_the_slowest_gpu() -> None:
+    """Same work per data-parallel replica, more replicas: the slowest GPU sets the pace."""
+    small = estimate(LLAMA8, [Layout(tp=2, dp=8)], gpus=16, gbs=16)
+    large = estimate(LLAMA8, [Layout(tp=2, dp=1024)], gpus=2048, gbs=2048)
+    ratio = large.tokens_per_s_per_gpu[0] / small.tokens_per_s_per_gpu[0]
+    assert 0.9 < ratio < 0.995
+    assert large.breakdown["straggler_s"][0] > small.breakdown["straggler_s"][0] > 0
+    still = PerformanceProfile(gpu="h100-sxm-80gb", straggler_spread=0.0)
+    job = TrainingJob(seq_length=8192, global_batch_size=16)
+    one = estimate_performance(
+        LLAMA8, cluster(16, 8, H100), job, LayoutBatch.from_layouts([Layout(tp=2, dp=8)]), still
+    )
+    assert one.breakdown["straggler_s"][0] == 0.0
