@@ -6,7 +6,9 @@ column). The loader fills nothing from guesses: a row whose architecture or para
 incomplete is skipped with a reason (:func:`parse_rows` returns them). The only defaults applied
 are the documented ones:
 
-* vpp, cp, ep empty -> 1 (README: vpp "empty = not stated"; CP/EP are off unless configured);
+* cp, ep empty -> 1 (CP/EP are off unless configured); vpp empty -> 1 only with pp = 1, where
+  it means nothing. With pp > 1 an empty vpp ("not stated", README) skips the row: the bubble,
+  a (pp - 1) / (m x vpp) share of the step, cannot be known;
 * recompute / sequence_parallel / distributed_optimizer empty on NVIDIA recipe rows -> the
   README's defaults (recompute none, SP when tp > 1, distributed optimizer); on other sources an
   empty recompute skips the row;
@@ -215,10 +217,13 @@ def _parse_row(
         raise _Skip("precision is not stated on a GPU with fp8")
     seq = _require(row, "seq_length")
     gbs = _require(row, "global_batch_size")
+    vpp = _int(row, "vpp")
+    if vpp is None and pp > 1:
+        raise _Skip("vpp is not stated with pp > 1 (the pipeline bubble depends on it)")
     layout = Layout(
         tp=tp,
         pp=pp,
-        vpp=_int(row, "vpp") or 1,
+        vpp=vpp or 1,
         cp=cp,
         ep=ep,
         dp=dp,

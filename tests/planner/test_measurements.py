@@ -130,3 +130,12 @@ def test_shared_csv_loads() -> None:
     assert len(ms) >= 50
     assert all(m.tokens_per_s_per_gpu and m.tokens_per_s_per_gpu > 0 for m in ms)
     assert all(s.reason for s in skipped)
+
+
+def test_unstated_vpp_skips_a_pipelined_row_but_not_an_unpipelined_one() -> None:
+    piped = [dict(r, pp="2", tp="1", dp="2") if r["row_id"] == "R1" else r for r in rows()]
+    ms, skipped = parse_rows(piped, GPUS.__getitem__)
+    assert "vpp is not stated" in {s.row_id: s.reason for s in skipped}["R1"]
+    stated = [dict(r, vpp="1") if r["row_id"] == "R1" else r for r in piped]
+    ms, _ = parse_rows(stated, GPUS.__getitem__)
+    assert next(m for m in ms if m.row_id == "R1").layout.pp == 2
