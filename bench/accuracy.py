@@ -423,22 +423,11 @@ def diagnose(m: Measurement, held_out_by: str) -> str:
             "time in the unfused a x s softmax/dropout grows with s/h, and attention_score_bytes "
             "is fitted on Korthikanti rows with s/h <= 0.33 [U]; no mechanism fixed"
         )
-    if "nemotron4_340b" in sweep:
-        return (
-            "data: v25.04 table prints VP=NA (read as vpp 1, bubble 7/23 of the step) but older "
-            "READMEs give VP=12 and the measured 58.6 % MFU is impossible with a 30 % bubble; "
-            "with vpp 12 the model predicts 232 (bf16, meas 235) / 323 (fp8, meas 350)"
-        )
     if "grok" in sweep:
         return (
             "MoE fp8 over-predicted on few GPUs (reduced-layer proxy, ep 2-8, 4-1 experts per "
             "GPU): grouped expert GEMMs in fp8 have no measured H100 rate here, router/permute "
             "and imbalance of the proxy unknown [U]; the dense rows of the same source are fine"
-        )
-    if "nemotron4_15b" in sweep:
-        return (
-            "measured step grows ~110 ms from dp 8 to dp 1024 (256 nodes); model +25 ms "
-            "(last-bucket tail, bucket = 1M x dp params); no mechanism pinned down [U]"
         )
     return ""
 
