@@ -35,6 +35,9 @@ TRANSFERS = (
     ("h200-sxm-141gb", "h100-sxm-80gb"),
     ("a100-sxm4-40gb", "a100-sxm4-80gb"),
     ("b200-sxm-180gb", "h100-sxm-80gb"),
+    ("b300-sxm-288gb", "h100-sxm-80gb"),
+    ("gb200-186gb", "h100-sxm-80gb"),
+    ("gb300-288gb", "h100-sxm-80gb"),
     ("mi300x-192gb", "h100-sxm-80gb"),
 )
 LEGACY_ONLY = {"attention_score_bytes": 0.0, "attention_efficiency": None}

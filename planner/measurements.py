@@ -83,10 +83,13 @@ def gpu_slug(gpu_type: str) -> str | None:
     t = gpu_type.lower()
     if "a100" in t:
         return "a100-sxm4-40gb" if "40" in t else "a100-sxm4-80gb"
-    for key, slug in (
+    for key, slug in (  # GB200/GB300 before B200/B300: "gb200" contains "b200"
         ("h100", "h100-sxm-80gb"),
         ("h200", "h200-sxm-141gb"),
+        ("gb200", "gb200-186gb"),
+        ("gb300", "gb300-288gb"),
         ("b200", "b200-sxm-180gb"),
+        ("b300", "b300-sxm-288gb"),
         ("mi300x", "mi300x-192gb"),
     ):
         if key in t:
@@ -96,8 +99,11 @@ def gpu_slug(gpu_type: str) -> str | None:
 
 def default_network_bytes_per_s(gpu: GPUSpec) -> float:
     """Per-GPU network of the DGX system of each generation (catalog-facts §2.4: DGX A100 one
-    HDR 200 Gb/s NIC per GPU = 25 GB/s; DGX H100/H200/B200 one NDR 400 Gb/s = 50 GB/s)."""
-    return 25e9 if gpu.architecture == "ampere" else 50e9
+    HDR 200 Gb/s NIC per GPU = 25 GB/s; DGX H100/H200/B200 and GB200 one NDR 400 Gb/s = 50 GB/s;
+    Blackwell Ultra systems (B300, GB300) one ConnectX-8 800 Gb/s = 100 GB/s)."""
+    if gpu.architecture == "ampere":
+        return 25e9
+    return 100e9 if gpu.name in ("b300-sxm-288gb", "gb300-288gb") else 50e9
 
 
 def _int(row: Mapping[str, str], key: str) -> int | None:

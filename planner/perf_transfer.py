@@ -6,8 +6,9 @@ catalog's :class:`GPUSpec`, used by the model directly) plus its architecture's 
 nearest measured GPU that describe the same thing on both:
 
 * software coefficients (how Megatron, NCCL and the host behave: overlap fractions, per-layer and
-  per-step overheads, achieved fraction of the NIC rate, the GPU-to-GPU speed spread) go to every GPU, except the TP overlap to
-  another vendor (userbuffers tp-comm-overlap is CUDA-only, performance-facts §6.2);
+  per-step overheads, achieved fraction of the NIC rate, the GPU-to-GPU speed spread) go to every
+  GPU, except the TP overlap to another vendor (userbuffers tp-comm-overlap is CUDA-only,
+  performance-facts §6.2);
 * chip efficiencies (GEMM plateaus, attention, NVLink fraction) go only to a GPU of the same
   architecture (same die: H100 -> H200, A100-80GB -> A100-40GB), never across architectures.
 

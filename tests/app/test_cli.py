@@ -229,13 +229,30 @@ def test_calibrate_without_input_fails_clearly() -> None:
 
 
 def test_evaluate_reads_a_local_spec_file(tmp_path: Path) -> None:
-    spec = {"name": "tiny", "num_layers": 4, "hidden_size": 512, "ffn_hidden_size": 2048,
-            "num_attention_heads": 8, "vocab_size": 32000}
+    spec = {
+        "name": "tiny",
+        "num_layers": 4,
+        "hidden_size": 512,
+        "ffn_hidden_size": 2048,
+        "num_attention_heads": 8,
+        "vocab_size": 32000,
+    }
     path = tmp_path / "tiny.json"
     path.write_text(json.dumps(spec))
-    code, out, _ = run("evaluate", "--model", str(path), "--gpu", "h100-sxm-80gb",
-                       "--num-gpus", "8", "--seq-length", "1024", "--global-batch-size", "8",
-                       "--json")
+    code, out, _ = run(
+        "evaluate",
+        "--model",
+        str(path),
+        "--gpu",
+        "h100-sxm-80gb",
+        "--num-gpus",
+        "8",
+        "--seq-length",
+        "1024",
+        "--global-batch-size",
+        "8",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["model"] == "tiny"
 
 
@@ -243,8 +260,13 @@ def test_planning_layer_never_opens_files_named_in_a_request() -> None:
     from app.planning import evaluate_request
     from planner.specs import SpecError
 
-    request = {"model": "pyproject.toml", "gpu": "h100-sxm-80gb", "num_gpus": 8,
-               "seq_length": 1024, "global_batch_size": 8}
+    request = {
+        "model": "pyproject.toml",
+        "gpu": "h100-sxm-80gb",
+        "num_gpus": 8,
+        "seq_length": 1024,
+        "global_batch_size": 8,
+    }
     with pytest.raises(SpecError, match="unknown model") as info:
         evaluate_request(request)
     assert info.value.field == "model"
@@ -254,8 +276,14 @@ def test_plan_requests_are_fully_validated_before_any_search() -> None:
     from app.planning import validate_plan_request
     from planner.specs import SpecError
 
-    request = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 8,
-               "seq_length": 4096, "global_batch_size": 64, "objective": "cost"}
+    request = {
+        "model": "llama3.1-8b",
+        "gpu": "h100-sxm-80gb",
+        "num_gpus": 8,
+        "seq_length": 4096,
+        "global_batch_size": 64,
+        "objective": "cost",
+    }
     with pytest.raises(SpecError, match="token_budget") as info:
         validate_plan_request(request)
     assert info.value.field == "token_budget"

@@ -78,5 +78,5 @@ def test_api_conforms_and_never_fails(case: schemathesis.Case) -> None:
             schemathesis.checks.status_code_conformance,
             schemathesis.checks.content_type_conformance,
             schemathesis.checks.response_schema_conformance,
-        )
+        ),
     )

@@ -30,8 +30,8 @@ MODELS = [
     "mixtral-8x7b", "nemotron-4-15b", "nemotron-4-340b", "qwen3-235b-a22b", "qwen3-30b-a3b",
 ]  # fmt: skip
 GPUS = [
-    "a100-sxm4-40gb", "a100-sxm4-80gb", "b200-sxm-180gb", "h100-sxm-80gb", "h200-sxm-141gb",
-    "mi300x-192gb",
+    "a100-sxm4-40gb", "a100-sxm4-80gb", "b200-sxm-180gb", "b300-sxm-288gb", "gb200-186gb",
+    "gb300-288gb", "h100-sxm-80gb", "h200-sxm-141gb", "mi300x-192gb",
 ]  # fmt: skip
 MiB = 2**20
 
@@ -42,6 +42,13 @@ def test_list_models_is_exactly_the_catalog() -> None:
 
 def test_list_gpus_is_exactly_the_catalog() -> None:
     assert list_gpus() == GPUS
+
+
+def test_nvl72_racks_are_one_nvlink_domain_and_take_64_gpu_domains_on_request() -> None:
+    assert cluster_spec("gb200-nvl72", 144).num_nodes == 2
+    assert cluster_spec("gb200-186gb", 256, gpus_per_node=64).num_nodes == 4
+    with pytest.raises(SpecError, match="multiple of 72"):
+        cluster_spec("gb300-nvl72", 256)
 
 
 def test_dgx_presets_are_listed() -> None:
@@ -77,7 +84,7 @@ def test_gpu_loads_with_sources_for_every_number(slug: str) -> None:
 @pytest.mark.parametrize("slug", list_clusters())
 def test_preset_builds_a_cluster_spec(slug: str) -> None:
     preset = load_cluster_preset(slug)
-    spec = preset.spec(num_gpus=16)
+    spec = preset.spec(num_gpus=2 * preset.gpus_per_node)
     assert isinstance(spec, ClusterSpec)
     assert spec.gpu == load_gpu(preset.gpu)
     assert spec.num_nodes == 2

@@ -202,7 +202,8 @@ def test_capacity_is_the_gpu_hbm() -> None:
 def test_single_stage_reports_the_same_whole_model_for_first_and_last() -> None:
     # with pp = 1 there is one stage: it holds the embedding, the output layer and the norm
     batch = LayoutBatch.from_layouts([Layout(tp=2, dp=32)])
-    est = estimate_memory(MIXTRAL, CLUSTER, TrainingJob(seq_length=4096, global_batch_size=64),
-                          batch)
+    est = estimate_memory(
+        MIXTRAL, CLUSTER, TrainingJob(seq_length=4096, global_batch_size=64), batch
+    )
     assert est.first_stage_bytes[0] == pytest.approx(est.last_stage_bytes[0])
     assert int(est.worst_stage[0]) == 0

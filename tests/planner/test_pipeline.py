@@ -22,7 +22,9 @@ def test_llama_405b_on_16_stages_counts_embedding_and_loss() -> None:
     assert len(split.rank_layers(0)) == 7 and len(split.rank_layers(15)) == 7
     assert all(len(split.rank_layers(r)) == 8 for r in range(1, 15))
     assert pipeline_flags(126, 16, 1) == [
-        "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
+        "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split",
+    ]
 
 
 def test_deepseek_v3_61_layers_on_16_stages_is_uneven_and_valid() -> None:
@@ -46,8 +48,13 @@ def test_interleaved_uneven_split_gives_each_chunk_whole_layers() -> None:
 
 
 def test_flags_parse_back() -> None:
-    flags = ["--num-layers", "61", "--pipeline-model-parallel-size", "16",
-             *pipeline_flags(61, 16, 1)]
+    flags = [
+        "--num-layers",
+        "61",
+        "--pipeline-model-parallel-size",
+        "16",
+        *pipeline_flags(61, 16, 1),
+    ]
     parsed = parse_megatron_args(flags, strict=False)
     assert parsed.layout.pp == 16
 

@@ -125,9 +125,14 @@ def _can_split(layers: int, pp: int, vpp: int) -> bool:
         return True
     return pp > 1 and any(
         (pp == 2 and layers - f - last == 0)
-        or (pp > 2 and (mid := layers - f - last) > 0 and mid % (pp - 2) == 0
-            and (mid // (pp - 2)) % vpp == 0)
-        for f in range(vpp, layers + 1, vpp) for last in range(vpp, layers - f + 1, vpp)
+        or (
+            pp > 2
+            and (mid := layers - f - last) > 0
+            and mid % (pp - 2) == 0
+            and (mid // (pp - 2)) % vpp == 0
+        )
+        for f in range(vpp, layers + 1, vpp)
+        for last in range(vpp, layers - f + 1, vpp)
     )
 
 
@@ -225,8 +230,7 @@ def test_default_constraints_enumerate_all_recompute_and_sharding_modes_but_fsdp
     assert set(batch.recompute.tolist()) == {0, 1, 2}
     assert set(batch.optimizer_sharding.tolist()) == {0, 1}  # full sharding is opt-in
     opt_in = SearchConstraints(optimizer_sharding=("none", "optimizer", "full"))
-    assert set(enumerate_layouts(LLAMA8B, cluster(8), JOB, opt_in).optimizer_sharding) == {
-        0, 1, 2}
+    assert set(enumerate_layouts(LLAMA8B, cluster(8), JOB, opt_in).optimizer_sharding) == {0, 1, 2}
     assert np.isin(batch.micro_batch_size, [1, 2, 4, 8, 16, 32, 64, 128]).all()
 
 

@@ -1,0 +1,342 @@
+"""The planner against published runs it was never fitted on: plan under the stated constraints.
+
+Run ``python -m bench.published_check``. Writes ``bench/results/published_check.{json,md}``.
+
+Two kinds of published figures cannot enter the row-by-row accuracy benchmark, because their
+layouts are only partly stated, and so were never used to fit a profile:
+
+* rows of ``shared/data/measured-throughput.csv`` that the loader skips as incomplete (the
+  Megatron-LM README H100 tables: micro-batch, vpp, recompute and ffn size not given; the dgxc
+  Nemotron-4 340B and GPT-3 175B rows: vpp not stated);
+* figures published outside this repository's data folder (the Llama 3 paper; the Megatron Core
+  MoE and Megatron-Bridge figures for GB200/GB300 quoted in performance-facts §1.7).
+
+For each, the planner searches every layout that agrees with what the source states (fixed
+axes) and chooses what it leaves open; a tuned published run should land near the planner's
+best, so the check is ``planner's best predicted / published``. Within a series (a sweep) the
+Spearman correlation of predicted and published values is reported too. What each case fills in
+beyond the source (a Megatron default, a GBS) is written in its ``assumed`` field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from bench.accuracy import commit, data_path
+from models_db.catalog import cluster_spec, load_gpu, load_model
+from models_db.measurement_models import model_for_measurement
+from models_db.profiles import load_profile
+from planner.measurements import parse_rows, read_rows
+from planner.search import plan
+from planner.space import SearchConstraints
+from planner.specs import ClusterSpec, ModelSpec, TrainingJob
+
+RESULTS = Path(__file__).parent / "results"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    case_id: str
+    series: str
+    model: ModelSpec
+    cluster: ClusterSpec
+    job: TrainingJob
+    constraints: SearchConstraints
+    metric: str
+    """Published quantity compared: tokens_per_s_per_gpu, model_tflops_per_gpu or mfu."""
+    published: float
+    source: str
+    assumed: str = ""
+    force_balanced: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+# --- rows of the shared CSV whose layout is only partly stated ----------------------------------
+
+_PLACEHOLDERS = {"vpp": "1", "micro_batch_size": "1", "recompute": "none", "gpus_per_node": "8"}
+
+
+def csv_cases() -> list[Case]:
+    rows = read_rows(data_path())
+    chosen = [
+        r
+        for r in rows
+        if r["source_id"] == "megatron_readme_h100"
+        or (r["sweep_id"].startswith("dgxc_") and r["pp"] not in ("", "1") and not r["vpp"])
+    ]
+    cases = []
+    for row in chosen:
+        filled = dict(row)
+        assumed = []
+        for key, value in _PLACEHOLDERS.items():
+            if not filled.get(key):
+                filled[key] = value
+                if key == "gpus_per_node":
+                    assumed.append("8 GPUs per node (DGX H100)")
+        if not filled.get("ffn_hidden_size"):
+            filled["ffn_hidden_size"] = str(4 * int(filled["hidden_size"]))
+            assumed.append("ffn = 4h (Megatron's default when --ffn-hidden-size is not given)")
+        if not filled.get("precision"):
+            filled["precision"] = "bf16"
+            assumed.append("bf16 (MFU is printed against the bf16 peak)")
+        for key in ("tp", "pp"):
+            if not filled.get(key):
+                filled[key] = "1"
+        filled["dp"] = ""
+        ms, skipped = parse_rows([filled], load_gpu, model_lookup=model_for_measurement)
+        if not ms:
+            raise SystemExit(f"{row['row_id']}: {skipped[0].reason}")
+        m = ms[0]
+
+        def stated(key: str, value: int, row: dict[str, str] = row) -> int | None:
+            return value if row.get(key) else None
+
+        mbs = stated("micro_batch_size", m.layout.micro_batch_size)
+        constraints = SearchConstraints(
+            tp=stated("tp", m.layout.tp),
+            pp=stated("pp", m.layout.pp),
+            vpp=stated("vpp", m.layout.vpp),
+            cp=m.layout.cp if row.get("cp") or row["source_id"] != "megatron_readme_h100" else None,
+            micro_batch_size=mbs,
+            recompute=("none", "selective", "full") if not row.get("recompute") else ("none",),
+        )
+        if row["source_id"].startswith("dgxc"):
+            constraints = replace(constraints, recompute=("none",))  # README: NVIDIA recipe
+        metric, published = (
+            ("tokens_per_s_per_gpu", m.tokens_per_s_per_gpu)
+            if row.get("tokens_per_sec_per_gpu")
+            else ("mfu", float(row["mfu_pct"]) / 100)
+        )
+        cluster = replace(m.cluster, gpus_per_node=int(filled["gpus_per_node"]))
+        cases.append(
+            Case(
+                case_id=row["row_id"],
+                series=row["sweep_id"],
+                model=m.model,
+                cluster=cluster,
+                job=m.job,
+                constraints=constraints,
+                metric=metric,
+                published=float(published or 0.0),
+                source=f"{row['source_id']}: {row['source_ref'][:90]}",
+                assumed="; ".join(assumed),
+            )
+        )
+    return cases
+
+
+# --- published figures outside the data folder ---------------------------------------------------
+
+LLAMA3_PAPER = (
+    "Llama 3 paper (Grattafiori et al. 2024, arXiv 2407.21783) Table 4: Llama 3 405B pre-training "
+    "on H100, BF16, TFLOP/s per GPU [U: recalled for this benchmark; Meta's own 4D-parallel "
+    "stack, not Megatron-LM]"
+)
+MOE_TR = "performance-facts §1.7: Megatron Core MoE report (MOE-TR abstract) [V]"
+MB = "performance-facts §1.7: Megatron-Bridge 26.08 performance summary (MB) [V]"
+
+
+def external_cases() -> list[Case]:
+    llama = load_model("llama3.1-405b")
+    cases = []
+    for case_id, gpus, seq, gbs, cp, published in (
+        ("llama3-405b-8k-gpus", 8192, 8192, 2048, 1, 430.0),
+        ("llama3-405b-16k-gpus", 16384, 8192, 2048, 1, 400.0),
+        ("llama3-405b-16k-gpus-128k-seq", 16384, 131072, 128, 16, 380.0),
+    ):
+        cases.append(
+            Case(
+                case_id=case_id,
+                series="llama3_paper_table4",
+                model=llama,
+                cluster=cluster_spec("dgx-h100", gpus),
+                job=TrainingJob(seq_length=seq, global_batch_size=gbs, precision="bf16"),
+                constraints=SearchConstraints(tp=8, pp=16, cp=cp),
+                metric="model_tflops_per_gpu",
+                published=published,
+                source=LLAMA3_PAPER,
+                assumed="16M tokens per batch as the paper states; micro-batch, vpp, recompute "
+                "free; 8 GPUs per NVLink domain",
+            )
+        )
+    moe = (
+        ("deepseek-v3-gb200-mb", "deepseek-v3", "gb200-186gb", 1276.0, MB),
+        ("deepseek-v3-gb200-moe-report", "deepseek-v3", "gb200-186gb", 1048.0, MOE_TR),
+        ("deepseek-v3-gb300-moe-report", "deepseek-v3", "gb300-288gb", 1233.0, MOE_TR),
+        ("qwen3-235b-gb200-moe-report", "qwen3-235b-a22b", "gb200-186gb", 919.0, MOE_TR),
+        ("qwen3-235b-gb300-moe-report", "qwen3-235b-a22b", "gb300-288gb", 974.0, MOE_TR),
+    )
+    for case_id, model, gpu, published, source in moe:
+        cases.append(
+            Case(
+                case_id=case_id,
+                series="moe_blackwell",
+                model=load_model(model),
+                cluster=cluster_spec(gpu, 256, gpus_per_node=64),
+                job=TrainingJob(seq_length=4096, global_batch_size=8192, precision="fp8"),
+                constraints=SearchConstraints(),
+                metric="model_tflops_per_gpu",
+                published=published,
+                source=source,
+                assumed="256 GPUs in 64-GPU NVLink domains, s = 4096, GBS 8192 (the report's "
+                "GPU count and batch are not in our sheets) [U]; layout free; fp8 stands for "
+                "MXFP8; force-balanced routing as NVIDIA benchmarks it (moe_imbalance 1.0)",
+                force_balanced=True,
+            )
+        )
+    return cases
+
+
+# --- run ---------------------------------------------------------------------------------------
+
+
+def run_case(case: Case) -> dict[str, Any]:
+    profile = load_profile(case.cluster.gpu)
+    if case.force_balanced:
+        profile = profile.with_coefficients(moe_imbalance=1.0)
+    threshold = 0.8
+    result = plan(
+        case.model, case.cluster, case.job, constraints=case.constraints, profile=profile, top_k=1
+    )
+    if not result.plans:  # the published run fits only above the 80 % line: compare speed anyway
+        threshold = 1.0
+        result = plan(
+            case.model,
+            case.cluster,
+            case.job,
+            constraints=case.constraints,
+            profile=profile,
+            top_k=1,
+            threshold=threshold,
+        )
+    out: dict[str, Any] = {
+        "case": case.case_id,
+        "series": case.series,
+        "model": case.model.name,
+        "gpu": case.cluster.gpu.name,
+        "num_gpus": case.cluster.num_gpus,
+        "metric": case.metric,
+        "published": case.published,
+        "source": case.source,
+        "assumed": case.assumed,
+        "feasible": result.search.feasible,
+        "memory_threshold": threshold,
+    }
+    if not result.plans:
+        out.update(predicted=None, ratio=None, layout=None)
+        return out
+    best = result.plans[0]
+    predicted = float(best.performance[case.metric])
+    lay = best.layout
+    out.update(
+        predicted=predicted,
+        ratio=predicted / case.published,
+        layout=(
+            f"tp{lay.tp} pp{lay.pp} vpp{lay.vpp} cp{lay.cp} ep{lay.ep} dp{lay.dp} "
+            f"mbs{lay.micro_batch_size} {lay.recompute}"
+        ),
+    )
+    return out
+
+
+def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
+    done = [r for r in results if r["ratio"] is not None]
+    ape = np.array([abs(r["ratio"] - 1) for r in done])
+    series: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(r["series"] for r in done):
+        rows = [r for r in done if r["series"] == name]
+        pub = [r["published"] for r in rows]
+        pred = [r["predicted"] for r in rows]
+        ranked = len(rows) >= 3 and len(set(pub)) > 1
+        rho = float(spearmanr(pub, pred).statistic) if ranked else None
+        series[name] = {
+            "rows": len(rows),
+            "median_ape": float(np.median([abs(r["ratio"] - 1) for r in rows])),
+            "median_ratio": float(np.median([r["ratio"] for r in rows])),
+            "spearman": rho,
+        }
+    return {
+        "cases": len(results),
+        "planned": len(done),
+        "median_ape": float(np.median(ape)) if len(ape) else None,
+        "p90_ape": float(np.percentile(ape, 90)) if len(ape) else None,
+        "series": series,
+    }
+
+
+def write_markdown(payload: dict[str, Any], path: Path) -> None:
+    s = payload["summary"]
+    lines = [
+        "# The planner against published runs it never fitted (plan under stated constraints)",
+        "",
+        f"Commit `{payload['commit']}`, {payload['date']}. `python -m bench.published_check`. "
+        "Shipped profiles (`models_db/profiles`); none of these figures was used to fit them "
+        "(their layouts are incomplete, so the accuracy benchmark's loader skips them). For each "
+        "case the planner searches the layouts that agree with what the source states and keeps "
+        "its best; the ratio is the planner's best predicted value / the published one. Where no "
+        "layout that agrees with the source fits under the 80 % rule, the search is repeated "
+        "with the whole HBM (marked '>80 % HBM': the published run is above our 80 % line); "
+        "'over HBM': our estimate exceeds the card even so.",
+        "",
+        f"Cases: {s['cases']}, planned: {s['planned']}; |ratio - 1| median "
+        f"{100 * s['median_ape']:.1f} %, p90 {100 * s['p90_ape']:.1f} %.",
+        "",
+        "| series | rows | median abs. error | median ratio | Spearman |",
+        "|---|---|---|---|---|",
+    ]
+    for name, v in s["series"].items():
+        rho = "n/a" if v["spearman"] is None else f"{v['spearman']:.2f}"
+        lines.append(
+            f"| {name} | {v['rows']} | {100 * v['median_ape']:.1f} % | "
+            f"{v['median_ratio']:.3f} | {rho} |"
+        )
+    lines += [
+        "",
+        "| case | model | GPUs | metric | published | planner best | ratio | planner's layout |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in payload["results"]:
+        pred = "over HBM" if r["predicted"] is None else f"{r['predicted']:.4g}"
+        if r["predicted"] is not None and r["memory_threshold"] > 0.8:
+            pred += " (>80 % HBM)"
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        lines.append(
+            f"| {r['case']} | {r['model']} ({r['gpu']}) | {r['num_gpus']} | {r['metric']} | "
+            f"{r['published']:.4g} | {pred} | {ratio} | {r['layout'] or ''} |"
+        )
+    lines += ["", "## Sources and what each case assumes", ""]
+    seen: set[tuple[str, str]] = set()
+    for r in payload["results"]:
+        key = (r["source"], r["assumed"])
+        if key in seen:
+            continue
+        seen.add(key)
+        lines.append(f"- {r['series']}: {r['source']}. Assumed: {r['assumed'] or 'nothing'}.")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main() -> int:
+    cases = csv_cases() + external_cases()
+    results = [run_case(c) for c in cases]
+    payload = {
+        "commit": commit(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "summary": summarise(results),
+        "results": results,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "published_check.json").write_text(json.dumps(payload, indent=1) + "\n")
+    write_markdown(payload, RESULTS / "published_check.md")
+    print((RESULTS / "published_check.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
