@@ -33,6 +33,7 @@ OUT = Path(__file__).resolve().parents[1] / "models_db" / "profiles"
 # by planner.perf_transfer.transferable (software everywhere, chip efficiencies on the same die)
 TRANSFERS = (
     ("h200-sxm-141gb", "h100-sxm-80gb"),
+    ("h800-sxm-80gb", "h100-sxm-80gb"),
     ("a100-sxm4-40gb", "a100-sxm4-80gb"),
     ("b200-sxm-180gb", "h100-sxm-80gb"),
     ("b300-sxm-288gb", "h100-sxm-80gb"),

@@ -86,6 +86,7 @@ def gpu_slug(gpu_type: str) -> str | None:
     for key, slug in (  # GB200/GB300 before B200/B300: "gb200" contains "b200"
         ("h100", "h100-sxm-80gb"),
         ("h200", "h200-sxm-141gb"),
+        ("h800", "h800-sxm-80gb"),
         ("gb200", "gb200-186gb"),
         ("gb300", "gb300-288gb"),
         ("b200", "b200-sxm-180gb"),
