@@ -97,6 +97,7 @@ def constraints_from_request(req: dict[str, Any]) -> SearchConstraints:
     sp = req.get("sequence_parallel")
     if sp is not None:
         kwargs["sequence_parallel"] = (bool(bool_field(req, "sequence_parallel", None)),)
+    kwargs["moe_a2a_overlap"] = bool_field(req, "moe_a2a_overlap", None)
     return SearchConstraints(**kwargs)
 
 

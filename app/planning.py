@@ -59,6 +59,7 @@ LAYOUT_FIELDS = {
     "recompute",
     "sequence_parallel",
     "optimizer_sharding",
+    "moe_a2a_overlap",
 }
 PLAN_FIELDS = {
     "tp",
@@ -77,6 +78,7 @@ PLAN_FIELDS = {
     "recompute",
     "sequence_parallel",
     "optimizer_sharding",
+    "moe_a2a_overlap",
     "num_gpus_options",
     "global_batch_size_options",
     "objective",
@@ -221,7 +223,7 @@ def _memory_override(req: dict[str, Any], gpu: GPUSpec) -> GPUSpec:
 
 def resolve_cluster(req: dict[str, Any], num_gpus: int) -> ClusterSpec:
     gpu = resolve_gpu(req)
-    gpus_per_node = int_field(req, "gpus_per_node", None, maximum=64)
+    gpus_per_node = int_field(req, "gpus_per_node", None, maximum=576)
     preset_gpu = gpu.name if gpu.name in models_db.list_gpus() else "h100-sxm-80gb"
     try:  # network defaults of the GPU's DGX-style preset (a user GPU: the H100 preset's)
         cluster = models_db.cluster_spec(preset_gpu, num_gpus, gpus_per_node)
@@ -266,6 +268,7 @@ def resolve_layout(req: dict[str, Any], num_gpus: int) -> Layout:
         optimizer_sharding=choice_field(  # type: ignore[arg-type]
             req, "optimizer_sharding", "optimizer", OPTIMIZER_SHARDING_CHOICES
         ),
+        moe_a2a_overlap=bool_field(req, "moe_a2a_overlap", None),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import overlap
 from planner.layouts import LayoutBatch
 from planner.megatron import launch_spec
 from planner.memory import MemoryEstimate, MemoryOptions, estimate_memory
@@ -102,7 +103,7 @@ def evaluate_layouts(
         result: dict[str, Any] = {
             "valid": ok,
             "violations": messages,
-            "layout": layout.to_dict(),
+            "layout": overlap.resolve(model, cluster, layout).to_dict(),
             "memory": memory_json(mem, i),
             "performance": None,
             "megatron": None,

@@ -26,6 +26,16 @@ BoolArray = npt.NDArray[np.bool_]
 
 RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 SHARD_NONE, SHARD_OPTIMIZER, SHARD_FULL = 0, 1, 2
+A2A_AUTO, A2A_OFF, A2A_ON = -1, 0, 1
+"""Codes of ``moe_a2a_overlap``: None (on where allowed), False, True."""
+
+
+def a2a_code(value: bool | None) -> int:
+    return A2A_AUTO if value is None else int(value)
+
+
+def a2a_value(code: int) -> bool | None:
+    return None if code == A2A_AUTO else bool(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +43,8 @@ class LayoutBatch:
     """n layouts; field i of every array describes layout i.
 
     ``recompute`` holds codes 0/1/2 (none/selective/full) and ``optimizer_sharding`` codes
-    0/1/2 (none/optimizer/full), indexes into RECOMPUTE_CHOICES and OPTIMIZER_SHARDING_CHOICES.
+    0/1/2 (none/optimizer/full), indexes into RECOMPUTE_CHOICES and OPTIMIZER_SHARDING_CHOICES;
+    ``moe_a2a_overlap`` holds A2A_AUTO/A2A_OFF/A2A_ON.
     """
 
     tp: IntArray
@@ -47,6 +58,7 @@ class LayoutBatch:
     recompute: IntArray
     sequence_parallel: BoolArray
     optimizer_sharding: IntArray
+    moe_a2a_overlap: IntArray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -78,6 +90,9 @@ class LayoutBatch:
                 np.int64,
                 len(items),
             ),
+            moe_a2a_overlap=np.fromiter(
+                (a2a_code(x.moe_a2a_overlap) for x in items), np.int64, len(items)
+            ),
         )
 
     @classmethod
@@ -107,6 +122,7 @@ class LayoutBatch:
                 else np.broadcast_to(np.asarray(sp, dtype=np.bool_), (n,)).copy()
             ),
             optimizer_sharding=get("optimizer_sharding", SHARD_OPTIMIZER),
+            moe_a2a_overlap=get("moe_a2a_overlap", A2A_AUTO),
         )
 
     def layout(self, i: int) -> Layout:
@@ -122,6 +138,7 @@ class LayoutBatch:
             recompute=RECOMPUTE_CHOICES[int(self.recompute[i])],
             sequence_parallel=bool(self.sequence_parallel[i]),
             optimizer_sharding=OPTIMIZER_SHARDING_CHOICES[int(self.optimizer_sharding[i])],
+            moe_a2a_overlap=a2a_value(int(self.moe_a2a_overlap[i])),
         )
 
     def layouts(self) -> list[Layout]:
@@ -142,6 +159,7 @@ class LayoutBatch:
             recompute=self.recompute[idx],
             sequence_parallel=self.sequence_parallel[idx],
             optimizer_sharding=self.optimizer_sharding[idx],
+            moe_a2a_overlap=self.moe_a2a_overlap[idx],
         )
 
     @staticmethod
@@ -161,6 +179,7 @@ class LayoutBatch:
             recompute=cat("recompute"),
             sequence_parallel=cat("sequence_parallel"),
             optimizer_sharding=cat("optimizer_sharding"),
+            moe_a2a_overlap=cat("moe_a2a_overlap"),
         )
 
     @property

@@ -6,9 +6,10 @@ column). The loader fills nothing from guesses: a row whose architecture or para
 incomplete is skipped with a reason (:func:`parse_rows` returns them). The only defaults applied
 are the documented ones:
 
-* cp, ep empty -> 1 (CP/EP are off unless configured); vpp empty -> 1 only with pp = 1, where
-  it means nothing. With pp > 1 an empty vpp ("not stated", README) skips the row: the bubble,
-  a (pp - 1) / (m x vpp) share of the step, cannot be known;
+* cp, ep empty -> 1 (CP/EP are off unless configured); the MoE all-to-all overlap is off
+  (Megatron's default) unless an optional ``moe_a2a_overlap`` column says yes; vpp empty -> 1
+  only with pp = 1, where it means nothing. With pp > 1 an empty vpp ("not stated", README)
+  skips the row: the bubble, a (pp - 1) / (m x vpp) share of the step, cannot be known;
 * recompute / sequence_parallel / distributed_optimizer empty on NVIDIA recipe rows -> the
   README's defaults (recompute none, SP when tp > 1, distributed optimizer); on other sources an
   empty recompute skips the row;
@@ -238,6 +239,8 @@ def _parse_row(
         recompute=recompute,  # type: ignore[arg-type]
         sequence_parallel=_sequence_parallel(row.get("sequence_parallel") or "", tp),
         optimizer_sharding=_sharding(row.get("distributed_optimizer") or "", source),  # type: ignore[arg-type]
+        # Megatron's default (off) unless an optional column says "yes"; no shared row states it
+        moe_a2a_overlap=(row.get("moe_a2a_overlap") or "").strip().lower().startswith("yes"),
     )
     cluster = ClusterSpec(
         name=f"{slug}x{num_gpus}",

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from planner import overlap
+from planner.overlap import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
+from planner.overlap import tp_comm_overlap as tp_comm_overlap  # re-exported
 from planner.pipeline import pipeline_flags
 from planner.specs import (
     ClusterSpec,
@@ -40,7 +41,7 @@ VOCAB_DIVISIBLE_BY = 128
 """``--make-vocab-size-divisible-by``: Megatron's default, assumed by the memory and FLOPs models
 (megatron-facts §3.4)."""
 
-_BLACKWELL_OR_NEWER = frozenset({"blackwell", "rubin"})
+_BLACKWELL_OR_NEWER = overlap.BLACKWELL_OR_NEWER
 
 
 def _moe_layer_freq(model: ModelSpec) -> str:
@@ -60,26 +61,6 @@ def _moe_layer_freq(model: ModelSpec) -> str:
 def _fp8_recipe(architecture: str) -> str:
     # mxfp8 is Blackwell-only; delayed scaling is the default elsewhere (megatron-facts §1.8)
     return "mxfp8" if architecture in _BLACKWELL_OR_NEWER else "delayed"
-
-
-TP_COMM_OVERLAP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
-
-
-def tp_comm_overlap(cluster: ClusterSpec, tp: Any, sp: Any) -> Any:
-    """Whether ``--tp-comm-overlap`` is emitted, for scalars or arrays of tp and sp.
-
-    Transformer Engine's userbuffers overlap the TP all-gathers and reduce-scatters with the
-    GEMMs. They need sequence parallelism (rule 29) and a TP group inside one node's NVLink
-    domain; the planner emits them on Hopper and newer, where NVIDIA's recipes use them.
-    """
-    tp_sizes = np.asarray(tp)
-    supported = cluster.gpu.architecture in TP_COMM_OVERLAP_ARCHITECTURES
-    return (
-        supported
-        & (tp_sizes > 1)
-        & np.asarray(sp, dtype=np.bool_)
-        & (tp_sizes <= cluster.gpus_per_node)
-    )
 
 
 def megatron_args(
@@ -104,6 +85,8 @@ def megatron_args(
         args.append("--sequence-parallel")
     if tp_comm_overlap(cluster, lay.tp, lay.sp):
         args.append("--tp-comm-overlap")  # TE userbuffers; needs SP (rule 29)
+    if overlap.resolve(model, cluster, lay).moe_a2a_overlap:
+        args += list(overlap.A2A_FLAGS)  # 1F1B A2A overlap (rule 40; planner.overlap)
     if lay.optimizer_sharding == "full":
         args.append("--use-torch-fsdp2")  # rule 58: pp=1, ep=1, untied, no dist-opt
     elif lay.optimizer_sharding == "optimizer":
@@ -262,12 +245,16 @@ class LaunchSpec:
 
 
 def launch_env(cluster: ClusterSpec, layout: Layout) -> dict[str, str]:
-    """Environment variables Megatron needs or benefits from for this layout."""
+    """Environment variables Megatron needs or benefits from for this layout (pass it through
+    :func:`planner.overlap.resolve` first: an unresolved MoE A2A overlap counts as off)."""
     lay = layout.normalized()
     env: dict[str, str] = {}
     pre_blackwell = cluster.gpu.architecture not in _BLACKWELL_OR_NEWER
+    if lay.moe_a2a_overlap:
+        # the A2A overlap needs more than one connection; rule 30's assertion is then skipped
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = overlap.CONNECTIONS
     # rule 30: asserted for tp > 1 or cp > 1 before Blackwell, except under Torch-FSDP2
-    if pre_blackwell and (lay.tp > 1 or lay.cp > 1) and lay.optimizer_sharding != "full":
+    elif pre_blackwell and (lay.tp > 1 or lay.cp > 1) and lay.optimizer_sharding != "full":
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     # stops the caching allocator holding NCCL-stream tensors (memory-estimator-fujii §7)
     env["TORCH_NCCL_AVOID_RECORD_STREAMS"] = "1"
@@ -284,7 +271,7 @@ def launch_spec(
 ) -> LaunchSpec:
     """argv, environment and a ``torchrun`` line for every node (``$NODE_RANK`` varies)."""
     args = megatron_args(model, cluster, job, layout)
-    env = launch_env(cluster, layout)
+    env = launch_env(cluster, overlap.resolve(model, cluster, layout))
     per_node = min(cluster.gpus_per_node, cluster.num_gpus)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     torchrun = (
@@ -365,7 +352,7 @@ def _parser() -> argparse.ArgumentParser:
         "--add-qkv-bias", "--qk-layernorm", "--moe-grouped-gemm", "--multi-latent-attention",
         "--bf16", "--recompute-activations", "--account-for-embedding-in-pipeline-split",
         "--account-for-loss-in-pipeline-split", "--moe-router-pre-softmax",
-        "--use-rope-scaling",
+        "--use-rope-scaling", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
     ):  # fmt: skip
         p.add_argument(flag, action="store_true")
     p.add_argument("--normalization", choices=("LayerNorm", "RMSNorm"), default="LayerNorm")
@@ -443,7 +430,7 @@ def parse_megatron_args(
         ep=ns.expert_model_parallel_size, etp=ns.expert_tensor_parallel_size or tp,
         dp=world // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
         recompute=recompute, sequence_parallel=ns.sequence_parallel and tp > 1,
-        optimizer_sharding=sharding,
+        optimizer_sharding=sharding, moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm,
     )  # fmt: skip
     freq, first_dense = (1, 0)
     if ns.num_experts is not None:

@@ -16,6 +16,7 @@ from typing import Literal
 
 import numpy as np
 
+from planner import overlap
 from planner.layouts import (
     RECOMPUTE_FULL,
     RECOMPUTE_SELECTIVE,
@@ -236,7 +237,9 @@ def estimate_memory(
     regenerated = np.where(
         batch.recompute == RECOMPUTE_FULL, np.maximum(dense_acts.full, moe_acts.full), 0.0
     )
-    inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size)
+    inflight_first, inflight_last = in_flight_microbatches(
+        batch, job.global_batch_size, overlap.enabled(model, cluster, batch)
+    )
     stage_output = dense_acts.layer_input if opts.keep_stage_outputs else 0.0
     first["activations_bytes"] = (
         inflight_first

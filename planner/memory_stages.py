@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layouts import FloatArray, LayoutBatch
+from planner.layouts import BoolArray, FloatArray, LayoutBatch
 from planner.params import ParamCounts
 from planner.pipeline import split_layers
 from planner.specs import ModelSpec
@@ -134,16 +134,21 @@ def stage_params(
     return first, last
 
 
-def in_flight_microbatches(batch: LayoutBatch, global_batch_size: int) -> tuple[FloatArray, ...]:
+def in_flight_microbatches(
+    batch: LayoutBatch, global_batch_size: int, a2a_overlap: BoolArray | None = None
+) -> tuple[FloatArray, ...]:
     """(first rank, last rank) micro-batches whose activations are held at the peak.
 
     1F1B: rank r holds min(m, p - r); interleaved: (2(p-r-1) + (v-1)p + 1)/v whole-stage
-    micro-batches, i.e. p(1 + (p-1)/(pv)) on rank 0 (megatron-facts §3.3, §7.3).
+    micro-batches, i.e. p(1 + (p-1)/(pv)) on rank 0 (megatron-facts §3.3, §7.3). The MoE A2A
+    overlap warms up one virtual micro-batch more (§3.3), and with pp = 1 holds the two
+    micro-batches it merges.
     """
     p = batch.pp.astype(np.float64)
     v = batch.vpp.astype(np.float64)
     m = np.maximum(global_batch_size / (batch.micro_batch_size * batch.dp), 1.0)
     interleaved = batch.vpp > 1
-    first = np.where(interleaved, p + (p - 1) / v, p)
-    last = np.where(interleaved, ((v - 1) * p + 1) / v, 1.0)
+    extra = np.zeros_like(p) if a2a_overlap is None else a2a_overlap.astype(np.float64)
+    first = np.where(interleaved, p + (p - 1 + extra) / v, p + extra * (p == 1))
+    last = np.where(interleaved, ((v - 1) * p + 1 + extra) / v, 1.0 + extra * (p == 1))
     return np.minimum(first, m), np.minimum(last, m)

@@ -24,9 +24,10 @@ from statistics import NormalDist
 
 import numpy as np
 
+from planner import overlap
 from planner.flops import flops_per_iteration
 from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray, IntArray, LayoutBatch
-from planner.megatron import tp_comm_overlap
+from planner.overlap import tp_comm_overlap
 from planner.perf_comm import (
     Links,
     all_to_all_time,
@@ -309,8 +310,12 @@ def estimate_performance(
         a2a_bytes = tokens / tp * model.moe_router_topk * h * BF16_BYTES
         a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes) * prof.moe_imbalance
         a2a_all = (4 + 2 * full) * layers_per_stage * moe_frac * a2a
-        ep_mb = a2a_all * (1 - prof.ep_overlap)
-        ep_mb = ep_mb + steal * share(batch.ep, batch.etp) * a2a_all * prof.ep_overlap
+        # 1F1B A2A overlap (planner.overlap): one micro-batch's dispatch/combine runs under the
+        # other's compute, so at most that compute hides it; the first micro-batch has no partner
+        on = overlap.enabled(model, cluster, batch)
+        steady = (m - 1) / m
+        ep_hidden = np.where(on, prof.ep_overlap * np.minimum(a2a_all, compute_mb) * steady, 0.0)
+        ep_mb = a2a_all - ep_hidden + steal * share(batch.ep, batch.etp) * ep_hidden
 
     # --- pipeline p2p: send activations and gradients per micro-batch, x v interleaved -------
     p2p_bytes = act_bytes / np.where(sp > 0, tp, 1.0)

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.layouts import SHARD_FULL, BoolArray, IntArray, LayoutBatch
+from planner import overlap
+from planner.layouts import A2A_ON, SHARD_FULL, BoolArray, IntArray, LayoutBatch
 from planner.pipeline import split_arrays, split_layers
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
@@ -471,6 +472,17 @@ def _positions_explain(ctx: _Context, i: int) -> str:
     )
 
 
+def _a2a_check(ctx: _Context) -> BoolArray:
+    requested = ctx.batch.moe_a2a_overlap == A2A_ON
+    blocked: BoolArray = requested & ~overlap.allowed(ctx.model, ctx.cluster, ctx.batch)
+    return blocked
+
+
+def _a2a_explain(ctx: _Context, i: int) -> str:
+    why = overlap.reasons_blocked(ctx.model, ctx.cluster, ctx.batch.layout(i))
+    return f"moe_a2a_overlap=true cannot be used here: {'; '.join(why)}; or leave it unset"
+
+
 def _rule(rid: str, summary: str, source: str, check: Check, explain: Explain) -> Rule:
     return Rule(id=rid, summary=summary, source=source, check=check, explain=explain)
 
@@ -532,6 +544,9 @@ RULES: tuple[Rule, ...] = (
     _rule("seq_within_learned_positions",
           "seq_length must not exceed a learned max_position_embeddings",
           _S + "3 rule 23", _positions_check, _positions_explain),
+    _rule("moe_a2a_overlap_allowed",
+          "moe_a2a_overlap needs ep > 1, no full recompute, MTP depth <= 1, vpp > 1 with pp > 1 "
+          "and no --tp-comm-overlap", _S + "5 rule 40, §2.2 rule 16", _a2a_check, _a2a_explain),
 )  # fmt: skip
 
 

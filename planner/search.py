@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 import optuna
 
+from planner import overlap
 from planner.evaluate import memory_json, performance_json
 from planner.layouts import IntArray
 from planner.memory import MemoryOptions, estimate_memory
@@ -373,7 +374,7 @@ def _build_plans(
             )
             out[int(i)] = Plan(
                 rank=0,
-                layout=batch.layout(k),
+                layout=overlap.resolve(model, sc.cluster, batch.layout(k)),
                 model=model,
                 cluster=sc.cluster,
                 job=sc.job,

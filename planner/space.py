@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layouts import BoolArray, IntArray, LayoutBatch
+from planner.layouts import BoolArray, IntArray, LayoutBatch, a2a_code
 from planner.pipeline import split_layers
 from planner.rules import RULES, check_rules
 from planner.specs import (
@@ -77,6 +77,9 @@ class SearchConstraints:
     sequence_parallel: tuple[bool, ...] | None = None
     """Allowed values for tp > 1; None means always on (the planner's default)."""
     optimizer_sharding: tuple[OptimizerSharding, ...] = DEFAULT_OPTIMIZER_SHARDING
+    moe_a2a_overlap: bool | None = None
+    """MoE all-to-all overlap for every candidate: None (the default) turns it on wherever
+    Megatron allows it (:mod:`planner.moe_overlap`), False keeps it off."""
     """Default: Megatron's distributed optimizer, or none. Full sharding (Torch-FSDP2) is
     opt-in: Megatron supports it with restrictions (rule 58) and no published measurement in
     the calibration data used it, so its predicted speed is the least validated."""
@@ -97,6 +100,11 @@ class SearchConstraints:
                 raise SpecError(f"{name}={v!r} must be an integer >= 1 or null", field=name)
         _check_choices("recompute", self.recompute, RECOMPUTE_CHOICES)
         _check_choices("optimizer_sharding", self.optimizer_sharding, OPTIMIZER_SHARDING_CHOICES)
+        if self.moe_a2a_overlap is not None and not isinstance(self.moe_a2a_overlap, bool):
+            raise SpecError(
+                f"moe_a2a_overlap={self.moe_a2a_overlap!r} must be true, false or null (auto)",
+                field="moe_a2a_overlap",
+            )
         for axis, limit in zip(_AXES[:-2] + _AXES[-1:], _LIMITS, strict=True):
             values, cap = self.allowed(axis), getattr(self, limit)
             if values and cap is not None and min(values) > cap:
@@ -220,6 +228,7 @@ def enumerate_layouts(
         recompute=rec_arr[j_r],
         sequence_parallel=tri[rows_t, 2].astype(np.bool_),
         optimizer_sharding=opt_arr[j_o],
+        moe_a2a_overlap=np.full(len(j_m), a2a_code(c.moe_a2a_overlap), dtype=np.int64),
     )
 
 

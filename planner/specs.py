@@ -488,9 +488,18 @@ class Layout:
     sequence_parallel: bool | None = None
     """None means 'on when tp > 1' (the planner's default)."""
     optimizer_sharding: OptimizerSharding = "optimizer"
+    moe_a2a_overlap: bool | None = None
+    """``--overlap-moe-expert-parallel-comm``: hide the expert-parallel all-to-all behind the
+    compute of another micro-batch. None means 'on where Megatron allows it' (the planner's
+    default, :mod:`planner.moe_overlap`); False off; True on (a rule rejects it where illegal)."""
 
     def __post_init__(self) -> None:
         _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
+        if self.moe_a2a_overlap is not None and not isinstance(self.moe_a2a_overlap, bool):
+            raise SpecError(
+                f"moe_a2a_overlap={self.moe_a2a_overlap!r} must be true, false or null (auto)",
+                field="moe_a2a_overlap",
+            )
         if self.recompute not in RECOMPUTE_CHOICES:
             raise SpecError(
                 f"recompute={self.recompute!r} is not one of none, selective, full",
@@ -516,7 +525,8 @@ class Layout:
         return self.tp * self.pp * self.cp * self.dp
 
     def normalized(self) -> Layout:
-        """The same layout with defaults made explicit (etp, sequence_parallel)."""
+        """The same layout with defaults made explicit (etp, sequence_parallel; the automatic
+        moe_a2a_overlap needs the model and stays None: :func:`planner.moe_overlap.resolve`)."""
         return Layout(
             tp=self.tp,
             pp=self.pp,
@@ -529,6 +539,7 @@ class Layout:
             recompute=self.recompute,
             sequence_parallel=self.sp,
             optimizer_sharding=self.optimizer_sharding,
+            moe_a2a_overlap=self.moe_a2a_overlap,
         )
 
     def to_dict(self) -> dict[str, Any]:

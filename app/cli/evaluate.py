@@ -85,6 +85,13 @@ def evaluate(
         bool | None, Opt("--sequence-parallel/--no-sequence-parallel", help="Default: tp > 1.")
     ] = None,
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
+    moe_a2a_overlap: Annotated[
+        bool | None,
+        Opt(
+            "--moe-a2a-overlap/--no-moe-a2a-overlap",
+            help="MoE all-to-all overlap (default: on where Megatron allows it).",
+        ),
+    ] = None,
     memory_threshold: ThresholdOpt = None,
     input: Annotated[
         Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")
@@ -130,6 +137,7 @@ def evaluate(
             recompute=recompute,
             sequence_parallel=sequence_parallel,
             optimizer_sharding=optimizer_sharding,
+            moe_a2a_overlap=moe_a2a_overlap,
             memory_threshold=memory_threshold,
         )
         try:

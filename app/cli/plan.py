@@ -76,6 +76,13 @@ def plan(
     optimizer_sharding: Annotated[
         str | None, Opt(help="Allowed: none,optimizer,full (default none,optimizer; full = FSDP2).")
     ] = None,
+    moe_a2a_overlap: Annotated[
+        bool | None,
+        Opt(
+            "--moe-a2a-overlap/--no-moe-a2a-overlap",
+            help="MoE all-to-all overlap (default: on where Megatron allows it).",
+        ),
+    ] = None,
     objective: Annotated[str, Opt(help="throughput, time_to_train or cost.")] = "throughput",
     token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,
@@ -120,6 +127,7 @@ def plan(
         recompute=recompute,
         sequence_parallel=sequence_parallel,
         optimizer_sharding=optimizer_sharding,
+        moe_a2a_overlap=moe_a2a_overlap,
         objective=objective,
         token_budget=token_budget,
         usd_per_gpu_hour=usd_per_gpu_hour,

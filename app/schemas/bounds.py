@@ -38,7 +38,7 @@ MODEL_LIMITS: dict[str, int] = {
     "first_k_dense_replace": 2048,
     "num_nextn_predict_layers": 64,
     # cluster presets
-    "gpus_per_node": 64,
+    "gpus_per_node": 576,  # NVLink domains up to NVL576; GB200/GB300 racks are 72
 }
 
 

@@ -29,7 +29,7 @@ class ClusterPresetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     gpu: SlugRef = Field(description="GPU slug (built-in or user-defined)")
-    gpus_per_node: int = Field(default=8, ge=1, le=64)
+    gpus_per_node: int = Field(default=8, ge=1, le=576)
     inter_node_bandwidth_bytes_per_s: float = Field(default=50e9, gt=0, le=1e13)
     inter_node_latency_s: float = Field(default=5e-6, ge=0, le=1.0)
     intra_node_latency_s: float = Field(default=2e-6, ge=0, le=1.0)

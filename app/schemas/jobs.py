@@ -59,6 +59,12 @@ PLAN_EXAMPLE: dict[str, Any] = {
 }
 
 
+A2A_OVERLAP_HELP = (
+    "MoE all-to-all overlap (--overlap-moe-expert-parallel-comm): null = on where Megatron "
+    "allows it, false = off, true = on"
+)
+
+
 class _Common(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -70,7 +76,7 @@ class _Common(BaseModel):
         "becomes the performance profile",
     )
     gpu_memory_gib: float | None = Field(default=None, ge=1, le=4096)
-    gpus_per_node: int | None = Field(default=None, ge=1, le=64)
+    gpus_per_node: int | None = Field(default=None, ge=1, le=576)
     seq_length: int = Field(ge=1, le=1_048_576)
     precision: Precision = "bf16"
     memory_threshold: float = Field(default=0.8, ge=0.05, le=1.0)
@@ -98,6 +104,7 @@ class EvaluationRequest(_Common):
     recompute: Recompute = "none"
     sequence_parallel: bool | None = None
     optimizer_sharding: Sharding = "optimizer"
+    moe_a2a_overlap: bool | None = Field(default=None, description=A2A_OVERLAP_HELP)
 
 
 class PlanJobCreate(_Common):
@@ -129,6 +136,7 @@ class PlanJobCreate(_Common):
     recompute: list[Recompute] | None = Field(default=None, min_length=1, max_length=3)
     sequence_parallel: bool | None = None
     optimizer_sharding: list[Sharding] | None = Field(default=None, min_length=1, max_length=3)
+    moe_a2a_overlap: bool | None = Field(default=None, description=A2A_OVERLAP_HELP)
     objective: Objective = "throughput"
     token_budget: float | None = Field(default=None, ge=1, le=1e16)
     usd_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e4)

@@ -110,6 +110,9 @@ CASES: list[tuple[str, ModelSpec, ClusterSpec, TrainingJob, Layout, Layout]] = [
     ("sp_seq_divisible_by_tp", dense(), cluster(16),  # (8200/2) mod 8 != 0
      TrainingJob(seq_length=8200, global_batch_size=128), Layout(tp=8, cp=2),
      Layout(tp=4, cp=2, dp=2)),
+    ("moe_a2a_overlap_allowed", moe(), cluster(16), JOB,  # pp > 1 needs vpp (rule 16)
+     Layout(pp=2, ep=8, dp=8, moe_a2a_overlap=True),
+     Layout(pp=2, vpp=2, ep=8, dp=8, moe_a2a_overlap=True)),
     ("moe_tp_needs_sp", moe(), cluster(8), JOB,  # even with e=1 (rule 33, runtime)
      Layout(tp=2, dp=4, sequence_parallel=False), Layout(tp=2, dp=4)),
     ("fsdp_no_pp", dense(), cluster(8), JOB, Layout(pp=2, dp=4, optimizer_sharding="full"),
@@ -304,6 +307,16 @@ def reference(model: ModelSpec, c: ClusterSpec, job: TrainingJob, x: Layout) -> 
         out.add("fsdp_no_ep")
     if full and not model.untie_embeddings_and_output_weights:
         out.add("fsdp_needs_untied_embeddings")
+    tp_overlap = c.gpu.architecture == "hopper" and sp and 1 < tp <= c.gpus_per_node
+    if x.moe_a2a_overlap and (
+        not is_moe
+        or ep < 2
+        or x.recompute == "full"
+        or model.mtp_num_layers > 1
+        or (pp > 1 and vpp < 2)
+        or tp_overlap
+    ):
+        out.add("moe_a2a_overlap_allowed")
     return out
 
 

@@ -1,0 +1,113 @@
+"""Communication-overlap flags the planner emits, and where they are credited.
+
+``--tp-comm-overlap`` (:func:`tp_comm_overlap`): Transformer Engine's userbuffers.
+
+``--overlap-moe-expert-parallel-comm`` (MoE all-to-all overlap). With the flag, Megatron
+merges the forward and backward passes of adjacent micro-batches ("1F1B A2A overlap") so that
+one micro-batch's expert-parallel dispatch/combine runs while the other computes
+(performance-facts §6.4). It comes with ``--delay-wgrad-compute`` and needs
+``CUDA_DEVICE_MAX_CONNECTIONS`` > 1. Megatron accepts it only when (megatron-facts rule 40, 16):
+
+* the model has experts and ep > 1, with the alltoall (or flex) dispatcher, which the planner
+  always emits;
+* no full recompute (and no ``moe`` recompute module, which the planner never emits);
+* MTP depth D <= 1;
+* an interleaved schedule (vpp > 1) whenever pp > 1.
+
+Before Blackwell the planner also keeps it apart from ``--tp-comm-overlap``: there a layout with
+tp > 1 or cp > 1 runs with ``CUDA_DEVICE_MAX_CONNECTIONS=1`` (rule 30), which keeps the TP
+collectives ordered for the userbuffers overlap; the A2A overlap needs more than one.
+Where a layout leaves it unset (None) it is on wherever allowed, as in NVIDIA's MoE recipes;
+False keeps it off (Megatron's default, and what every calibration row ran with).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from planner.layouts import (
+    A2A_AUTO,
+    A2A_ON,
+    RECOMPUTE_FULL,
+    BoolArray,
+    LayoutBatch,
+)
+from planner.specs import ClusterSpec, Layout, ModelSpec
+
+BLACKWELL_OR_NEWER = frozenset({"blackwell", "rubin"})
+TP_COMM_OVERLAP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
+
+
+def tp_comm_overlap(cluster: ClusterSpec, tp: Any, sp: Any) -> Any:
+    """Whether ``--tp-comm-overlap`` is emitted, for scalars or arrays of tp and sp.
+
+    Transformer Engine's userbuffers overlap the TP all-gathers and reduce-scatters with the
+    GEMMs. They need sequence parallelism (rule 29) and a TP group inside one node's NVLink
+    domain; the planner emits them on Hopper and newer, where NVIDIA's recipes use them.
+    """
+    tp_sizes = np.asarray(tp)
+    supported = cluster.gpu.architecture in TP_COMM_OVERLAP_ARCHITECTURES
+    return (
+        supported
+        & (tp_sizes > 1)
+        & np.asarray(sp, dtype=np.bool_)
+        & (tp_sizes <= cluster.gpus_per_node)
+    )
+
+
+A2A_FLAGS = ("--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute")
+CONNECTIONS = "32"
+"""CUDA_DEVICE_MAX_CONNECTIONS exported with the overlap (it must be > 1)."""
+
+
+def _pre_blackwell(cluster: ClusterSpec) -> bool:
+    return cluster.gpu.architecture not in BLACKWELL_OR_NEWER
+
+
+def reasons_blocked(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> list[str]:
+    """Why the overlap cannot be used with this layout (empty when it can)."""
+    lay = layout.normalized()
+    out = []
+    if not model.is_moe or lay.ep < 2:
+        out.append("it needs an MoE model with ep > 1")
+    if lay.recompute == "full":
+        out.append("full recompute is not allowed with it (use none or selective)")
+    if model.mtp_num_layers > 1:
+        out.append(f"MTP depth {model.mtp_num_layers} > 1 is not allowed with it")
+    if lay.pp > 1 and lay.vpp < 2:
+        out.append("with pp > 1 it needs the interleaved schedule (vpp >= 2)")
+    if _pre_blackwell(cluster) and bool(tp_comm_overlap(cluster, lay.tp, lay.sp)):
+        out.append(
+            "the planner emits --tp-comm-overlap for this layout (tp > 1 with sequence parallel "
+            "inside a node), which wants CUDA_DEVICE_MAX_CONNECTIONS=1 before Blackwell; use "
+            "tp=1 or turn sequence_parallel off"
+        )
+    return out
+
+
+def allowed(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:
+    """Where Megatron (and the planner's other flags) allow the overlap."""
+    if not model.is_moe or model.mtp_num_layers > 1:
+        return np.zeros(len(batch), dtype=np.bool_)
+    ok = (batch.ep > 1) & (batch.recompute != RECOMPUTE_FULL)
+    ok &= (batch.pp == 1) | (batch.vpp > 1)
+    if _pre_blackwell(cluster):
+        ok &= ~np.asarray(tp_comm_overlap(cluster, batch.tp, batch.sequence_parallel), np.bool_)
+    return np.asarray(ok, dtype=np.bool_)
+
+
+def enabled(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:
+    """Whether each layout runs with the overlap: auto -> where allowed, else as requested."""
+    request = batch.moe_a2a_overlap
+    return np.where(request == A2A_AUTO, allowed(model, cluster, batch), request == A2A_ON)
+
+
+def resolve(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> Layout:
+    """The layout with ``moe_a2a_overlap`` made explicit (False for dense models)."""
+    lay = layout.normalized()
+    if lay.moe_a2a_overlap is not None:
+        return lay
+    on = bool(enabled(model, cluster, LayoutBatch.from_layouts([lay]))[0])
+    return Layout(**{**lay.to_dict(), "moe_a2a_overlap": on})

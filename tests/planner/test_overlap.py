@@ -1,0 +1,109 @@
+"""The MoE all-to-all overlap: where Megatron allows it, its flags, and what it changes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from planner import overlap
+from planner.layouts import LayoutBatch
+from planner.megatron import launch_spec, megatron_args
+from planner.memory import estimate_memory
+from planner.performance import default_profile, estimate_performance
+from planner.rules import violations
+from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
+
+H100 = GPUSpec(
+    name="h100-sxm-80gb",
+    hbm_bytes=80 * 2**30,
+    hbm_bandwidth_bytes_per_s=3.35e12,
+    peak_bf16_flop_per_s=989.4e12,
+    peak_fp8_flop_per_s=1978.9e12,
+    intra_node_bandwidth_bytes_per_s=450e9,
+    architecture="hopper",
+)
+MIXTRAL = ModelSpec(
+    name="mixtral-8x7b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
+    num_attention_heads=32, num_query_groups=8, vocab_size=32000, num_experts=8,
+)  # fmt: skip
+DENSE = replace(MIXTRAL, name="dense", num_experts=None)
+JOB = TrainingJob(seq_length=4096, global_batch_size=256)
+
+
+def cluster(n: int) -> ClusterSpec:
+    return ClusterSpec(name=f"c{n}", gpu=H100, num_gpus=n)
+
+
+def test_auto_turns_it_on_for_expert_parallel_layouts_megatron_accepts() -> None:
+    c = cluster(64)
+    on = [
+        Layout(ep=8, dp=64),  # pp = 1
+        Layout(pp=2, vpp=2, ep=8, dp=32),  # interleaved
+        Layout(tp=2, ep=8, etp=1, dp=32, sequence_parallel=False),  # no tp-comm-overlap
+    ]
+    off = [
+        Layout(dp=64),  # ep = 1
+        Layout(pp=2, ep=8, dp=32),  # pp > 1 without vpp (rule 16)
+        Layout(ep=8, dp=64, recompute="full"),  # rule 40
+        Layout(tp=2, ep=8, etp=1, dp=32),  # --tp-comm-overlap wants CUDA_DEVICE_MAX_CONNECTIONS=1
+        Layout(ep=8, dp=64, moe_a2a_overlap=False),  # the user's choice
+    ]
+    got = overlap.enabled(MIXTRAL, c, LayoutBatch.from_layouts(on + off))
+    assert got.tolist() == [True] * len(on) + [False] * len(off)
+    assert not overlap.resolve(DENSE, c, Layout(dp=64)).moe_a2a_overlap
+
+
+def test_flags_and_environment_follow_the_resolved_choice() -> None:
+    c = cluster(64)
+    spec = launch_spec(MIXTRAL, c, JOB, Layout(ep=8, dp=64))
+    assert set(overlap.A2A_FLAGS) <= set(spec.args)
+    assert spec.env["CUDA_DEVICE_MAX_CONNECTIONS"] == overlap.CONNECTIONS
+    plain = launch_spec(MIXTRAL, c, JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+    assert "--overlap-moe-expert-parallel-comm" not in plain.args
+    assert plain.env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert "--overlap-moe-expert-parallel-comm" not in megatron_args(
+        MIXTRAL, c, JOB, Layout(ep=8, dp=64, moe_a2a_overlap=False)
+    )
+
+
+def test_asking_for_it_where_megatron_refuses_names_the_reason() -> None:
+    messages = violations(
+        MIXTRAL, cluster(64), JOB, Layout(pp=2, ep=8, dp=32, moe_a2a_overlap=True)
+    )
+    assert len(messages) == 1
+    assert "moe_a2a_overlap=true" in messages[0] and "vpp >= 2" in messages[0]
+    assert violations(MIXTRAL, cluster(64), JOB, Layout(ep=8, dp=64, moe_a2a_overlap=True)) == []
+
+
+def test_overlap_hides_all_to_all_time_but_never_more_than_the_compute() -> None:
+    c = cluster(64)
+    layouts = [Layout(ep=8, dp=64, moe_a2a_overlap=v) for v in (False, True)]
+    est = estimate_performance(
+        MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts), default_profile(H100)
+    )
+    off, on = est.breakdown["ep_comm_s"]
+    assert on < off
+    hidden = off - on
+    assert hidden <= est.breakdown["compute_s"][1] + 1e-12
+    assert est.step_time_s[1] < est.step_time_s[0]
+    none = default_profile(H100).with_coefficients(ep_overlap=0.0)
+    flat = estimate_performance(MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts), none)
+    assert flat.breakdown["ep_comm_s"][1] == pytest.approx(flat.breakdown["ep_comm_s"][0])
+
+
+def test_overlap_holds_one_more_micro_batch_of_activations() -> None:
+    c = cluster(64)
+    layouts = [Layout(pp=2, vpp=2, ep=8, dp=32, moe_a2a_overlap=v) for v in (False, True)]
+    mem = estimate_memory(MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts))
+    off, on = mem.first_stage_terms["activations_bytes"]
+    assert on > off
+
+
+def test_on_blackwell_it_combines_with_tp_comm_overlap() -> None:
+    b200 = ClusterSpec(
+        name="b", gpu=replace(H100, name="b200", architecture="blackwell"), num_gpus=64
+    )
+    layout = Layout(tp=2, ep=8, etp=1, dp=32)
+    args = megatron_args(MIXTRAL, b200, JOB, layout)
+    assert "--tp-comm-overlap" in args and "--overlap-moe-expert-parallel-comm" in args
