@@ -70,3 +70,10 @@ GpuMemoryOpt = Annotated[float | None, typer.Option(help="Override GPU memory (G
 SeqLengthOpt = Annotated[int | None, typer.Option(help="Sequence length.")]
 PrecisionOpt = Annotated[str | None, typer.Option(help="bf16 or fp8.")]
 ThresholdOpt = Annotated[float | None, typer.Option(help="Feasibility threshold (0.8).")]
+A2AOverlapOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--moe-a2a-overlap/--no-moe-a2a-overlap",
+        help="MoE all-to-all overlap (default: on where Megatron allows it).",
+    ),
+]

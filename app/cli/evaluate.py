@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import (
+    A2AOverlapOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -85,13 +86,7 @@ def evaluate(
         bool | None, Opt("--sequence-parallel/--no-sequence-parallel", help="Default: tp > 1.")
     ] = None,
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
-    moe_a2a_overlap: Annotated[
-        bool | None,
-        Opt(
-            "--moe-a2a-overlap/--no-moe-a2a-overlap",
-            help="MoE all-to-all overlap (default: on where Megatron allows it).",
-        ),
-    ] = None,
+    moe_a2a_overlap: A2AOverlapOpt = None,
     memory_threshold: ThresholdOpt = None,
     input: Annotated[
         Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")

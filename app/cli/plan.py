@@ -11,6 +11,7 @@ from rich.table import Table
 
 from app.cli.common import (
     EXIT_NOTHING_FEASIBLE,
+    A2AOverlapOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -76,13 +77,7 @@ def plan(
     optimizer_sharding: Annotated[
         str | None, Opt(help="Allowed: none,optimizer,full (default none,optimizer; full = FSDP2).")
     ] = None,
-    moe_a2a_overlap: Annotated[
-        bool | None,
-        Opt(
-            "--moe-a2a-overlap/--no-moe-a2a-overlap",
-            help="MoE all-to-all overlap (default: on where Megatron allows it).",
-        ),
-    ] = None,
+    moe_a2a_overlap: A2AOverlapOpt = None,
     objective: Annotated[str, Opt(help="throughput, time_to_train or cost.")] = "throughput",
     token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,

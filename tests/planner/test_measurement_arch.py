@@ -4,17 +4,9 @@
 from __future__ import annotations
 
 from planner.measurements import parse_rows
-from planner.specs import GPUSpec, ModelSpec
+from planner.specs import ModelSpec
+from tests.planner.fixtures import H100
 
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989.4e12,
-    peak_fp8_flop_per_s=1978.9e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-    architecture="hopper",
-)
 GROK = ModelSpec(  # the catalog's Grok-1 shape (fake catalog: the test owns its numbers)
     name="grok-1",
     num_layers=64,

@@ -12,17 +12,9 @@ from planner.megatron import launch_spec, megatron_args
 from planner.memory import estimate_memory
 from planner.performance import default_profile, estimate_performance
 from planner.rules import violations
-from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
+from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
+from tests.planner.fixtures import H100
 
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989.4e12,
-    peak_fp8_flop_per_s=1978.9e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-    architecture="hopper",
-)
 MIXTRAL = ModelSpec(
     name="mixtral-8x7b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
     num_attention_heads=32, num_query_groups=8, vocab_size=32000, num_experts=8,

@@ -6,17 +6,8 @@ from dataclasses import replace
 
 from planner.perf_transfer import model_family, transfer_profile, transferable
 from planner.performance import default_profile
-from planner.specs import GPUSpec
+from tests.planner.fixtures import H100
 
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989.4e12,
-    peak_fp8_flop_per_s=1978.9e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-    architecture="hopper",
-)
 H200 = replace(H100, name="h200-sxm-141gb", hbm_bandwidth_bytes_per_s=4.8e12)
 B200 = replace(H100, name="b200-sxm-180gb", architecture="blackwell", peak_bf16_flop_per_s=2250e12)
 MI300X = replace(

@@ -18,16 +18,8 @@ from planner.performance import (
     model_flops_per_iteration,
 )
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+from tests.planner.fixtures import H100
 
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989.4e12,
-    peak_fp8_flop_per_s=1978.9e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-    architecture="hopper",
-)
 A100 = GPUSpec(
     name="a100-sxm4-80gb",
     hbm_bytes=80 * 2**30,
