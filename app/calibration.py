@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from app.planning import gpu_from_type_string
+from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile
 from planner.calibration import ErrorStats, cross_validate, fit_profile, usable
@@ -86,7 +87,10 @@ def calibrate_rows(rows: list[dict[str, str]], *, group_by: str = "sweep") -> di
     if group_by not in ("source", "sweep"):
         raise SpecError(f"group_by={group_by!r} is not one of source, sweep", field="group_by")
     measurements, skipped = parse_rows(
-        rows, gpu_from_type_string, model_lookup=model_for_measurement
+        rows,
+        gpu_from_type_string,
+        network_bytes_per_s=network_bytes_per_s,
+        model_lookup=model_for_measurement,
     )
     report = calibrate_measurements(measurements, group_by=group_by)
     report["skipped"] = [f"{s.row_id or '?'}: {s.reason}" for s in skipped]

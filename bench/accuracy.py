@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from models_db.catalog import load_gpu, load_model
+from models_db.catalog import load_gpu, load_model, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from planner.calibration import (
     DEFAULT_COEFFICIENTS,
@@ -52,13 +52,18 @@ def coefficients_for(gpu: GPUSpec) -> tuple[str, ...]:
 
 
 def load() -> tuple[list[Measurement], list[SkippedRow]]:
-    return parse_rows(read_rows(data_path()), load_gpu, model_lookup=model_for_measurement)
+    return parse_rows(
+        read_rows(data_path()),
+        load_gpu,
+        network_bytes_per_s=network_bytes_per_s,
+        model_lookup=model_for_measurement,
+    )
 
 
 def commit() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+            ["git", "describe", "--always", "--dirty"],  # "-dirty": uncommitted code ran
             capture_output=True,
             text=True,
             check=True,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.hf_config import model_from_hf_config
+from planner.measurements import default_network_bytes_per_s
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "load_gpu",
     "load_model",
     "model_metadata",
+    "network_bytes_per_s",
     "resolve_model",
 ]
 
@@ -200,6 +202,15 @@ def _preset_for(slug: str) -> ClusterPreset:
         f"{', '.join(_slugs('clusters'))}; known GPUs: {', '.join(_slugs('gpus'))}",
         field="cluster",
     )
+
+
+def network_bytes_per_s(gpu: GPUSpec) -> float:
+    """Scale-out bandwidth per GPU of the catalog preset built on ``gpu`` (for measurement rows
+    that name only a GPU type); the planner's generation default for a GPU with no preset."""
+    try:
+        return _preset_for(gpu.name).inter_node_bandwidth_bytes_per_s
+    except CatalogError:
+        return default_network_bytes_per_s(gpu)
 
 
 def cluster_spec(

@@ -100,12 +100,11 @@ def gpu_slug(gpu_type: str) -> str | None:
 
 
 def default_network_bytes_per_s(gpu: GPUSpec) -> float:
-    """Per-GPU network of the DGX system of each generation (catalog-facts §2.4: DGX A100 one
-    HDR 200 Gb/s NIC per GPU = 25 GB/s; DGX H100/H200/B200 and GB200 one NDR 400 Gb/s = 50 GB/s;
-    Blackwell Ultra systems (B300, GB300) one ConnectX-8 800 Gb/s = 100 GB/s)."""
-    if gpu.architecture == "ampere":
-        return 25e9
-    return 100e9 if gpu.name in ("b300-sxm-288gb", "gb300-288gb") else 50e9
+    """Per-GPU network of a DGX system of the GPU's generation (catalog-facts §2.4: DGX A100 one
+    HDR 200 Gb/s NIC per GPU = 25 GB/s; DGX H100/H200/B200 one NDR 400 Gb/s = 50 GB/s). Callers
+    with a catalog pass ``models_db.catalog.network_bytes_per_s`` instead: the preset's figure
+    (100 GB/s on the ConnectX-8 systems of B300/GB300)."""
+    return 25e9 if gpu.architecture == "ampere" else 50e9
 
 
 def _int(row: Mapping[str, str], key: str) -> int | None:

@@ -148,10 +148,10 @@ _PRIORS: dict[str, dict[str, float]] = {
         "tp_overlap": 0.0,
     },
     "hopper": {},  # the dataclass defaults are the H100/H200 priors
-    "blackwell": {  # §1.5 B200 GEMM 0.5-0.7; §3.1 HBM 0.67; §4.2 ring 700/900
-        "gemm_efficiency": 0.72,
+    "blackwell": {  # §1.5 B200 GEMM 0.5-0.7, §9 prior 0.65; §3.1 HBM 0.67; §4.2 ring 700/900
+        "gemm_efficiency": 0.68,  # between §9's 0.65 and AIC's 0.58-0.76 on Megatron shapes
         "gemm_half_time_s": 5e-6,  # §1.2 B200 N=K=512..1024 at M=8192: 0.45-0.8 of plateau [C]
-        "fp8_gemm_efficiency": 0.62,
+        "fp8_gemm_efficiency": 0.58,  # bf16 x 0.85, §9's B200 fp8/bf16 ratio (0.55 / 0.65)
         "fp8_half_time_s": 8e-6,
         "attention_efficiency": 0.45,
         "hbm_efficiency": 0.67,
@@ -168,9 +168,24 @@ _PRIORS: dict[str, dict[str, float]] = {
 }
 
 
+# Per-GPU corrections to the architecture priors, keyed by catalog slug. GB200 reaches a smaller
+# fraction of its higher (2,500 TFLOP/s) peak than B200 does of its 2,250: best measured GEMM
+# 72.9 % vs 77.6 % of peak (performance-facts §1.1, MLE MAMF), so its plateaus are scaled by
+# 0.729 / 0.776 = 0.94. GB300 has the same peak and no measurement of its own: the same scale.
+_MAMF_SCALE_GB200 = 0.729 / 0.776
+_GPU_PRIORS: dict[str, dict[str, float]] = {
+    slug: {
+        "gemm_efficiency": round(0.68 * _MAMF_SCALE_GB200, 3),
+        "fp8_gemm_efficiency": round(0.58 * _MAMF_SCALE_GB200, 3),
+    }
+    for slug in ("gb200-186gb", "gb300-288gb")
+}
+
+
 def default_profile(gpu: GPUSpec) -> PerformanceProfile:
-    """Physics priors for a GPU with no fitted profile (performance-facts §9 per architecture)."""
-    priors = _PRIORS.get(gpu.architecture, {})
+    """Physics priors for a GPU with no fitted profile (performance-facts §9 per architecture,
+    with the per-GPU corrections of ``_GPU_PRIORS``)."""
+    priors = {**_PRIORS.get(gpu.architecture, {}), **_GPU_PRIORS.get(gpu.name, {})}
     return PerformanceProfile(
         gpu=gpu.name,
         provenance={

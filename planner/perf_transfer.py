@@ -6,11 +6,11 @@ catalog's :class:`GPUSpec`, used by the model directly) plus its architecture's 
 nearest measured GPU that describe the same thing on both:
 
 * software coefficients (how Megatron, NCCL and the host behave: overlap fractions, per-layer and
-  per-step overheads, achieved fraction of the NIC rate, the GPU-to-GPU speed spread) go to every
-  GPU, except the TP overlap to another vendor (userbuffers tp-comm-overlap is CUDA-only,
-  performance-facts §6.2);
-* chip efficiencies (GEMM plateaus, attention, NVLink fraction) go only to a GPU of the same
-  architecture (same die: H100 -> H200, A100-80GB -> A100-40GB), never across architectures.
+  per-step overheads, achieved fraction of the NIC rate) go to every GPU, except the TP overlap
+  to another vendor (userbuffers tp-comm-overlap is CUDA-only, performance-facts §6.2);
+* chip efficiencies (GEMM plateaus, attention, NVLink fraction, the GPU-to-GPU speed spread of
+  clocks and cooling) go only to a GPU of the same architecture (same die: H100 -> H200,
+  A100-80GB -> A100-40GB), never across architectures.
 
 The same rule serves the shipped profiles (``bench/fit_default_profiles.py``) and the
 leave-one-GPU-type-out cross-validation (``planner.calibration.cross_validate``), so the CV
@@ -32,13 +32,13 @@ SOFTWARE_COEFFICIENTS = (
     "layer_overhead_s",
     "step_overhead_s",
     "network_efficiency",
-    "straggler_spread",
 )
 CHIP_COEFFICIENTS = (
     "gemm_efficiency",
     "fp8_gemm_efficiency",
     "attention_efficiency",
     "nvlink_efficiency",
+    "straggler_spread",  # clocks and cooling (performance-facts §1.1, §8), not software
 )
 CUDA_ONLY = ("tp_overlap",)
 """Software features with no ROCm counterpart (userbuffers tp-comm-overlap)."""

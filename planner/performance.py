@@ -394,10 +394,9 @@ def estimate_performance(
     }
     # every step synchronises all GPUs: the GPU-bound time follows the slowest one (§8 spread)
     gpus = tp * pp * cp * dp
+    # (the bubble is (p-1)/v stage times, of which only the compute waits for the slowest GPU)
     slowest = prof.straggler_spread * expected_max_normal(gpus.astype(np.int64))
-    breakdown["straggler_s"] = slowest * (
-        breakdown["compute_s"] + breakdown["recompute_s"] + breakdown["bubble_s"]
-    )
+    breakdown["straggler_s"] = slowest * (m + (pp - 1) / vpp) * (compute_mb + recompute_mb)
     breakdown = {k: np.asarray(v, f) for k, v in breakdown.items()}
     step = np.zeros_like(tokens)
     for value in breakdown.values():

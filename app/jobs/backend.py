@@ -38,12 +38,16 @@ def _validate_plan(request: dict[str, Any]) -> dict[str, Any]:
 def _check_measurements(rows: list[dict[str, str]]) -> int:
     """How many rows the calibration can use; SpecError naming the reasons when none."""
     from app.planning import gpu_from_type_string
+    from models_db.catalog import network_bytes_per_s
     from models_db.measurement_models import model_for_measurement
     from planner.measurements import parse_rows
     from planner.specs import SpecError
 
     measurements, skipped = parse_rows(
-        rows, gpu_from_type_string, model_lookup=model_for_measurement
+        rows,
+        gpu_from_type_string,
+        network_bytes_per_s=network_bytes_per_s,
+        model_lookup=model_for_measurement,
     )
     if not measurements:
         reasons = "; ".join(f"{s.row_id or '?'}: {s.reason}" for s in skipped[:5])

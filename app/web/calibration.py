@@ -40,12 +40,18 @@ def media_type(filename: str) -> str:
 def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
     """Fit the profile of ``gpu_slug`` to ``rows``; the points and errors before and after."""
     from app.planning import gpu_from_type_string, profile_for
+    from models_db.catalog import network_bytes_per_s
     from models_db.measurement_models import model_for_measurement
     from planner.calibration import fit_profile, predict_tokens_per_s, usable
     from planner.measurements import parse_rows
 
     gpu = gpu_from_type_string(gpu_slug)
-    parsed, skipped = parse_rows(rows, gpu_from_type_string, model_lookup=model_for_measurement)
+    parsed, skipped = parse_rows(
+        rows,
+        gpu_from_type_string,
+        network_bytes_per_s=network_bytes_per_s,
+        model_lookup=model_for_measurement,
+    )
     measurements = [m for m in parsed if m.cluster.gpu.name == gpu.name]
     others = len(parsed) - len(measurements)
     rows_used = usable(measurements)
