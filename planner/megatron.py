@@ -117,6 +117,8 @@ def megatron_args(
     args.append("--bf16")
     if job.precision == "fp8":
         args += ["--fp8-format", "hybrid", "--fp8-recipe", _fp8_recipe(cluster.gpu.architecture)]
+        if overlap.fp8_param_gather(job.precision, lay.optimizer_sharding):
+            args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
     # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
     args += ["--attention-backend", "auto"]
     return args
@@ -353,6 +355,7 @@ def _parser() -> argparse.ArgumentParser:
         "--bf16", "--recompute-activations", "--account-for-embedding-in-pipeline-split",
         "--account-for-loss-in-pipeline-split", "--moe-router-pre-softmax",
         "--use-rope-scaling", "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute",
+        "--fp8-param-gather",
     ):  # fmt: skip
         p.add_argument(flag, action="store_true")
     p.add_argument("--normalization", choices=("LayerNorm", "RMSNorm"), default="LayerNorm")

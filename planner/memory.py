@@ -208,9 +208,16 @@ def estimate_memory(
     first = _states(first_params, batch, opts)
     last = _states(last_params, batch, opts)
     if job.precision == "fp8":
-        # TE keeps an fp8 copy and an fp8 transpose of every linear weight (1 + 1 bytes)
-        first["fp8_bytes"] = 2.0 * first_params.fp8_linear
-        last["fp8_bytes"] = 2.0 * last_params.fp8_linear
+        # TE keeps an fp8 copy and an fp8 transpose of every linear weight (1 + 1 bytes); with
+        # --fp8-param-gather the fp8 weight is the model weight (1 byte instead of bf16's 2)
+        # and only the transpose comes on top (FSDP's sharded weights are left as they are)
+        gather = overlap.fp8_param_gather(job.precision, batch.optimizer_sharding)
+        for terms, params in ((first, first_params), (last, last_params)):
+            terms["fp8_bytes"] = np.where(gather, 1.0, 2.0) * params.fp8_linear
+            dist_opt = gather & (batch.optimizer_sharding != SHARD_FULL)
+            terms["weights_bytes"] = terms["weights_bytes"] - np.where(
+                dist_opt, (opts.param_dtype_bytes - 1.0) * params.fp8_linear, 0.0
+            )
     else:
         first["fp8_bytes"] = last["fp8_bytes"] = np.zeros(len(batch))
 

@@ -1,6 +1,7 @@
-"""Communication-overlap flags the planner emits, and where they are credited.
+"""Communication flags the planner emits on its own, and where the models credit them.
 
 ``--tp-comm-overlap`` (:func:`tp_comm_overlap`): Transformer Engine's userbuffers.
+``--fp8-param-gather`` (:func:`fp8_param_gather`): fp8 weights, gathered in fp8.
 
 ``--overlap-moe-expert-parallel-comm`` (MoE all-to-all overlap). With the flag, Megatron
 merges the forward and backward passes of adjacent micro-batches ("1F1B A2A overlap") so that
@@ -31,6 +32,7 @@ from planner.layouts import (
     A2A_AUTO,
     A2A_ON,
     RECOMPUTE_FULL,
+    SHARD_NONE,
     BoolArray,
     LayoutBatch,
 )
@@ -60,6 +62,19 @@ def tp_comm_overlap(cluster: ClusterSpec, tp: Any, sp: Any) -> Any:
 A2A_FLAGS = ("--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute")
 CONNECTIONS = "32"
 """CUDA_DEVICE_MAX_CONNECTIONS exported with the overlap (it must be > 1)."""
+
+
+def fp8_param_gather(precision: str, optimizer_sharding: Any) -> Any:
+    """Whether ``--fp8-param-gather`` is emitted (scalars or arrays of sharding codes/names).
+
+    fp8 jobs keep their linear weights in fp8 and all-gather them in fp8, as NVIDIA's fp8
+    recipes do; Megatron needs the distributed optimizer or FSDP for it (megatron-facts rule 53).
+    The weights then take 1 byte instead of bf16's 2, and the parameter all-gather halves
+    (performance-facts §6.1).
+    """
+    sharding = np.asarray(optimizer_sharding)
+    none = SHARD_NONE if sharding.dtype.kind in "iu" else "none"
+    return (precision == "fp8") & (sharding != none)
 
 
 def _pre_blackwell(cluster: ClusterSpec) -> bool:

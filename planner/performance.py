@@ -346,9 +346,13 @@ def estimate_performance(
     rs = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 1.0) + ring_time(
         links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 1.0
     )
-    ag = ring_time(links, dgroup, batch.tp, p_dense * BF16_BYTES, 1.0) + ring_time(
-        links, edp, eone, p_exp * BF16_BYTES, 1.0
-    )
+    # --fp8-param-gather: linear weights are gathered in fp8 (1 byte), the embedding in bf16
+    gather = overlap.fp8_param_gather("fp8" if fp8 else "bf16", shard)
+    gather_bytes = np.where(gather, 1.0, BF16_BYTES)
+    p_embed = h * vocab / tp
+    ag = ring_time(
+        links, dgroup, batch.tp, (p_dense - p_embed) * gather_bytes + p_embed * BF16_BYTES, 1.0
+    ) + ring_time(links, edp, eone, p_exp * gather_bytes, 1.0)
     ar = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 2.0) + ring_time(
         links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 2.0
     )

@@ -99,3 +99,24 @@ def test_on_blackwell_it_combines_with_tp_comm_overlap() -> None:
     layout = Layout(tp=2, ep=8, etp=1, dp=32)
     args = megatron_args(MIXTRAL, b200, JOB, layout)
     assert "--tp-comm-overlap" in args and "--overlap-moe-expert-parallel-comm" in args
+
+
+def test_fp8_jobs_gather_fp8_weights_with_the_distributed_optimizer() -> None:
+    c = cluster(64)
+    fp8 = TrainingJob(seq_length=4096, global_batch_size=256, precision="fp8")
+    dist, plain = Layout(ep=8, dp=64), Layout(ep=8, dp=64, optimizer_sharding="none")
+    assert "--fp8-param-gather" in megatron_args(MIXTRAL, c, fp8, dist)
+    assert "--fp8-param-gather" not in megatron_args(MIXTRAL, c, fp8, plain)  # rule 53
+    assert "--fp8-param-gather" not in megatron_args(MIXTRAL, c, JOB, dist)
+    mem = estimate_memory(MIXTRAL, c, fp8, LayoutBatch.from_layouts([dist, plain]))
+    weights, fp8_copies = (mem.first_stage_terms[k] for k in ("weights_bytes", "fp8_bytes"))
+    # fp8 weights (1 byte) replace bf16 ones (2) and the separate fp8 copy: 2 bytes saved
+    linear = mem.first_stage_terms["fp8_bytes"][1] / 2.0
+    saved = (
+        mem.first_stage_terms["weights_bytes"][1]
+        + mem.first_stage_terms["fp8_bytes"][1]
+        - mem.first_stage_terms["weights_bytes"][0]
+        - mem.first_stage_terms["fp8_bytes"][0]
+    )
+    assert saved == pytest.approx(2.0 * linear)
+    assert weights[0] < weights[1] and fp8_copies[0] < fp8_copies[1]
