@@ -127,6 +127,24 @@ def _gemm_fwd_time(
     return np.asarray(flop / np.maximum(rate, 1.0), np.float64)
 
 
+def exposed_dp_comm(
+    comm: FloatArray, pass_mb: FloatArray, pp: FloatArray, vpp: FloatArray, overlap: float
+) -> FloatArray:
+    """Exposed part of the first stage's gradient reduce-scatter (or parameter all-gather).
+
+    Each model chunk's gradients are reduced once its last backward pass ends (performance-facts
+    §6.1). Without interleaving that is one chunk, hidden only behind the last micro-batch's
+    backward. With v chunks per rank, chunk i's reduction runs under the backward passes of the
+    chunks that finish after it, about p virtual micro-batch steps (p x pass / v) apart, and only
+    the last chunk's 1/v of the traffic is left with its own last pass ("exposes only one DP
+    communication chunk"). The parameter all-gather mirrors this in the next forward.
+    """
+    early = (vpp - 1.0) / vpp
+    hidden_early = overlap * (vpp - 1.0) * pp * pass_mb / vpp
+    last = np.maximum(comm / vpp - overlap * pass_mb / vpp, 0.0)
+    return np.asarray(np.maximum(comm * early - hidden_early, 0.0) + last, np.float64)
+
+
 def expected_max_normal(n: IntArray) -> FloatArray:
     """Expected maximum of ``n`` standard normal draws (Blom's approximation; 0 for n = 1)."""
     values, inverse = np.unique(np.maximum(np.asarray(n, np.int64), 1), return_inverse=True)
@@ -359,8 +377,8 @@ def estimate_performance(
     bwd_mb, fwd_mb = 2 * compute_mb / 3, compute_mb / 3
     grad_t = np.where(shard == SHARD_NONE, ar, rs)
     param_t = np.where(shard == SHARD_NONE, 0.0, ag)
-    exposed = np.maximum(grad_t - prof.dp_overlap * bwd_mb, 0.0) + np.maximum(
-        param_t - prof.dp_overlap * fwd_mb, 0.0
+    exposed = exposed_dp_comm(grad_t, bwd_mb, pp, vpp, prof.dp_overlap) + exposed_dp_comm(
+        param_t, fwd_mb, pp, vpp, prof.dp_overlap
     )
     tail_frac = np.minimum(
         1.0, np.maximum(DDP_BUCKET_PARAMS, 1e6 * dp) / np.maximum(p_dense + p_exp, 1.0)

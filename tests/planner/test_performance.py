@@ -15,6 +15,7 @@ from planner.performance import (
     default_profile,
     estimate_performance,
     expected_max_normal,
+    exposed_dp_comm,
     model_flops_per_iteration,
 )
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
@@ -244,3 +245,18 @@ def test_weak_scaling_loses_throughput_to_the_slowest_gpu() -> None:
         LLAMA8, cluster(16, 8, H100), job, LayoutBatch.from_layouts([Layout(tp=2, dp=8)]), still
     )
     assert one.breakdown["straggler_s"][0] == 0.0
+
+
+def test_interleaving_hides_the_data_parallel_reduction_behind_later_chunks() -> None:
+    """performance-facts §6.1: with v chunks only the last chunk's DP traffic is exposed."""
+    big = ModelSpec(
+        name="340b-like", num_layers=96, hidden_size=18432, ffn_hidden_size=73728,
+        num_attention_heads=96, num_query_groups=8, vocab_size=256000, swiglu=False,
+    )  # fmt: skip
+    layouts = [Layout(tp=8, pp=8, vpp=v, dp=4) for v in (1, 12)]
+    est = estimate(big, layouts, gpus=256, gbs=64, seq=4096)
+    plain, interleaved = est.breakdown["dp_comm_s"]
+    assert interleaved < plain / 3
+    comm, pass_mb = np.array([0.3]), np.array([0.1])
+    one = exposed_dp_comm(comm, pass_mb, np.array([8.0]), np.array([1.0]), 0.9)
+    assert one[0] == pytest.approx(0.3 - 0.9 * 0.1)  # v = 1: only the last micro-batch hides it
