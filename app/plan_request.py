@@ -10,6 +10,7 @@ from app.planning import (
     RECOMPUTE_CHOICES,
     Progress,
     bool_field,
+    dispatcher_field,
     float_field,
     int_field,
     memory_threshold,
@@ -98,6 +99,7 @@ def constraints_from_request(req: dict[str, Any]) -> SearchConstraints:
     if sp is not None:
         kwargs["sequence_parallel"] = (bool(bool_field(req, "sequence_parallel", None)),)
     kwargs["moe_a2a_overlap"] = bool_field(req, "moe_a2a_overlap", None)
+    kwargs["moe_dispatcher"] = dispatcher_field(req)
     return SearchConstraints(**kwargs)
 
 

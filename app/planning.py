@@ -17,6 +17,7 @@ from planner.evaluate import evaluate_layouts
 from planner.measurements import gpu_slug
 from planner.performance import PerformanceProfile
 from planner.specs import (
+    MOE_DISPATCHER_CHOICES,
     OPTIMIZER_SHARDING_CHOICES,
     PRECISION_CHOICES,
     RECOMPUTE_CHOICES,
@@ -60,6 +61,7 @@ LAYOUT_FIELDS = {
     "sequence_parallel",
     "optimizer_sharding",
     "moe_a2a_overlap",
+    "moe_dispatcher",
 }
 PLAN_FIELDS = {
     "tp",
@@ -79,6 +81,7 @@ PLAN_FIELDS = {
     "sequence_parallel",
     "optimizer_sharding",
     "moe_a2a_overlap",
+    "moe_dispatcher",
     "num_gpus_options",
     "global_batch_size_options",
     "objective",
@@ -158,6 +161,13 @@ def choice_field(req: dict[str, Any], name: str, default: str, choices: Iterable
     if value not in options:
         raise SpecError(f"{name}={value!r} is not one of {', '.join(options)}", field=name)
     return str(value)
+
+
+def dispatcher_field(req: dict[str, Any]) -> str | None:
+    """``moe_dispatcher``: alltoall, flex, or absent/null for the planner's choice."""
+    if req.get("moe_dispatcher") is None:
+        return None
+    return choice_field(req, "moe_dispatcher", "alltoall", MOE_DISPATCHER_CHOICES)
 
 
 def _check_fields(req: dict[str, Any], allowed: set[str]) -> None:
@@ -269,6 +279,7 @@ def resolve_layout(req: dict[str, Any], num_gpus: int) -> Layout:
             req, "optimizer_sharding", "optimizer", OPTIMIZER_SHARDING_CHOICES
         ),
         moe_a2a_overlap=bool_field(req, "moe_a2a_overlap", None),
+        moe_dispatcher=dispatcher_field(req),  # type: ignore[arg-type]
     )
 
 

@@ -15,9 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.specs import (
+    MOE_DISPATCHER_CHOICES,
     OPTIMIZER_SHARDING_CHOICES,
     RECOMPUTE_CHOICES,
     Layout,
+    MoeDispatcher,
 )
 
 IntArray = npt.NDArray[np.int64]
@@ -38,13 +40,25 @@ def a2a_value(code: int) -> bool | None:
     return None if code == A2A_AUTO else bool(code)
 
 
+DISPATCH_AUTO, DISPATCH_ALLTOALL, DISPATCH_FLEX = -1, 0, 1
+"""Codes of ``moe_dispatcher``: None (planner's choice), 'alltoall', 'flex'."""
+
+
+def dispatcher_code(value: str | None) -> int:
+    return DISPATCH_AUTO if value is None else MOE_DISPATCHER_CHOICES.index(value)
+
+
+def dispatcher_value(code: int) -> MoeDispatcher | None:
+    return None if code == DISPATCH_AUTO else MOE_DISPATCHER_CHOICES[code]
+
+
 @dataclass(frozen=True, slots=True)
 class LayoutBatch:
     """n layouts; field i of every array describes layout i.
 
     ``recompute`` holds codes 0/1/2 (none/selective/full) and ``optimizer_sharding`` codes
     0/1/2 (none/optimizer/full), indexes into RECOMPUTE_CHOICES and OPTIMIZER_SHARDING_CHOICES;
-    ``moe_a2a_overlap`` holds A2A_AUTO/A2A_OFF/A2A_ON.
+    ``moe_a2a_overlap`` holds A2A_AUTO/A2A_OFF/A2A_ON and ``moe_dispatcher`` DISPATCH_*.
     """
 
     tp: IntArray
@@ -59,6 +73,7 @@ class LayoutBatch:
     sequence_parallel: BoolArray
     optimizer_sharding: IntArray
     moe_a2a_overlap: IntArray
+    moe_dispatcher: IntArray
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -93,6 +108,9 @@ class LayoutBatch:
             moe_a2a_overlap=np.fromiter(
                 (a2a_code(x.moe_a2a_overlap) for x in items), np.int64, len(items)
             ),
+            moe_dispatcher=np.fromiter(
+                (dispatcher_code(x.moe_dispatcher) for x in items), np.int64, len(items)
+            ),
         )
 
     @classmethod
@@ -123,6 +141,7 @@ class LayoutBatch:
             ),
             optimizer_sharding=get("optimizer_sharding", SHARD_OPTIMIZER),
             moe_a2a_overlap=get("moe_a2a_overlap", A2A_AUTO),
+            moe_dispatcher=get("moe_dispatcher", DISPATCH_AUTO),
         )
 
     def layout(self, i: int) -> Layout:
@@ -139,6 +158,7 @@ class LayoutBatch:
             sequence_parallel=bool(self.sequence_parallel[i]),
             optimizer_sharding=OPTIMIZER_SHARDING_CHOICES[int(self.optimizer_sharding[i])],
             moe_a2a_overlap=a2a_value(int(self.moe_a2a_overlap[i])),
+            moe_dispatcher=dispatcher_value(int(self.moe_dispatcher[i])),
         )
 
     def layouts(self) -> list[Layout]:
@@ -160,6 +180,7 @@ class LayoutBatch:
             sequence_parallel=self.sequence_parallel[idx],
             optimizer_sharding=self.optimizer_sharding[idx],
             moe_a2a_overlap=self.moe_a2a_overlap[idx],
+            moe_dispatcher=self.moe_dispatcher[idx],
         )
 
     @staticmethod
@@ -180,6 +201,7 @@ class LayoutBatch:
             sequence_parallel=cat("sequence_parallel"),
             optimizer_sharding=cat("optimizer_sharding"),
             moe_a2a_overlap=cat("moe_a2a_overlap"),
+            moe_dispatcher=cat("moe_dispatcher"),
         )
 
     @property

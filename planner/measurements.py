@@ -7,7 +7,8 @@ incomplete is skipped with a reason (:func:`parse_rows` returns them). The only 
 are the documented ones:
 
 * cp, ep empty -> 1 (CP/EP are off unless configured); the MoE all-to-all overlap is off
-  (Megatron's default) unless an optional ``moe_a2a_overlap`` column says yes; vpp empty -> 1
+  (Megatron's default) unless an optional ``moe_a2a_overlap`` column says yes, and the token
+  dispatcher is NCCL's alltoall unless a ``moe_dispatcher`` column says flex; vpp empty -> 1
   only with pp = 1, where it means nothing. With pp > 1 an empty vpp ("not stated", README)
   skips the row: the bubble, a (pp - 1) / (m x vpp) share of the step, cannot be known;
 * recompute / sequence_parallel / distributed_optimizer empty on NVIDIA recipe rows -> the
@@ -240,6 +241,10 @@ def _parse_row(
         optimizer_sharding=_sharding(row.get("distributed_optimizer") or "", source),  # type: ignore[arg-type]
         # Megatron's default (off) unless an optional column says "yes"; no shared row states it
         moe_a2a_overlap=(row.get("moe_a2a_overlap") or "").strip().lower().startswith("yes"),
+        # NCCL's alltoall unless an optional column names the flex (DeepEP) dispatcher
+        moe_dispatcher=(
+            "flex" if (row.get("moe_dispatcher") or "").strip().lower() == "flex" else "alltoall"
+        ),
     )
     cluster = ClusterSpec(
         name=f"{slug}x{num_gpus}",

@@ -103,7 +103,7 @@ def megatron_args(
     args += ["--max-position-embeddings", str(max_pos)]
     args += _shape_args(model)
     if model.is_moe:
-        args += _moe_args(model)
+        args += _moe_args(model, overlap.resolve(model, cluster, lay).moe_dispatcher == "flex")
     if model.multi_latent_attention:
         args += _mla_args(model)
     if model.mtp_num_layers:
@@ -192,7 +192,7 @@ def _yarn_args(model: ModelSpec) -> list[str]:
     return args
 
 
-def _moe_args(model: ModelSpec) -> list[str]:
+def _moe_args(model: ModelSpec, flex: bool) -> list[str]:
     args = [
         "--num-experts",
         str(model.num_experts),
@@ -207,7 +207,8 @@ def _moe_args(model: ModelSpec) -> list[str]:
             str(model.moe_shared_expert_intermediate_size),
         ]
     args += ["--moe-layer-freq", _moe_layer_freq(model)]
-    args += ["--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+    args.append("--moe-grouped-gemm")
+    args += list(overlap.FLEX_FLAGS) if flex else ["--moe-token-dispatcher-type", "alltoall"]
     if model.moe_router_topk == 1:  # top-1 with the softmax router needs it (rule 35)
         args.append("--moe-router-pre-softmax")
     return args
@@ -295,6 +296,11 @@ def launch_spec(
             "--rotary-base and --rotary-scaling-factor/--mscale*, which megatron-facts §1.11 "
             "documents for MLA only"
         )
+    if overlap.resolve(model, cluster, layout).moe_dispatcher == "flex":
+        notes.append(
+            "--moe-token-dispatcher-type flex runs DeepEP: install it (NVIDIA's NeMo and "
+            "Megatron containers ship it), or pass moe_dispatcher='alltoall' to plan without it"
+        )
     uses_rope = model.multi_latent_attention or model.position_embedding_type in ("rope", "yarn")
     if uses_rope and model.rotary_base is None:
         notes.append(
@@ -362,6 +368,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--position-embedding-type", default="learned_absolute")
     p.add_argument("--moe-layer-freq", default="1")
     p.add_argument("--moe-token-dispatcher-type", default="allgather")
+    p.add_argument("--moe-flex-dispatcher-backend", default=None)
     p.add_argument("--recompute-granularity", choices=("full", "selective"), default=None)
     p.add_argument("--recompute-method", choices=("uniform", "block"), default=None)
     p.add_argument("--fp8-format", choices=("e4m3", "hybrid"), default=None)
@@ -434,6 +441,10 @@ def parse_megatron_args(
         dp=world // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
         recompute=recompute, sequence_parallel=ns.sequence_parallel and tp > 1,
         optimizer_sharding=sharding, moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm,
+        moe_dispatcher=(
+            None if ns.num_experts is None
+            else "flex" if ns.moe_token_dispatcher_type == "flex" else "alltoall"
+        ),
     )  # fmt: skip
     freq, first_dense = (1, 0)
     if ns.num_experts is not None:

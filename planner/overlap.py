@@ -2,6 +2,11 @@
 
 ``--tp-comm-overlap`` (:func:`tp_comm_overlap`): Transformer Engine's userbuffers.
 ``--fp8-param-gather`` (:func:`fp8_param_gather`): fp8 weights, gathered in fp8.
+``--moe-token-dispatcher-type flex`` with DeepEP (:func:`flex_dispatch`): an expert group that
+spans nodes sends each token once per destination node instead of once per chosen expert, and
+forwards it inside the node over NVLink (performance-facts §5.1). The planner picks it where the
+group spans nodes on Hopper or Blackwell (DeepEP's SM90/SM100 kernels), as NVIDIA's MoE recipes
+do; inside one NVLink domain there is nothing to deduplicate and it keeps NCCL's alltoall.
 
 ``--overlap-moe-expert-parallel-comm`` (MoE all-to-all overlap). With the flag, Megatron
 merges the forward and backward passes of adjacent micro-batches ("1F1B A2A overlap") so that
@@ -31,6 +36,8 @@ import numpy as np
 from planner.layouts import (
     A2A_AUTO,
     A2A_ON,
+    DISPATCH_AUTO,
+    DISPATCH_FLEX,
     RECOMPUTE_FULL,
     SHARD_NONE,
     BoolArray,
@@ -119,10 +126,44 @@ def enabled(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolA
     return np.where(request == A2A_AUTO, allowed(model, cluster, batch), request == A2A_ON)
 
 
+DEEPEP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
+FLEX_FLAGS = ("--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "deepep")
+
+
+def flex_allowed(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:
+    """Where the DeepEP dispatcher can run: MoE with ep > 1 on NVIDIA Hopper or Blackwell."""
+    gpu = cluster.gpu
+    if not model.is_moe or gpu.vendor != "nvidia" or gpu.architecture not in DEEPEP_ARCHITECTURES:
+        return np.zeros(len(batch), dtype=np.bool_)
+    return np.asarray(batch.ep > 1, dtype=np.bool_)
+
+
+def flex_dispatch(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:
+    """Whether each layout dispatches with DeepEP: auto -> where its expert group spans nodes."""
+    request = batch.moe_dispatcher
+    spans = batch.ep * batch.etp > cluster.gpus_per_node
+    auto = flex_allowed(model, cluster, batch) & spans
+    return np.asarray(np.where(request == DISPATCH_AUTO, auto, request == DISPATCH_FLEX))
+
+
+def distinct_node_share(nodes: Any, topk: int) -> Any:
+    """Copies a token needs across nodes with deduplication, per copy without it.
+
+    A token picks ``topk`` experts spread evenly over ``nodes`` nodes: it reaches
+    nodes x (1 - (1 - 1/nodes)^topk) distinct nodes on average, instead of one send per expert.
+    """
+    r = np.maximum(np.asarray(nodes, dtype=np.float64), 1.0)
+    return r * (1.0 - (1.0 - 1.0 / r) ** topk) / topk
+
+
 def resolve(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> Layout:
-    """The layout with ``moe_a2a_overlap`` made explicit (False for dense models)."""
+    """The layout with ``moe_a2a_overlap`` and ``moe_dispatcher`` made explicit (False and None
+    for dense models)."""
     lay = layout.normalized()
-    if lay.moe_a2a_overlap is not None:
-        return lay
-    on = bool(enabled(model, cluster, LayoutBatch.from_layouts([lay]))[0])
-    return Layout(**{**lay.to_dict(), "moe_a2a_overlap": on})
+    batch = LayoutBatch.from_layouts([lay])
+    values = lay.to_dict()
+    if lay.moe_a2a_overlap is None:
+        values["moe_a2a_overlap"] = bool(enabled(model, cluster, batch)[0])
+    if lay.moe_dispatcher is None and model.is_moe:
+        values["moe_dispatcher"] = "flex" if flex_dispatch(model, cluster, batch)[0] else "alltoall"
+    return Layout(**values)

@@ -90,19 +90,24 @@ def p2p_time(links: Links, crosses: np.ndarray, message_bytes: FloatArray) -> Fl
 
 
 def all_to_all_time(
-    links: Links, size: IntArray, stride: IntArray, buffer_bytes: FloatArray
+    links: Links,
+    size: IntArray,
+    stride: IntArray,
+    buffer_bytes: FloatArray,
+    inter_share: FloatArray | float = 1.0,
 ) -> FloatArray:
     """One all-to-all of ``buffer_bytes`` per GPU (EP dispatch or combine); 0 for n = 1.
 
     Unlike a ring, an all-to-all cannot pool a node's NICs: each GPU sends the (n - g)/n of its
     buffer bound for other nodes through its own NIC while the (g - 1)/n for its node's peers
     go over NVLink at the same time (performance-facts §5.1: plain NCCL all-to-all across nodes
-    reaches one NIC's ~48 GB/s per GPU; DeepEP 40-60 GB/s per GPU on 400G).
+    reaches one NIC's ~48 GB/s per GPU; DeepEP 40-60 GB/s per GPU on 400G). ``inter_share``
+    scales the cross-node bytes (DeepEP's one copy per destination node).
     """
     n = size.astype(np.float64)
     g = members_per_node(links, size, stride)
     intra = (g - 1.0) / n * buffer_bytes / links.nvlink_busbw_bytes_per_s
-    inter = (n - g) / n * buffer_bytes / links.nic_busbw_bytes_per_s
+    inter = inter_share * (n - g) / n * buffer_bytes / links.nic_busbw_bytes_per_s
     t = latency(links, size, stride) + np.maximum(intra, inter)
     return np.where(size > 1, t, 0.0)
 

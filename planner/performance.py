@@ -33,6 +33,7 @@ from planner.perf_comm import (
     all_to_all_time,
     crosses_nodes,
     link_share,
+    members_per_node,
     p2p_share,
     p2p_time,
     ring_time,
@@ -326,7 +327,11 @@ def estimate_performance(
     ep_mb = np.zeros_like(tokens)
     if model.is_moe:
         a2a_bytes = tokens / tp * model.moe_router_topk * h * BF16_BYTES
-        a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes) * prof.moe_imbalance
+        nodes = batch.ep / members_per_node(links, batch.ep, batch.etp)
+        dedup = overlap.distinct_node_share(nodes, model.moe_router_topk)
+        inter_share = np.where(overlap.flex_dispatch(model, cluster, batch), dedup, 1.0)
+        a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes, inter_share)
+        a2a = a2a * prof.moe_imbalance
         a2a_all = (4 + 2 * full) * layers_per_stage * moe_frac * a2a
         # 1F1B A2A overlap (planner.overlap): one micro-batch's dispatch/combine runs under the
         # other's compute, so at most that compute hides it; the first micro-batch has no partner

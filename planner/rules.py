@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner import overlap
-from planner.layouts import A2A_ON, SHARD_FULL, BoolArray, IntArray, LayoutBatch
+from planner.layouts import (
+    A2A_ON,
+    DISPATCH_FLEX,
+    SHARD_FULL,
+    BoolArray,
+    IntArray,
+    LayoutBatch,
+)
 from planner.pipeline import split_arrays, split_layers
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
@@ -483,6 +490,21 @@ def _a2a_explain(ctx: _Context, i: int) -> str:
     return f"moe_a2a_overlap=true cannot be used here: {'; '.join(why)}; or leave it unset"
 
 
+def _flex_check(ctx: _Context) -> BoolArray:
+    requested = ctx.batch.moe_dispatcher == DISPATCH_FLEX
+    blocked: BoolArray = requested & ~overlap.flex_allowed(ctx.model, ctx.cluster, ctx.batch)
+    return blocked
+
+
+def _flex_explain(ctx: _Context, i: int) -> str:
+    gpu = ctx.cluster.gpu
+    return (
+        f"moe_dispatcher='flex' (DeepEP) needs an MoE model with ep > 1 on an NVIDIA Hopper or "
+        f"Blackwell GPU; here ep={ctx.value('ep', i)} on {gpu.name} ({gpu.architecture}); use "
+        "'alltoall' or leave it unset"
+    )
+
+
 def _rule(rid: str, summary: str, source: str, check: Check, explain: Explain) -> Rule:
     return Rule(id=rid, summary=summary, source=source, check=check, explain=explain)
 
@@ -547,6 +569,9 @@ RULES: tuple[Rule, ...] = (
     _rule("moe_a2a_overlap_allowed",
           "moe_a2a_overlap needs ep > 1, no full recompute, MTP depth <= 1, vpp > 1 with pp > 1 "
           "and no --tp-comm-overlap", _S + "5 rule 40, §2.2 rule 16", _a2a_check, _a2a_explain),
+    _rule("moe_flex_dispatcher_supported",
+          "moe_dispatcher='flex' (DeepEP) needs ep > 1 on NVIDIA Hopper or Blackwell",
+          "megatron-facts §1.5; performance-facts §5.1", _flex_check, _flex_explain),
 )  # fmt: skip
 
 

@@ -28,14 +28,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layouts import BoolArray, IntArray, LayoutBatch, a2a_code
+from planner.layouts import BoolArray, IntArray, LayoutBatch, a2a_code, dispatcher_code
 from planner.pipeline import split_layers
 from planner.rules import RULES, check_rules
 from planner.specs import (
+    MOE_DISPATCHER_CHOICES,
     OPTIMIZER_SHARDING_CHOICES,
     RECOMPUTE_CHOICES,
     ClusterSpec,
     ModelSpec,
+    MoeDispatcher,
     OptimizerSharding,
     Recompute,
     SpecError,
@@ -79,7 +81,10 @@ class SearchConstraints:
     optimizer_sharding: tuple[OptimizerSharding, ...] = DEFAULT_OPTIMIZER_SHARDING
     moe_a2a_overlap: bool | None = None
     """MoE all-to-all overlap for every candidate: None (the default) turns it on wherever
-    Megatron allows it (:mod:`planner.moe_overlap`), False keeps it off."""
+    Megatron allows it (:mod:`planner.overlap`), False keeps it off."""
+    moe_dispatcher: MoeDispatcher | None = None
+    """MoE token dispatcher for every candidate: None (the planner's choice per layout),
+    'alltoall' or 'flex' (DeepEP)."""
     """Default: Megatron's distributed optimizer, or none. Full sharding (Torch-FSDP2) is
     opt-in: Megatron supports it with restrictions (rule 58) and no published measurement in
     the calibration data used it, so its predicted speed is the least validated."""
@@ -104,6 +109,11 @@ class SearchConstraints:
             raise SpecError(
                 f"moe_a2a_overlap={self.moe_a2a_overlap!r} must be true, false or null (auto)",
                 field="moe_a2a_overlap",
+            )
+        if self.moe_dispatcher is not None and self.moe_dispatcher not in MOE_DISPATCHER_CHOICES:
+            raise SpecError(
+                f"moe_dispatcher={self.moe_dispatcher!r} is not one of alltoall, flex or null",
+                field="moe_dispatcher",
             )
         for axis, limit in zip(_AXES[:-2] + _AXES[-1:], _LIMITS, strict=True):
             values, cap = self.allowed(axis), getattr(self, limit)
@@ -229,6 +239,7 @@ def enumerate_layouts(
         sequence_parallel=tri[rows_t, 2].astype(np.bool_),
         optimizer_sharding=opt_arr[j_o],
         moe_a2a_overlap=np.full(len(j_m), a2a_code(c.moe_a2a_overlap), dtype=np.int64),
+        moe_dispatcher=np.full(len(j_m), dispatcher_code(c.moe_dispatcher), dtype=np.int64),
     )
 
 

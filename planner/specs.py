@@ -17,12 +17,14 @@ PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
 Precision = Literal["bf16", "fp8"]
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
+MoeDispatcher = Literal["alltoall", "flex"]
 
 _T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
 OPTIMIZER_SHARDING_CHOICES: tuple[OptimizerSharding, ...] = ("none", "optimizer", "full")
 PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8")
+MOE_DISPATCHER_CHOICES: tuple[MoeDispatcher, ...] = ("alltoall", "flex")
 
 
 class SpecError(ValueError):
@@ -491,10 +493,20 @@ class Layout:
     moe_a2a_overlap: bool | None = None
     """``--overlap-moe-expert-parallel-comm``: hide the expert-parallel all-to-all behind the
     compute of another micro-batch. None means 'on where Megatron allows it' (the planner's
-    default, :mod:`planner.moe_overlap`); False off; True on (a rule rejects it where illegal)."""
+    default, :mod:`planner.overlap`); False off; True on (a rule rejects it where illegal)."""
+    moe_dispatcher: MoeDispatcher | None = None
+    """MoE token dispatcher: 'alltoall' (NCCL) or 'flex' (DeepEP, which sends a token once per
+    destination node). None means 'flex where the expert group spans nodes on Hopper or
+    Blackwell, else alltoall' (:mod:`planner.overlap`)."""
 
     def __post_init__(self) -> None:
         _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
+        if self.moe_dispatcher is not None and self.moe_dispatcher not in MOE_DISPATCHER_CHOICES:
+            raise SpecError(
+                f"moe_dispatcher={self.moe_dispatcher!r} is not one of alltoall, flex "
+                "(or null for the planner's choice)",
+                field="moe_dispatcher",
+            )
         if self.moe_a2a_overlap is not None and not isinstance(self.moe_a2a_overlap, bool):
             raise SpecError(
                 f"moe_a2a_overlap={self.moe_a2a_overlap!r} must be true, false or null (auto)",
@@ -526,7 +538,8 @@ class Layout:
 
     def normalized(self) -> Layout:
         """The same layout with defaults made explicit (etp, sequence_parallel; the automatic
-        moe_a2a_overlap needs the model and stays None: :func:`planner.moe_overlap.resolve`)."""
+        moe_a2a_overlap and moe_dispatcher need the model and stay None:
+        :func:`planner.overlap.resolve`)."""
         return Layout(
             tp=self.tp,
             pp=self.pp,
@@ -540,6 +553,7 @@ class Layout:
             sequence_parallel=self.sp,
             optimizer_sharding=self.optimizer_sharding,
             moe_a2a_overlap=self.moe_a2a_overlap,
+            moe_dispatcher=self.moe_dispatcher,
         )
 
     def to_dict(self) -> dict[str, Any]:

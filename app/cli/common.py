@@ -70,6 +70,10 @@ GpuMemoryOpt = Annotated[float | None, typer.Option(help="Override GPU memory (G
 SeqLengthOpt = Annotated[int | None, typer.Option(help="Sequence length.")]
 PrecisionOpt = Annotated[str | None, typer.Option(help="bf16 or fp8.")]
 ThresholdOpt = Annotated[float | None, typer.Option(help="Feasibility threshold (0.8).")]
+DispatcherOpt = Annotated[
+    str | None,
+    typer.Option(help="MoE dispatcher: alltoall or flex (DeepEP); default: flex across nodes."),
+]
 A2AOverlapOpt = Annotated[
     bool | None,
     typer.Option(

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from app.cli.common import (
     A2AOverlapOpt,
+    DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -87,6 +88,7 @@ def evaluate(
     ] = None,
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
     moe_a2a_overlap: A2AOverlapOpt = None,
+    moe_dispatcher: DispatcherOpt = None,
     memory_threshold: ThresholdOpt = None,
     input: Annotated[
         Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")
@@ -133,6 +135,7 @@ def evaluate(
             sequence_parallel=sequence_parallel,
             optimizer_sharding=optimizer_sharding,
             moe_a2a_overlap=moe_a2a_overlap,
+            moe_dispatcher=moe_dispatcher,
             memory_threshold=memory_threshold,
         )
         try:

@@ -12,6 +12,7 @@ from rich.table import Table
 from app.cli.common import (
     EXIT_NOTHING_FEASIBLE,
     A2AOverlapOpt,
+    DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -78,6 +79,7 @@ def plan(
         str | None, Opt(help="Allowed: none,optimizer,full (default none,optimizer; full = FSDP2).")
     ] = None,
     moe_a2a_overlap: A2AOverlapOpt = None,
+    moe_dispatcher: DispatcherOpt = None,
     objective: Annotated[str, Opt(help="throughput, time_to_train or cost.")] = "throughput",
     token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,
@@ -123,6 +125,7 @@ def plan(
         sequence_parallel=sequence_parallel,
         optimizer_sharding=optimizer_sharding,
         moe_a2a_overlap=moe_a2a_overlap,
+        moe_dispatcher=moe_dispatcher,
         objective=objective,
         token_budget=token_budget,
         usd_per_gpu_hour=usd_per_gpu_hour,

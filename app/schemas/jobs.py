@@ -17,6 +17,7 @@ from app.schemas.common import Page, SlugRef
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 Recompute = Literal["none", "selective", "full"]
 Sharding = Literal["none", "optimizer", "full"]
+Dispatcher = Literal["alltoall", "flex"]
 Precision = Literal["bf16", "fp8"]
 Objective = Literal["throughput", "time_to_train", "cost"]
 
@@ -59,6 +60,10 @@ PLAN_EXAMPLE: dict[str, Any] = {
 }
 
 
+DISPATCHER_HELP = (
+    "MoE token dispatcher: alltoall (NCCL) or flex (DeepEP, one copy per destination node); "
+    "null = flex where the expert group spans nodes on Hopper/Blackwell"
+)
 A2A_OVERLAP_HELP = (
     "MoE all-to-all overlap (--overlap-moe-expert-parallel-comm): null = on where Megatron "
     "allows it, false = off, true = on"
@@ -105,6 +110,7 @@ class EvaluationRequest(_Common):
     sequence_parallel: bool | None = None
     optimizer_sharding: Sharding = "optimizer"
     moe_a2a_overlap: bool | None = Field(default=None, description=A2A_OVERLAP_HELP)
+    moe_dispatcher: Dispatcher | None = Field(default=None, description=DISPATCHER_HELP)
 
 
 class PlanJobCreate(_Common):
@@ -137,6 +143,7 @@ class PlanJobCreate(_Common):
     sequence_parallel: bool | None = None
     optimizer_sharding: list[Sharding] | None = Field(default=None, min_length=1, max_length=3)
     moe_a2a_overlap: bool | None = Field(default=None, description=A2A_OVERLAP_HELP)
+    moe_dispatcher: Dispatcher | None = Field(default=None, description=DISPATCHER_HELP)
     objective: Objective = "throughput"
     token_budget: float | None = Field(default=None, ge=1, le=1e16)
     usd_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e4)

@@ -120,3 +120,37 @@ def test_fp8_jobs_gather_fp8_weights_with_the_distributed_optimizer() -> None:
     )
     assert saved == pytest.approx(2.0 * linear)
     assert weights[0] < weights[1] and fp8_copies[0] < fp8_copies[1]
+
+
+def test_flex_dispatcher_is_picked_where_the_expert_group_spans_nodes() -> None:
+    c = cluster(64)
+    spans, inside = Layout(tp=2, ep=8, etp=2, dp=32), Layout(tp=2, ep=8, etp=1, dp=32)
+    assert overlap.resolve(MIXTRAL, c, spans).moe_dispatcher == "flex"
+    assert overlap.resolve(MIXTRAL, c, inside).moe_dispatcher == "alltoall"
+    assert overlap.resolve(DENSE, c, Layout(dp=64)).moe_dispatcher is None
+    spec = launch_spec(MIXTRAL, c, JOB, spans)
+    assert "--moe-flex-dispatcher-backend" in spec.args and "flex" in spec.args
+    assert any("DeepEP" in note for note in spec.notes)
+    forced = replace(spans, moe_dispatcher="alltoall")
+    assert "--moe-flex-dispatcher-backend" not in megatron_args(MIXTRAL, c, JOB, forced)
+
+
+def test_flex_sends_one_copy_per_destination_node() -> None:
+    assert overlap.distinct_node_share(1, 8) == pytest.approx(1 / 8)  # one node: one copy
+    assert overlap.distinct_node_share(4, 1) == pytest.approx(1.0)
+    assert overlap.distinct_node_share(8, 8) == pytest.approx(1 - (7 / 8) ** 8)
+    c = cluster(64)
+    layouts = [Layout(tp=2, ep=8, etp=2, dp=32, moe_dispatcher=d) for d in ("alltoall", "flex")]
+    est = estimate_performance(
+        MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts), default_profile(H100)
+    )
+    nccl, deepep = est.breakdown["ep_comm_s"]
+    assert deepep < nccl
+
+
+def test_flex_on_a_gpu_without_deepep_is_refused() -> None:
+    a100 = ClusterSpec(name="a", gpu=replace(H100, architecture="ampere"), num_gpus=64)
+    layout = Layout(tp=2, ep=8, etp=2, dp=32)
+    assert overlap.resolve(MIXTRAL, a100, layout).moe_dispatcher == "alltoall"
+    messages = violations(MIXTRAL, a100, JOB, replace(layout, moe_dispatcher="flex"))
+    assert any("DeepEP" in m for m in messages)

@@ -113,6 +113,8 @@ CASES: list[tuple[str, ModelSpec, ClusterSpec, TrainingJob, Layout, Layout]] = [
     ("moe_a2a_overlap_allowed", moe(), cluster(16), JOB,  # pp > 1 needs vpp (rule 16)
      Layout(pp=2, ep=8, dp=8, moe_a2a_overlap=True),
      Layout(pp=2, vpp=2, ep=8, dp=8, moe_a2a_overlap=True)),
+    ("moe_flex_dispatcher_supported", moe(), cluster(16), JOB,  # DeepEP needs ep > 1
+     Layout(dp=16, moe_dispatcher="flex"), Layout(ep=8, dp=16, moe_dispatcher="flex")),
     ("moe_tp_needs_sp", moe(), cluster(8), JOB,  # even with e=1 (rule 33, runtime)
      Layout(tp=2, dp=4, sequence_parallel=False), Layout(tp=2, dp=4)),
     ("fsdp_no_pp", dense(), cluster(8), JOB, Layout(pp=2, dp=4, optimizer_sharding="full"),
@@ -317,6 +319,9 @@ def reference(model: ModelSpec, c: ClusterSpec, job: TrainingJob, x: Layout) -> 
         or tp_overlap
     ):
         out.add("moe_a2a_overlap_allowed")
+    deepep = c.gpu.vendor == "nvidia" and c.gpu.architecture in ("hopper", "blackwell")
+    if x.moe_dispatcher == "flex" and not (is_moe and ep > 1 and deepep):
+        out.add("moe_flex_dispatcher_supported")
     return out
 
 
