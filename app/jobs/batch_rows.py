@@ -23,6 +23,8 @@ LAYOUT_COLUMNS = (
     "micro_batch_size",
     "recompute",
     "optimizer_sharding",
+    "moe_a2a_overlap",
+    "moe_dispatcher",
 )
 OUTPUT_COLUMNS = (
     "name",
@@ -57,7 +59,7 @@ def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield {
             "name": name,
             "rank": rank,
-            **{k: lay[k] for k in LAYOUT_COLUMNS},
+            **{k: lay.get(k, "") for k in LAYOUT_COLUMNS},  # results stored before a field existed
             "tokens_per_s_per_gpu": round(perf["tokens_per_s_per_gpu"], 1),
             "mfu": round(perf["mfu"], 4),
             "step_time_s": round(perf["step_time_s"], 4),
