@@ -296,6 +296,10 @@ def launch_spec(
             "--rotary-base and --rotary-scaling-factor/--mscale*, which megatron-facts §1.11 "
             "documents for MLA only"
         )
+    if overlap.resolve(model, cluster, layout).moe_a2a_overlap:
+        notes.append(
+            "--overlap-moe-expert-parallel-comm needs PyTorch >= 2.6 (megatron-facts rule 40)"
+        )
     if overlap.resolve(model, cluster, layout).moe_dispatcher == "flex":
         notes.append(
             "--moe-token-dispatcher-type flex runs DeepEP: install it (NVIDIA's NeMo and "

@@ -96,6 +96,12 @@ def build_row(res: LogParseResult) -> dict[str, str]:
             derived.append("moe_shared_experts=moe_shared_expert_intermediate_size/moe_ffn")
         elif shared:
             notes.append(f"shared-expert size {shared} is not a multiple of moe_ffn_hidden_size")
+        # the optional columns the loader reads (planner.measurements); absent -> Megatron default
+        overlap_flag = _bool(a.get("overlap_moe_expert_parallel_comm"))
+        if overlap_flag is not None:
+            row["moe_a2a_overlap"] = "yes" if overlap_flag else "no"
+        if arg("moe_token_dispatcher_type"):
+            row["moe_dispatcher"] = arg("moe_token_dispatcher_type")
     row["precision"] = _precision(a)
     if "recompute_granularity" in a:
         row["recompute"] = arg("recompute_granularity") or "none"

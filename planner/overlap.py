@@ -102,9 +102,9 @@ def reasons_blocked(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> l
         out.append("with pp > 1 it needs the interleaved schedule (vpp >= 2)")
     if _pre_blackwell(cluster) and bool(tp_comm_overlap(cluster, lay.tp, lay.sp)):
         out.append(
-            "the planner emits --tp-comm-overlap for this layout (tp > 1 with sequence parallel "
-            "inside a node), which wants CUDA_DEVICE_MAX_CONNECTIONS=1 before Blackwell; use "
-            "tp=1 or turn sequence_parallel off"
+            "before Blackwell the planner does not combine it with the --tp-comm-overlap it "
+            "emits for tp > 1 inside a node (that overlap runs with "
+            "CUDA_DEVICE_MAX_CONNECTIONS=1, this one needs more); use tp=1"
         )
     return out
 

@@ -325,6 +325,7 @@ def estimate_performance(
 
     # --- expert parallel: dispatch + combine all-to-all per MoE layer, fwd and bwd (§5) ------
     ep_mb = np.zeros_like(tokens)
+    ep_bubble_extra = np.zeros_like(tokens)
     if model.is_moe:
         a2a_bytes = tokens / tp * model.moe_router_topk * h * BF16_BYTES
         nodes = batch.ep / members_per_node(links, batch.ep, batch.etp)
@@ -334,11 +335,15 @@ def estimate_performance(
         a2a = a2a * prof.moe_imbalance
         a2a_all = (4 + 2 * full) * layers_per_stage * moe_frac * a2a
         # 1F1B A2A overlap (planner.overlap): one micro-batch's dispatch/combine runs under the
-        # other's compute, so at most that compute hides it; the first micro-batch has no partner
+        # other's compute, so at most that compute hides it. Only steady-state steps have a
+        # partner: rank 0 warms up W = 2(p-1) + (v-1)p + 1 virtual micro-batches (megatron-facts
+        # §3.3) and cools down as many; at p = 1 that leaves (m-1)/m paired.
         on = overlap.enabled(model, cluster, batch)
-        steady = (m - 1) / m
-        ep_hidden = np.where(on, prof.ep_overlap * np.minimum(a2a_all, compute_mb) * steady, 0.0)
+        warmup = np.where(batch.pp > 1, 2 * (pp - 1) + (vpp - 1) * pp + 1, 1.0)
+        paired = np.maximum(m * vpp - warmup, 0.0) / (m * vpp)
+        ep_hidden = np.where(on, prof.ep_overlap * np.minimum(a2a_all, compute_mb) * paired, 0.0)
         ep_mb = a2a_all - ep_hidden + steal * share(batch.ep, batch.etp) * ep_hidden
+        ep_bubble_extra = ep_hidden  # warm-up/cool-down (the bubble) runs the A2A unhidden
 
     # --- pipeline p2p: send activations and gradients per micro-batch, x v interleaved -------
     p2p_bytes = act_bytes / np.where(sp > 0, tp, 1.0)
@@ -351,7 +356,8 @@ def estimate_performance(
 
     overhead_mb = (layers_per_stage + sh.mtp_layers) * prof.layer_overhead_s
     stage_mb = compute_mb + recompute_mb + tp_mb + cp_mb + ep_mb + pp_mb + overhead_mb
-    bubble = (pp - 1) / vpp * stage_mb  # megatron-facts §6 / performance-facts §9.6
+    # megatron-facts §6 / performance-facts §9.6
+    bubble = (pp - 1) / vpp * (stage_mb + ep_bubble_extra)
 
     # --- data parallel: grads over dp x cp, experts over expert-dp (§6.1) --------------------
     dense_layer_params = (

@@ -45,6 +45,7 @@ LAYOUT_AXES = (
     "recompute",
     "sequence_parallel",
     "optimizer_sharding",
+    "moe_a2a_overlap",
 )
 _LABELS: dict[str, tuple[Any, ...]] = {
     "recompute": RECOMPUTE_CHOICES,
@@ -61,6 +62,7 @@ NEIGHBOUR_GROUPS = (
     ("micro_batch_size",),
     ("recompute",),
     ("optimizer_sharding",),
+    ("moe_a2a_overlap",),
 )
 
 Evaluate = Callable[[IntArray], None]
@@ -199,6 +201,8 @@ def _label(name: str, value: int) -> Any:
         return _LABELS[name][value]
     if name == "sequence_parallel":
         return bool(value)
+    if name == "moe_a2a_overlap":
+        return "auto" if value < 0 else bool(value)
     return value
 
 

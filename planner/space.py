@@ -24,11 +24,12 @@ When user-fixed sizes leave no layout whose product divides the GPU count, those
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.layouts import BoolArray, IntArray, LayoutBatch, a2a_code, dispatcher_code
+from planner import overlap
+from planner.layouts import A2A_OFF, BoolArray, IntArray, LayoutBatch, a2a_code, dispatcher_code
 from planner.pipeline import split_layers
 from planner.rules import RULES, check_rules
 from planner.specs import (
@@ -79,15 +80,15 @@ class SearchConstraints:
     sequence_parallel: tuple[bool, ...] | None = None
     """Allowed values for tp > 1; None means always on (the planner's default)."""
     optimizer_sharding: tuple[OptimizerSharding, ...] = DEFAULT_OPTIMIZER_SHARDING
-    moe_a2a_overlap: bool | None = None
-    """MoE all-to-all overlap for every candidate: None (the default) turns it on wherever
-    Megatron allows it (:mod:`planner.overlap`), False keeps it off."""
-    moe_dispatcher: MoeDispatcher | None = None
-    """MoE token dispatcher for every candidate: None (the planner's choice per layout),
-    'alltoall' or 'flex' (DeepEP)."""
     """Default: Megatron's distributed optimizer, or none. Full sharding (Torch-FSDP2) is
     opt-in: Megatron supports it with restrictions (rule 58) and no published measurement in
     the calibration data used it, so its predicted speed is the least validated."""
+    moe_a2a_overlap: bool | None = None
+    """MoE all-to-all overlap: None (the default) searches it on wherever Megatron allows it
+    and off (it holds one more micro-batch of activations); False keeps it off, True on."""
+    moe_dispatcher: MoeDispatcher | None = None
+    """MoE token dispatcher for every candidate: None (the planner's choice per layout),
+    'alltoall' or 'flex' (DeepEP)."""
 
     def __post_init__(self) -> None:
         for name in _AXES:
@@ -226,7 +227,7 @@ def enumerate_layouts(
     )
     j_m, j_e, j_b, j_r, j_o = _grid(len(mp), len(ep_arr), len(mb_arr), len(rec_arr), len(opt_arr))
     rows_t, rows_p, rows_c = i_t[j_m], i_p[j_m], i_c[j_m]
-    return LayoutBatch(
+    batch = LayoutBatch(
         tp=tri[rows_t, 0],
         pp=pv[rows_p, 0],
         vpp=pv[rows_p, 1],
@@ -241,6 +242,13 @@ def enumerate_layouts(
         moe_a2a_overlap=np.full(len(j_m), a2a_code(c.moe_a2a_overlap), dtype=np.int64),
         moe_dispatcher=np.full(len(j_m), dispatcher_code(c.moe_dispatcher), dtype=np.int64),
     )
+    if c.moe_a2a_overlap is None and model.is_moe:
+        # also search it off where auto turns it on: it costs a micro-batch of activations
+        on = overlap.allowed(model, cluster, batch)
+        off = batch.take(np.flatnonzero(on))
+        off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
+        batch = LayoutBatch.concat([batch, off])
+    return batch
 
 
 def first_violations(violated: BoolArray) -> IntArray:

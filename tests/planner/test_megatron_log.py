@@ -313,3 +313,16 @@ def test_rows_load_through_measurements_module() -> None:
     assert (m.layout.tp, m.layout.pp, m.layout.vpp, m.layout.dp) == (2, 2, 2, 4)
     assert (m.model.vocab_size, m.model.num_query_groups) == (128256, 8)
     assert m.step_time_s == pytest.approx(11.48455)
+
+
+def test_moe_dispatcher_and_a2a_overlap_reach_the_optional_columns() -> None:
+    row = parse_megatron_log(MOE).to_measurement_rows()[0]
+    assert row["moe_dispatcher"] == "alltoall"
+    assert "moe_a2a_overlap" not in row  # Megatron-Core 0.6 has no such argument: the default
+    flagged = MOE.replace(
+        "  moe_token_dispatcher_type ....................... alltoall",
+        "  moe_token_dispatcher_type ....................... flex\n"
+        "[default0]:  overlap_moe_expert_parallel_comm ................ True",
+    )
+    row = parse_megatron_log(flagged).to_measurement_rows()[0]
+    assert (row["moe_dispatcher"], row["moe_a2a_overlap"]) == ("flex", "yes")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from planner.layouts import LayoutBatch
+from planner.layouts import A2A_AUTO, A2A_OFF, LayoutBatch
 from planner.rules import RULES, check_rules
 from planner.space import SearchConstraints, enumerate_layouts, rejection_histogram
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
@@ -44,7 +44,7 @@ def cluster(n: int) -> ClusterSpec:
 def rows(batch: LayoutBatch) -> set[tuple[Any, ...]]:
     cols = (batch.tp, batch.pp, batch.vpp, batch.cp, batch.ep, batch.etp, batch.dp,
             batch.micro_batch_size, batch.recompute, batch.sequence_parallel,
-            batch.optimizer_sharding)  # fmt: skip
+            batch.optimizer_sharding, batch.moe_a2a_overlap, batch.moe_dispatcher)  # fmt: skip
     return {tuple(int(c[i]) for c in cols) for i in range(len(batch))}
 
 
@@ -57,6 +57,15 @@ def test_every_row_uses_all_gpus() -> None:
 def test_no_duplicate_rows() -> None:
     batch = enumerate_layouts(MIXTRAL, cluster(32), JOB)
     assert len(rows(batch)) == len(batch)
+
+
+def test_moe_search_tries_the_a2a_overlap_off_where_auto_would_turn_it_on() -> None:
+    batch = enumerate_layouts(MIXTRAL, cluster(32), JOB)
+    off = batch.moe_a2a_overlap == A2A_OFF
+    assert off.any() and (batch.ep[off] > 1).all()
+    assert (enumerate_layouts(LLAMA8B, cluster(32), JOB).moe_a2a_overlap == A2A_AUTO).all()
+    fixed = enumerate_layouts(MIXTRAL, cluster(32), JOB, SearchConstraints(moe_a2a_overlap=False))
+    assert (fixed.moe_a2a_overlap == A2A_OFF).all()
 
 
 def test_dense_model_has_no_expert_parallelism() -> None:
@@ -142,7 +151,12 @@ def test_matches_brute_force_product() -> None:
                       num_attention_heads=16, num_query_groups=4, vocab_size=32000,
                       num_experts=4)  # fmt: skip
     job = TrainingJob(seq_length=2048, global_batch_size=16)
-    c = SearchConstraints(recompute=("none", "full"), optimizer_sharding=("optimizer",))
+    c = SearchConstraints(
+        recompute=("none", "full"),
+        optimizer_sharding=("optimizer",),
+        moe_a2a_overlap=False,
+        moe_dispatcher="alltoall",
+    )
     got = rows(enumerate_layouts(model, cluster(16), job, c))
     expected = set()
     for tp, pp, cp, ep, b, rec in itertools.product(
@@ -152,7 +166,8 @@ def test_matches_brute_force_product() -> None:
             continue
         for vpp in [v for v in range(1, 13 // pp + 1) if _can_split(12, pp, v)]:
             for etp in sorted({1, tp}):
-                expected.add((tp, pp, vpp, cp, ep, etp, 16 // (tp * pp * cp), b, rec, tp > 1, 1))
+                dp = 16 // (tp * pp * cp)
+                expected.add((tp, pp, vpp, cp, ep, etp, dp, b, rec, tp > 1, 1, 0, 0))
     assert got == expected
 
 
