@@ -341,7 +341,9 @@ def estimate_performance(
         on = overlap.enabled(model, cluster, batch)
         warmup = np.where(batch.pp > 1, 2 * (pp - 1) + (vpp - 1) * pp + 1, 1.0)
         paired = np.maximum(m * vpp - warmup, 0.0) / (m * vpp)
-        ep_hidden = np.where(on, prof.ep_overlap * np.minimum(a2a_all, compute_mb) * paired, 0.0)
+        # the partner's compute is shared with the TP collectives that TE already hides in it
+        window = np.maximum(compute_mb - (2 + full) * stage_tp_fwd * tp_hidden, 0.0)
+        ep_hidden = np.where(on, prof.ep_overlap * np.minimum(a2a_all, window) * paired, 0.0)
         ep_mb = a2a_all - ep_hidden + steal * share(batch.ep, batch.etp) * ep_hidden
         ep_bubble_extra = ep_hidden  # warm-up/cool-down (the bubble) runs the A2A unhidden
 

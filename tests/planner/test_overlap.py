@@ -154,3 +154,24 @@ def test_flex_on_a_gpu_without_deepep_is_refused() -> None:
     assert overlap.resolve(MIXTRAL, a100, layout).moe_dispatcher == "alltoall"
     messages = violations(MIXTRAL, a100, JOB, replace(layout, moe_dispatcher="flex"))
     assert any("DeepEP" in m for m in messages)
+
+
+def test_tp_and_a2a_overlap_share_one_compute_window() -> None:
+    """On Blackwell both overlaps are emitted; together they cannot hide more than the compute."""
+    b200 = ClusterSpec(
+        name="b", gpu=replace(H100, name="b200", architecture="blackwell"), num_gpus=64
+    )
+    layout = Layout(tp=8, ep=8, etp=1, dp=8, moe_a2a_overlap=True)
+    job = TrainingJob(seq_length=4096, global_batch_size=64)
+    est = estimate_performance(
+        MIXTRAL, b200, job, LayoutBatch.from_layouts([layout]), default_profile(H100)
+    )
+    compute = est.breakdown["compute_s"][0]
+    exposed = est.breakdown["tp_comm_s"][0] + est.breakdown["ep_comm_s"][0]
+    off = estimate_performance(
+        MIXTRAL, b200, job,
+        LayoutBatch.from_layouts([replace(layout, moe_a2a_overlap=False)]),
+        default_profile(H100).with_coefficients(tp_overlap=0.0),
+    )  # fmt: skip
+    total = off.breakdown["tp_comm_s"][0] + off.breakdown["ep_comm_s"][0]
+    assert total - exposed <= compute * (1 + 1e-9)
