@@ -57,8 +57,14 @@ DEFAULTS: dict[str, Any] = {
     "objective": "throughput",
     "recompute": list(RECOMPUTE_OPTIONS),
     "optimizer_sharding": ["optimizer"],
+    "moe_a2a_overlap": "auto",
+    "moe_dispatcher": "auto",
     "top_k": "10",
 }
+A2A_OVERLAP_OPTIONS = {"auto": None, "on": True, "off": False}
+"""The MoE all-to-all overlap select: auto = on wherever Megatron allows it."""
+DISPATCHER_OPTIONS = ("auto", "alltoall", "flex")
+MOE_SWITCHES = ("moe_a2a_overlap", "moe_dispatcher")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,10 +92,14 @@ class FormState:
             "objective",
             "recompute",
             "optimizer_sharding",
+            "moe_a2a_overlap",
+            "moe_dispatcher",
             "top_k",
             "exhaustive",
         }
         if any(name in advanced for name in self.errors):
+            return True
+        if any(self.values.get(name) not in (None, "", "auto") for name in MOE_SWITCHES):
             return True
         return any(self.values.get(name) for name, _ in AXIS_FIELDS + MAX_FIELDS)
 
@@ -159,6 +169,16 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
         if not chosen:
             raise SpecError(f"tick at least one {name.replace('_', ' ')} option", field=name)
         req[name] = chosen
+    overlap_choice = str(values.get("moe_a2a_overlap") or "auto")
+    if overlap_choice not in A2A_OVERLAP_OPTIONS:
+        raise SpecError("choose auto, on or off", field="moe_a2a_overlap")
+    if A2A_OVERLAP_OPTIONS[overlap_choice] is not None:
+        req["moe_a2a_overlap"] = A2A_OVERLAP_OPTIONS[overlap_choice]
+    dispatcher = str(values.get("moe_dispatcher") or "auto")
+    if dispatcher not in DISPATCHER_OPTIONS:
+        raise SpecError("choose auto, alltoall or flex", field="moe_dispatcher")
+    if dispatcher != "auto":
+        req["moe_dispatcher"] = dispatcher
     req["objective"] = values.get("objective") or "throughput"
     if values.get("exhaustive"):
         req["exhaustive"] = True

@@ -23,6 +23,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.settings import Settings
 from app.web import forms, mount_static, router, views
+from planner.specs import SpecError
 
 _spec = importlib.util.spec_from_file_location(
     "web_fake_planning", Path(__file__).parents[1] / "e2e" / "fake_planning.py"
@@ -357,6 +358,16 @@ def test_calibration_rejects_a_file_that_is_not_a_log(client: TestClient) -> Non
 def test_node_count_becomes_gpu_count() -> None:
     values = FORM | {"num_gpus": "", "num_nodes": "4", "gpus_per_node": "4"}
     assert forms.to_request(values)["num_gpus"] == 16
+
+
+def test_moe_switches_default_to_the_planner_and_pass_through_when_set() -> None:
+    req = forms.to_request(FORM)
+    assert "moe_a2a_overlap" not in req and "moe_dispatcher" not in req
+    req = forms.to_request(FORM | {"moe_a2a_overlap": "off", "moe_dispatcher": "flex"})
+    assert (req["moe_a2a_overlap"], req["moe_dispatcher"]) == (False, "flex")
+    with pytest.raises(SpecError) as err:
+        forms.to_request(FORM | {"moe_dispatcher": "nccl"})
+    assert err.value.field == "moe_dispatcher"
 
 
 def test_pasted_config_runs_as_an_inline_model(client: TestClient) -> None:
