@@ -11,17 +11,10 @@ import pytest
 
 from planner.measurements import gpu_slug, measurements_from_rows, parse_rows, read_rows
 from planner.specs import GPUSpec
+from tests.planner.fixtures import H100
 
 GPUS = {
-    "h100-sxm-80gb": GPUSpec(
-        name="h100-sxm-80gb",
-        hbm_bytes=80 * 2**30,
-        hbm_bandwidth_bytes_per_s=3.35e12,
-        peak_bf16_flop_per_s=989.4e12,
-        peak_fp8_flop_per_s=1978.9e12,
-        intra_node_bandwidth_bytes_per_s=450e9,
-        architecture="hopper",
-    ),
+    "h100-sxm-80gb": H100,
     "a100-sxm4-80gb": GPUSpec(
         name="a100-sxm4-80gb",
         hbm_bytes=80 * 2**30,
