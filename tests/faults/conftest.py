@@ -68,7 +68,9 @@ class Service:
             "PLANNER_JOB_RUNNER": "fault_runner:plan_request",
             "PLANNER_WORKERS": "2",
             "PLANNER_JOB_HEARTBEAT_S": "0.2",
-            "PLANNER_JOB_STALE_AFTER_S": "1.5",
+            # 15 missed heartbeats: a worker starved of CPU on a loaded 2-core machine must not
+            # look dead (a live worker whose job is re-claimed would run it to the end twice)
+            "PLANNER_JOB_STALE_AFTER_S": "3",
             "PLANNER_JOB_POLL_S": "0.1",
             "PLANNER_RATE_LIMIT_PER_S": "0",
             "PLANNER_LOG_LEVEL": "warning",
