@@ -67,7 +67,7 @@ def megatron_args(
     model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout
 ) -> list[str]:
     """The argv for ``pretrain_gpt.py`` that trains ``model`` with ``layout``."""
-    lay = layout.normalized()
+    lay = overlap.resolve(model, cluster, layout)  # normalized, the planner's choices explicit
     args = [
         "--tensor-model-parallel-size", str(lay.tp),
         "--pipeline-model-parallel-size", str(lay.pp),
@@ -85,7 +85,7 @@ def megatron_args(
         args.append("--sequence-parallel")
     if tp_comm_overlap(cluster, lay.tp, lay.sp):
         args.append("--tp-comm-overlap")  # TE userbuffers; needs SP (rule 29)
-    if overlap.resolve(model, cluster, lay).moe_a2a_overlap:
+    if lay.moe_a2a_overlap:
         args += list(overlap.A2A_FLAGS)  # 1F1B A2A overlap (rule 40; planner.overlap)
     if lay.optimizer_sharding == "full":
         args.append("--use-torch-fsdp2")  # rule 58: pp=1, ep=1, untied, no dist-opt
@@ -103,7 +103,7 @@ def megatron_args(
     args += ["--max-position-embeddings", str(max_pos)]
     args += _shape_args(model)
     if model.is_moe:
-        args += _moe_args(model, overlap.resolve(model, cluster, lay).moe_dispatcher == "flex")
+        args += _moe_args(model, lay.moe_dispatcher == "flex")
     if model.multi_latent_attention:
         args += _mla_args(model)
     if model.mtp_num_layers:
@@ -273,8 +273,9 @@ def launch_spec(
     script: str = "pretrain_gpt.py",
 ) -> LaunchSpec:
     """argv, environment and a ``torchrun`` line for every node (``$NODE_RANK`` varies)."""
-    args = megatron_args(model, cluster, job, layout)
-    env = launch_env(cluster, overlap.resolve(model, cluster, layout))
+    resolved = overlap.resolve(model, cluster, layout)
+    args = megatron_args(model, cluster, job, resolved)
+    env = launch_env(cluster, resolved)
     per_node = min(cluster.gpus_per_node, cluster.num_gpus)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     torchrun = (
@@ -296,11 +297,11 @@ def launch_spec(
             "--rotary-base and --rotary-scaling-factor/--mscale*, which megatron-facts §1.11 "
             "documents for MLA only"
         )
-    if overlap.resolve(model, cluster, layout).moe_a2a_overlap:
+    if resolved.moe_a2a_overlap:
         notes.append(
             "--overlap-moe-expert-parallel-comm needs PyTorch >= 2.6 (megatron-facts rule 40)"
         )
-    if overlap.resolve(model, cluster, layout).moe_dispatcher == "flex":
+    if resolved.moe_dispatcher == "flex":
         notes.append(
             "--moe-token-dispatcher-type flex runs DeepEP: install it (NVIDIA's NeMo and "
             "Megatron containers ship it), or pass moe_dispatcher='alltoall' to plan without it"

@@ -160,6 +160,8 @@ def resolve(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> Layout:
     """The layout with ``moe_a2a_overlap`` and ``moe_dispatcher`` made explicit (False and None
     for dense models)."""
     lay = layout.normalized()
+    if lay.moe_a2a_overlap is not None and (lay.moe_dispatcher is not None or not model.is_moe):
+        return lay  # already explicit (resolving twice is free)
     batch = LayoutBatch.from_layouts([lay])
     values = lay.to_dict()
     if lay.moe_a2a_overlap is None:

@@ -44,6 +44,16 @@ DGX = {
     "intra_node_latency_s": 2e-6,
 }
 SLOW_SEED = 999
+JOB_70B: dict[str, Any] = {
+    "model": "llama3.1-70b",
+    "gpu": "h100-sxm-80gb",
+    "num_gpus": 64,
+    "seq_length": 8192,
+    "global_batch_size": 128,
+}
+"""A plan request the API tests share (copy it before changing it)."""
+LAYOUT_70B: dict[str, Any] = {**JOB_70B, "tp": 8, "pp": 4}
+"""An evaluation request: the same job with one layout."""
 FAILING_SEED = 13
 
 

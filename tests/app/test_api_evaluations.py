@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-BODY = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-    "tp": 8,
-    "pp": 4,
-}
+from tests.app.conftest import LAYOUT_70B
+
+BODY = dict(LAYOUT_70B)
 
 
 def test_evaluation_returns_the_planner_result(client: TestClient) -> None:

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-PLAN = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-}
+from tests.app.conftest import JOB_70B
+
+PLAN = dict(JOB_70B)
 SLOW = {**PLAN, "seed": 999}
 
 

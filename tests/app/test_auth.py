@@ -19,17 +19,10 @@ from app.auth.keys import ApiKeyStore
 from app.auth.models import ApiKeyRow
 from app.db.engine import unit_of_work
 from app.settings import Settings
+from tests.app.conftest import LAYOUT_70B
 
 GOOD_SECRET = "Zq3v9Lr2Wm8Kx1Tb7Nc4Hd6Pf0Gj5Ys-RuAeIoQ"
-EVALUATION = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-    "tp": 8,
-    "pp": 4,
-}
+EVALUATION = dict(LAYOUT_70B)
 GPU = {
     "slug": "my-gpu",
     "spec": {

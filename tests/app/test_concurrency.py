@@ -12,15 +12,11 @@ import httpx
 import pytest
 import uvicorn
 
+from tests.app.conftest import JOB_70B
+
 pytestmark = pytest.mark.slow
 
-PLAN = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-}
+PLAN = dict(JOB_70B)
 
 
 @pytest.fixture

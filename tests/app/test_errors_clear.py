@@ -10,23 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.errors import problem_fields
+from tests.app.conftest import JOB_70B, LAYOUT_70B
 
-EVALUATION = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-    "tp": 8,
-    "pp": 4,
-}
-PLAN = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-}
+EVALUATION = dict(LAYOUT_70B)
+PLAN = dict(JOB_70B)
 INTERNALS = ("constrained-", "[", "function-", "dict", "json decode")
 
 

@@ -10,15 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.middleware import TokenBuckets
-from tests.app.conftest import SLOW_SEED
+from tests.app.conftest import JOB_70B, SLOW_SEED
 
-EVALUATION = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-}
+EVALUATION = dict(JOB_70B)
 PLAN = {**EVALUATION, "seed": SLOW_SEED}
 
 

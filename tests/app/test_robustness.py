@@ -17,19 +17,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from app.main import create_app
-from tests.app.conftest import SLOW_SEED, FakePlanner, fake_catalog, test_settings
+from tests.app.conftest import JOB_70B, SLOW_SEED, FakePlanner, fake_catalog, test_settings
 
 PG_HOST, PG_PORT = "127.0.0.1", 5432
 PG_ADMIN_URL = os.environ.get(
     "PLANNER_TEST_POSTGRES_ADMIN_URL", "postgresql+psycopg://postgres:postgres@127.0.0.1:5432/"
 )
-EVALUATION = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-}
+EVALUATION = dict(JOB_70B)
 
 
 class TcpProxy:
