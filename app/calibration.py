@@ -16,8 +16,8 @@ from app.planning import gpu_from_type_string
 from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile
-from planner.calibration import ErrorStats, cross_validate, fit_profile, usable
-from planner.measurements import Measurement, parse_rows
+from planner.calibration.fit import ErrorStats, cross_validate, fit_profile, usable
+from planner.calibration.measurements import Measurement, parse_rows
 from planner.specs import SpecError
 
 

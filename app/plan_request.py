@@ -19,10 +19,10 @@ from app.planning import (
     resolve_job,
     resolve_model,
 )
-from planner.megatron import launch_spec
-from planner.performance import PerformanceProfile
-from planner.search import Objective, SearchBudget, plan
-from planner.space import SearchConstraints
+from planner.megatron.flags import launch_spec
+from planner.performance.step_time import PerformanceProfile
+from planner.search.planning import Objective, SearchBudget, plan
+from planner.space.enumeration import SearchConstraints
 from planner.specs import ClusterSpec, ModelSpec, SpecError, TrainingJob
 
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")

@@ -13,9 +13,9 @@ from typing import Any
 
 import models_db
 from models_db.profiles import load_profile
-from planner.evaluate import evaluate_layouts
-from planner.measurements import gpu_slug
-from planner.performance import PerformanceProfile
+from planner.calibration.measurements import gpu_slug
+from planner.performance.step_time import PerformanceProfile
+from planner.search.evaluate import evaluate_layouts
 from planner.specs import (
     MOE_DISPATCHER_CHOICES,
     OPTIMIZER_SHARDING_CHOICES,

@@ -22,15 +22,15 @@ import numpy as np
 
 from models_db.catalog import load_gpu, load_model, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
-from planner.calibration import (
+from planner.calibration.fit import (
     DEFAULT_COEFFICIENTS,
     CVReport,
     cross_validate,
     fit_profile,
     usable,
 )
-from planner.measurements import Measurement, SkippedRow, parse_rows, read_rows
-from planner.performance import default_profile
+from planner.calibration.measurements import Measurement, SkippedRow, parse_rows, read_rows
+from planner.performance.step_time import default_profile
 from planner.specs import GPUSpec
 
 DATA = Path("/work/shared/data/measured-throughput.csv")
@@ -284,7 +284,7 @@ def moe_sanity() -> list[dict[str, Any]]:
     """Predicted throughput for MoE configurations with published numbers (not fitted)."""
     from models_db.profiles import load_profile
     from planner.layouts import LayoutBatch
-    from planner.performance import estimate_performance
+    from planner.performance.step_time import estimate_performance
     from planner.specs import ClusterSpec, Layout, TrainingJob
 
     out = []
@@ -363,8 +363,8 @@ def out_of_sample_gpus() -> list[dict[str, Any]]:
     from models_db.catalog import load_cluster_preset
     from models_db.profiles import load_profile
     from planner.layouts import LayoutBatch
-    from planner.memory import estimate_memory
-    from planner.performance import estimate_performance
+    from planner.memory.estimate import estimate_memory
+    from planner.performance.step_time import estimate_performance
     from planner.specs import ClusterSpec, Layout, TrainingJob
 
     out = []
@@ -474,7 +474,8 @@ def markdown(res: dict[str, Any]) -> str:
         "every clean sweep.",
         "",
         "Leave-one-GPU-type-out: the held-out GPU type gets exactly what an unmeasured GPU is "
-        "shipped with (`planner/perf_transfer.py`): its own datasheet and architecture priors "
+        "shipped with (`planner/calibration/transfer.py`): its own datasheet and architecture "
+        "priors "
         "(*before*) plus the software coefficients fitted on the other GPU type (*after*; chip "
         "efficiencies never cross architectures). Leave-one-model-family-out: every GPU type is "
         "fitted without the family; a GPU type left with no rows (A100 when GPT is held out) "

@@ -2,12 +2,13 @@
 
 Run ``python -m bench.fit_default_profiles``. GPUs with measurements (A100-80GB, H100) are fitted
 on all their usable rows. The others start from their architecture priors
-(:func:`planner.performance.default_profile`) and take over the *software* coefficients fitted
+(:func:`planner.performance.step_time.default_profile`) and take over the *software*
+coefficients fitted
 on the nearest measured architecture (overlap fractions, per-layer and per-step overheads,
 network efficiency), which describe Megatron and NCCL rather than the chip; the chip's own
 efficiencies (GEMM, attention, HBM, NVLink) stay at the priors of its architecture, except on
 the same die (H200 from H100, A100-40GB from A100-80GB). The rule is
-``planner.perf_transfer.transferable``.
+``planner.calibration.transfer.transferable``.
 """
 
 from __future__ import annotations
@@ -19,18 +20,19 @@ from pathlib import Path
 
 from bench.accuracy import coefficients_for, commit, load
 from models_db.catalog import load_gpu
-from planner.calibration import fit_profile, usable
-from planner.perf_transfer import (
+from planner.calibration.fit import fit_profile, usable
+from planner.calibration.transfer import (
     CHIP_COEFFICIENTS,
     SOFTWARE_COEFFICIENTS,
     transfer_profile,
     transferable,
 )
-from planner.performance import PerformanceProfile, default_profile
+from planner.performance.step_time import PerformanceProfile, default_profile
 
 OUT = Path(__file__).resolve().parents[1] / "models_db" / "profiles"
 # (target slug, fitted source slug): the nearest measured GPU type; what carries over is decided
-# by planner.perf_transfer.transferable (software everywhere, chip efficiencies on the same die)
+# by planner.calibration.transfer.transferable (software everywhere, chip efficiencies on the
+# same die)
 TRANSFERS = (
     ("h200-sxm-141gb", "h100-sxm-80gb"),
     ("h800-sxm-80gb", "h100-sxm-80gb"),
@@ -46,7 +48,7 @@ LEGACY_ONLY = {"attention_score_bytes": 0.0, "attention_efficiency": None}
 the A100 rows (2021-22) ran Megatron's unfused softmax, so their fitted attention speed and
 score traffic describe a kernel current Megatron no longer uses. Shipped profiles assume
 fused/flash attention: no score traffic and the architecture's flash-attention efficiency
-(None = the prior of planner.performance.default_profile, from performance-facts §2)."""
+(None = the prior of planner.performance.step_time.default_profile, from performance-facts §2)."""
 
 
 def _write(profile: PerformanceProfile) -> None:
@@ -141,7 +143,7 @@ def main() -> int:
         ]
         report.append("")
     report += [
-        "Rule (`planner/perf_transfer.py`): software coefficients (overlaps, overheads, NIC "
+        "Rule (`planner/calibration/transfer.py`): software coefficients (overlaps, overheads, NIC "
         "efficiency) go to every GPU, tp_overlap not across vendors (tp-comm-overlap is "
         "CUDA-only); chip efficiencies (GEMM, attention, NVLink) only within one architecture. "
         "How well this transfers is measured by the leave-one-GPU-type-out cross-validation "

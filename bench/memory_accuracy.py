@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from planner.layouts import RECOMPUTE_FULL, SHARD_OPTIMIZER, LayoutBatch
-from planner.memory import GIB, MemoryOptions, estimate_memory
+from planner.memory.estimate import GIB, MemoryOptions, estimate_memory
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, TrainingJob
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

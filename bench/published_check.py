@@ -22,7 +22,8 @@ the error figures (that is a memory disagreement, not a throughput error).
 
 Throughput is compared as tokens/s per GPU wherever the source allows: rows that print only
 MFU or TFLOP/s are converted by the loader with the FLOP formula of their ``tflops_basis``
-(:mod:`planner.measurements`), which avoids mixing FLOP conventions. Spearman's rho is reported
+(:mod:`planner.calibration.measurements`), which avoids mixing FLOP conventions. Spearman's rho
+is reported
 only within a sweep of one source. Figures recalled from papers outside our reference sheets
 (tagged [U]) are shown as a sensitivity check and kept out of the headline figures. What each
 case fills in beyond the source (a Megatron default, a GBS) is in its ``assumed`` field.
@@ -43,9 +44,9 @@ from bench.accuracy import commit, data_path
 from models_db.catalog import cluster_spec, load_gpu, load_model, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile
-from planner.measurements import parse_rows, read_rows
-from planner.search import plan
-from planner.space import SearchConstraints
+from planner.calibration.measurements import parse_rows, read_rows
+from planner.search.planning import plan
+from planner.space.enumeration import SearchConstraints
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
 
 RESULTS = Path(__file__).parent / "results"

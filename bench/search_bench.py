@@ -1,4 +1,4 @@
-"""Speed and quality of the search (``planner.search.plan``) on catalog models.
+"""Speed and quality of the search (``planner.search.planning.plan``) on catalog models.
 
 Run ``python -m bench.search_bench`` (about two minutes on two cores). Writes
 ``bench/results/search.json`` and ``search.md``:
@@ -30,13 +30,13 @@ import numpy as np
 import optuna
 
 import models_db
-from planner.search import PlanResult, SearchBudget, plan
+from planner.search.planning import PlanResult, SearchBudget, plan
 from planner.specs import ClusterSpec, TrainingJob
 
 try:
     from models_db.profiles import load_profile
 except ImportError:  # the catalog without shipped profiles: use the architecture priors
-    from planner.performance import default_profile as load_profile
+    from planner.performance.step_time import default_profile as load_profile
 
 RESULTS = Path(__file__).parent / "results"
 GPU = "h100-sxm-80gb"

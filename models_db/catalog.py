@@ -20,8 +20,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from planner.hf_config import model_from_hf_config
-from planner.measurements import default_network_bytes_per_s
+from planner.calibration.measurements import default_network_bytes_per_s
+from planner.model.hf_config import model_from_hf_config
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError
 
 __all__ = [

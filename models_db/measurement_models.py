@@ -1,6 +1,7 @@
 """Which catalog model a row of ``measured-throughput.csv`` ran, by its ``model_name`` text.
 
-Passed as ``model_lookup`` to :func:`planner.measurements.parse_rows` (``planner`` never imports
+Passed as ``model_lookup`` to :func:`planner.calibration.measurements.parse_rows` (``planner``
+never imports
 the catalog). Only names that identify one published model map to a slug: the NVIDIA recipe
 names (dgxc-benchmarking, NeMo performance tables) and the GPT-3 175B rows of the Megatron
 papers. Scaled GPT variants ("GPT-18.4B (Narayanan Table 1)", "GPT3-5B"), BLOOM candidates and

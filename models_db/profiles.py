@@ -1,9 +1,10 @@
 """Default calibration profiles of the throughput model, one JSON file per GPU type.
 
-``models_db/profiles/<gpu-slug>.json`` holds a :class:`planner.performance.PerformanceProfile`
+``models_db/profiles/<gpu-slug>.json`` holds a
+:class:`planner.performance.step_time.PerformanceProfile`
 (coefficients + provenance). ``bench/fit_default_profiles.py`` regenerates them from the
 published measurements; ``FIT_REPORT.md`` next to them says how. A GPU without a file gets the
-architecture priors of :func:`planner.performance.default_profile`.
+architecture priors of :func:`planner.performance.step_time.default_profile`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from planner.performance import PerformanceProfile, default_profile
+from planner.performance.step_time import PerformanceProfile, default_profile
 from planner.specs import GPUSpec
 
 __all__ = ["available_profiles", "load_profile"]

@@ -493,11 +493,12 @@ class Layout:
     moe_a2a_overlap: bool | None = None
     """``--overlap-moe-expert-parallel-comm``: hide the expert-parallel all-to-all behind the
     compute of another micro-batch. None means 'on where Megatron allows it' (the planner's
-    default, :mod:`planner.overlap`); False off; True on (a rule rejects it where illegal)."""
+    default, :mod:`planner.space.comm_flags`); False off; True on (a rule rejects it where
+    illegal)."""
     moe_dispatcher: MoeDispatcher | None = None
     """MoE token dispatcher: 'alltoall' (NCCL) or 'flex' (DeepEP, which sends a token once per
     destination node). None means 'flex where the expert group spans nodes on Hopper or
-    Blackwell, else alltoall' (:mod:`planner.overlap`)."""
+    Blackwell, else alltoall' (:mod:`planner.space.comm_flags`)."""
 
     def __post_init__(self) -> None:
         _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
@@ -539,7 +540,7 @@ class Layout:
     def normalized(self) -> Layout:
         """The same layout with defaults made explicit (etp, sequence_parallel; the automatic
         moe_a2a_overlap and moe_dispatcher need the model and stay None:
-        :func:`planner.overlap.resolve`)."""
+        :func:`planner.space.comm_flags.resolve`)."""
         return Layout(
             tp=self.tp,
             pp=self.pp,

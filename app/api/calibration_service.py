@@ -77,7 +77,7 @@ def rows_from_body(
         raw = [{k: v for k, v in r.items() if k is not None} for r in raw]
         source = "csv"
     elif media == "text/plain":
-        from planner.megatron_log import LogParseError, parse_megatron_log
+        from planner.megatron.log import LogParseError, parse_megatron_log
 
         try:
             parsed = parse_megatron_log(

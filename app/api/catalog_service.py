@@ -187,7 +187,7 @@ class CatalogService:
         self.repo.delete(self._writable(kind, slug))
 
     def import_hf(self, slug: str, config: dict[str, Any]) -> CatalogEntryRead:
-        from planner.hf_config import model_from_hf_config
+        from planner.model.hf_config import model_from_hf_config
 
         try:
             model = model_from_hf_config(config, name=slug)

@@ -23,7 +23,7 @@ def read_measurement_rows(
     paths: list[Path], logs: list[Path], gpu_type: str | None, gpus_per_node: int | None
 ) -> list[dict[str, str]]:
     """Rows with the shared CSV's columns, from CSV files and Megatron-LM logs."""
-    from planner.megatron_log import LogParseError, parse_megatron_log
+    from planner.megatron.log import LogParseError, parse_megatron_log
 
     rows: list[dict[str, str]] = []
     for path in paths:

@@ -40,7 +40,7 @@ def _check_measurements(rows: list[dict[str, str]]) -> int:
     from app.planning import gpu_from_type_string
     from models_db.catalog import network_bytes_per_s
     from models_db.measurement_models import model_for_measurement
-    from planner.measurements import parse_rows
+    from planner.calibration.measurements import parse_rows
     from planner.specs import SpecError
 
     measurements, skipped = parse_rows(
@@ -74,7 +74,7 @@ def _calibrate(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any], di
 
 
 def _profile(data: dict[str, Any]) -> Any:
-    from planner.performance import PerformanceProfile
+    from planner.performance.step_time import PerformanceProfile
 
     return PerformanceProfile.from_dict(data)
 

@@ -116,7 +116,7 @@ class ServiceBackend:
         return [{"slug": e.slug, **e.spec, "builtin": e.builtin} for e in self._entries(singular)]
 
     def parse_hf_config(self, config: dict[str, Any], name: str) -> dict[str, Any]:
-        from planner.hf_config import model_from_hf_config
+        from planner.model.hf_config import model_from_hf_config
 
         try:
             spec = model_from_hf_config(config, name=name)

@@ -42,8 +42,8 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
     from app.planning import gpu_from_type_string, profile_for
     from models_db.catalog import network_bytes_per_s
     from models_db.measurement_models import model_for_measurement
-    from planner.calibration import fit_profile, predict_tokens_per_s, usable
-    from planner.measurements import parse_rows
+    from planner.calibration.fit import fit_profile, predict_tokens_per_s, usable
+    from planner.calibration.measurements import parse_rows
 
     gpu = gpu_from_type_string(gpu_slug)
     parsed, skipped = parse_rows(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from models_db.catalog import load_model
-from planner.hf_config import model_from_hf_config
+from planner.model.hf_config import model_from_hf_config
 
 LLAMA31_8B: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "attention_bias": False,

@@ -1,6 +1,7 @@
 """Parameter counts of every catalog model against catalog-facts §1.8.
 
-The counter below is written out in the test, independent of planner/params.py, following §1.8's
+The counter below is written out in the test, independent of planner/model/params.py, following
+§1.8's
 conventions: every weight matrix, bias, norm weight and embedding; the learned position table
 where there is one; the config vocabulary without Megatron's padding; active counts use the
 top-k routed experts plus the shared expert. A wrong architecture number in a catalog file

@@ -1,5 +1,6 @@
 """Hypothesis properties of the planner's invariants not covered elsewhere (memory monotonicity
-and flag round trips live in test_memory_properties.py and test_megatron.py): layouts that pass
+and flag round trips live in memory/test_properties.py and megatron/test_flags.py): layouts that
+pass
 Megatron's rules tile the cluster and the batch exactly; evaluate's breakdown sums to the step
 time; throughput numbers stay physical."""
 
@@ -11,10 +12,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.evaluate import evaluate_layouts
-from planner.perf_profile import default_profile
-from planner.rules import check_rules
-from planner.space import SearchConstraints, enumerate_layouts
+from planner.performance.profile import default_profile
+from planner.search.evaluate import evaluate_layouts
+from planner.space.enumeration import SearchConstraints, enumerate_layouts
+from planner.space.rules import check_rules
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
 
 GPU = GPUSpec(

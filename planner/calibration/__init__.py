@@ -1,0 +1,1 @@
+"""Fitting performance profiles to measurements, and transferring them across GPUs."""

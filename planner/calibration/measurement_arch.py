@@ -1,0 +1,194 @@
+"""The architecture of a measured run: from the row's own columns, completed from a catalog.
+
+Helpers for :mod:`planner.calibration.measurements`. A row gives what its source states; nothing
+is filled
+from a guess. Three sourced completions are allowed, each recorded in the measurement's
+``derivation``:
+
+* ``model_lookup`` (passed by the caller; ``planner`` never imports the catalog) names the
+  published model the row ran (``Llama 3.1 70b`` -> the catalog's Llama-3.1-70B). Its fields fill
+  the row's empty columns only when every architecture column the row does give agrees with the
+  catalog; a reduced-layer proxy run (``(proxy)`` in the name) keeps its own num_layers;
+* BLOOM rows whose own text states the vocabulary ("vocab ~250k") take BLOOM's tokenizer size,
+  250,880 entries (BigScience tr11-176B-ml config: padded 250,880);
+* rows parsed from a Megatron-LM log carry the model flags (``swiglu=True``,
+  ``normalization=RMSNorm``, ...) in ``other_metrics``; those are read as stated, and a flag the
+  arguments block leaves out is at Megatron's default (megatron-facts §1.4).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from planner.specs import ModelSpec
+
+BLOOM_VOCAB = 250_880  # BigScience BLOOM tokenizer (tr11-176B-ml: vocab 250,680 padded 250,880)
+_SWIGLU_FAMILIES = ("llama", "mistral", "mixtral", "qwen", "deepseek")
+_BLOOM_VOCAB_TEXT = re.compile(r"vocab\w*\s*(?:=|~|of|size)?\s*~?\s*250\s*k", re.IGNORECASE)
+_LOG_ARCH = "arguments block"
+_COLUMNS = (
+    "num_layers",
+    "hidden_size",
+    "ffn_hidden_size",
+    "num_attention_heads",
+    "num_query_groups",
+    "vocab_size",
+    "num_experts",
+    "moe_top_k",
+    "moe_ffn_hidden_size",
+)
+
+
+class ArchSkip(Exception):
+    """The row's architecture is incomplete or contradicts its catalog entry."""
+
+
+def _int(row: Mapping[str, str], key: str) -> int | None:
+    value = (row.get(key) or "").strip()
+    return int(float(value)) if value else None
+
+
+def _catalog_value(model: ModelSpec, column: str) -> int | None:
+    if column == "num_query_groups":
+        return model.query_groups
+    if column == "moe_top_k":
+        return model.moe_router_topk if model.is_moe else None
+    if column == "moe_ffn_hidden_size":
+        return model.expert_ffn_hidden_size if model.is_moe else None
+    if column == "num_experts":
+        return model.num_experts if model.is_moe else None
+    value = getattr(model, column)
+    return None if value is None else int(value)
+
+
+def _row_value(row: Mapping[str, str], column: str) -> int | None:
+    value = _int(row, column)
+    if column == "num_query_groups" and value is None and _int(row, "num_attention_heads"):
+        return None  # empty = not stated here (MHA only by Megatron's default, not a fact)
+    if column == "num_experts" and value is not None and value <= 1:
+        return None
+    return value
+
+
+def from_catalog(
+    row: Mapping[str, str], name: str, catalog: ModelSpec
+) -> tuple[ModelSpec, list[str]]:
+    """The catalog model with the row's own num_layers for proxies; the filled columns."""
+    proxy = "proxy" in name.lower()
+    filled: list[str] = []
+    for column in _COLUMNS:
+        given = _row_value(row, column)
+        known = _catalog_value(catalog, column)
+        if given is None:
+            if known is not None:
+                filled.append(column)
+            continue
+        if column == "num_layers" and proxy:
+            continue
+        if known != given:
+            raise ArchSkip(
+                f"{column}={given} contradicts catalog model {catalog.name} ({column}={known})"
+            )
+    layers = _int(row, "num_layers") or catalog.num_layers
+    model = replace(catalog, name=name, num_layers=layers)
+    return model, filled
+
+
+def _log_flags(row: Mapping[str, str]) -> dict[str, str]:
+    """key=value pairs of other_metrics (the log parser writes the model flags there)."""
+    out: dict[str, str] = {}
+    for part in (row.get("other_metrics") or "").split(";"):
+        key, sep, value = part.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _true(text: str) -> bool:
+    return text.strip().lower() in ("true", "1", "yes")
+
+
+def from_columns(row: Mapping[str, str], name: str) -> tuple[ModelSpec, list[str]]:
+    """The model from the row's own columns (plus the sourced completions above)."""
+
+    def need(key: str) -> int:
+        value = _int(row, key)
+        if value is None:
+            raise ArchSkip(f"{key} is missing")
+        return value
+
+    notes: list[str] = []
+    h = need("hidden_size")
+    experts = _int(row, "num_experts")
+    moe_ffn = _int(row, "moe_ffn_hidden_size")
+    shared = _int(row, "moe_shared_experts")
+    kwargs: dict[str, object] = {}
+    if experts is not None and experts > 1:
+        topk = _int(row, "moe_top_k")
+        if topk is None:
+            raise ArchSkip("moe_top_k is missing for an MoE model")
+        kwargs.update(num_experts=experts, moe_router_topk=topk, moe_ffn_hidden_size=moe_ffn)
+        if shared:
+            kwargs["moe_shared_expert_intermediate_size"] = shared * (
+                moe_ffn or need("ffn_hidden_size")
+            )
+    vocab = _int(row, "vocab_size")
+    if vocab is None and "bloom" in name.lower():
+        text = " ".join(row.get(k) or "" for k in ("notes", "arch_source", "source_ref"))
+        if _BLOOM_VOCAB_TEXT.search(text):
+            vocab = BLOOM_VOCAB
+            notes.append(
+                f"vocab_size={BLOOM_VOCAB} (row text states 'vocab ~250k'; BLOOM tokenizer)"
+            )
+    if vocab is None:
+        raise ArchSkip("vocab_size is missing")
+    flags = _log_flags(row)
+    from_log = _LOG_ARCH in (row.get("arch_source") or "")
+    lower = name.lower()
+    gpt_like = not any(k in lower for k in _SWIGLU_FAMILIES)
+    swiglu = not gpt_like
+    norm = "LayerNorm" if gpt_like else "RMSNorm"
+    pos = "learned_absolute" if "gpt" in lower else "rope"
+    untie = not gpt_like
+    if from_log or any(k in flags for k in ("swiglu", "normalization", "position_embedding_type")):
+        # Megatron's defaults for flags the arguments block leaves out (megatron-facts §1.4)
+        swiglu = _true(flags.get("swiglu", "False"))
+        norm = flags.get("normalization", "LayerNorm")
+        pos = flags.get("position_embedding_type", "learned_absolute")
+        untie = _true(flags.get("untie_embeddings_and_output_weights", "False"))
+        notes.append("model flags from the log's arguments (other_metrics)")
+    model = ModelSpec(
+        name=name,
+        num_layers=need("num_layers"),
+        hidden_size=h,
+        ffn_hidden_size=need("ffn_hidden_size"),
+        num_attention_heads=need("num_attention_heads"),
+        num_query_groups=_int(row, "num_query_groups"),
+        vocab_size=vocab,
+        swiglu=swiglu,
+        normalization=norm,  # type: ignore[arg-type]
+        position_embedding_type=pos,  # type: ignore[arg-type]
+        untie_embeddings_and_output_weights=untie,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return model, notes
+
+
+def row_model(
+    row: Mapping[str, str], lookup: Callable[[str], ModelSpec | None] | None
+) -> tuple[ModelSpec, str]:
+    """The row's model and a note on where its fields came from ('' = all from the row).
+
+    The row's own columns come first; the catalog is asked only when they are incomplete."""
+    name = (row.get("model_name") or "").strip() or "unnamed"
+    try:
+        model, notes = from_columns(row, name)
+        return model, "; ".join(notes)
+    except ArchSkip:
+        catalog = lookup(name) if lookup is not None and name != "unnamed" else None
+        if catalog is None:
+            raise
+    model, filled = from_catalog(row, name, catalog)
+    return model, f"architecture from catalog {catalog.name} (filled: {', '.join(filled)})"

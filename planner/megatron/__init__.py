@@ -1,0 +1,1 @@
+"""Megatron-LM's side: launch flags and arguments, and parsing its training logs."""

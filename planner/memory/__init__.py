@@ -1,0 +1,1 @@
+"""Per-GPU memory estimate: weights, gradients, optimizer states, activations, per stage."""

@@ -1,0 +1,154 @@
+"""Which layers, parameters and micro-batches sit on the first and the last pipeline rank.
+
+Megatron splits L layers over p x v virtual stages (evenly, or with the embedding and loss
+counted as layers, or with uneven first/last stages: planner.model.pipeline); rank 0 holds virtual
+stages 0, p, 2p, ... and rank p-1 holds p-1, 2p-1, ... (megatron-facts §1.2). Which of a
+rank's layers are MoE depends on the layer pattern (DeepSeek-V3's first three layers are
+dense), so layer counts are computed per distinct (pp, vpp) pair and broadcast back to the layouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.layouts import BoolArray, FloatArray, LayoutBatch
+from planner.model.params import ParamCounts
+from planner.model.pipeline import split_layers
+from planner.specs import ModelSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageLayers:
+    """Dense and MoE decoder layers held by the first and the last pipeline rank."""
+
+    first_dense: FloatArray
+    first_moe: FloatArray
+    last_dense: FloatArray
+    last_moe: FloatArray
+
+
+def _rank_layers(is_moe: list[bool], pp: int, vpp: int, rank: int) -> tuple[int, int]:
+    """(dense, MoE) decoder layers on one rank under Megatron's split (planner.model.pipeline)."""
+    split = split_layers(len(is_moe), pp, vpp)
+    if split is None:  # no split exists (the rules reject it): charge an even share
+        per = -(-len(is_moe) // (pp * vpp)) * vpp
+        return per, 0
+    layers = split.rank_layers(rank)
+    moe = sum(is_moe[i] for i in layers)
+    return len(layers) - moe, moe
+
+
+def _busiest_front_rank(is_moe: list[bool], pp: int, vpp: int) -> tuple[int, int]:
+    """Layers charged to the first rank: the most of any rank but the last.
+
+    With an even split that is rank 0 itself. With an uneven or embedding+loss split rank 0
+    holds fewer layers than rank 1, which has only one micro-batch fewer in flight, so rank 1
+    can be the most loaded GPU; charging rank 0 (embedding, most micro-batches in flight) with
+    the largest layer count of ranks 0..p-2 bounds every rank but the last from above.
+    """
+    counts = [_rank_layers(is_moe, pp, vpp, r) for r in range(max(pp - 1, 1))]
+    return max(counts, key=lambda c: (c[0] + c[1], c[1]))
+
+
+def stage_layers(model: ModelSpec, batch: LayoutBatch) -> StageLayers:
+    """Layer counts of rank 0 and rank p-1 for every layout (loop over distinct (pp, vpp))."""
+    pattern = model.moe_layer_pattern()
+    keys = batch.pp * 4096 + batch.vpp
+    unique, inverse = np.unique(keys, return_inverse=True)
+    table = np.zeros((unique.shape[0], 4))
+    for i, key in enumerate(unique.tolist()):
+        pp, vpp = divmod(int(key), 4096)
+        table[i, 0:2] = _busiest_front_rank(pattern, pp, vpp)
+        table[i, 2:4] = _rank_layers(pattern, pp, vpp, pp - 1)
+    rows = table[inverse.reshape(-1)]
+    return StageLayers(
+        first_dense=rows[:, 0],
+        first_moe=rows[:, 1],
+        last_dense=rows[:, 2],
+        last_moe=rows[:, 3],
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageParams:
+    """Parameters held by one GPU of a pipeline rank, by how they are sharded (arrays)."""
+
+    dense: FloatArray
+    """Non-expert parameters (already divided by t where TP shards them)."""
+    expert: FloatArray
+    """Routed-expert parameters (already divided by expert-TP x EP)."""
+    fp8_linear: FloatArray
+    """Linear-layer weights TE casts to fp8 (decoder and MTP layers, not the embeddings)."""
+
+
+def padded_vocab(model: ModelSpec, batch: LayoutBatch) -> FloatArray:
+    """ceil(V / (128 t)) * 128 t (megatron-facts §3.4)."""
+    unit = 128.0 * batch.tp
+    result: FloatArray = np.ceil(model.vocab_size / unit) * unit
+    return result
+
+
+def stage_params(
+    model: ModelSpec, counts: ParamCounts, batch: LayoutBatch, layers: StageLayers
+) -> tuple[StageParams, StageParams]:
+    """(first rank, last rank) parameters per GPU; with p = 1 both are the whole model."""
+    h = model.hidden_size
+    t = batch.tp.astype(np.float64)
+    expert_shard = (batch.etp * batch.ep).astype(np.float64)
+    dense_l, moe_l = counts.dense_layer, counts.moe_layer
+    word_embedding = padded_vocab(model, batch) * h
+    single = batch.pp == 1
+
+    def layer_params(n_dense: FloatArray, n_moe: FloatArray) -> tuple[FloatArray, FloatArray]:
+        tp_part = (n_dense * dense_l.tp_sharded + n_moe * moe_l.tp_sharded) / t
+        replicated = n_dense * dense_l.replicated + n_moe * moe_l.replicated
+        return tp_part, replicated
+
+    first_tp, first_rep = layer_params(layers.first_dense, layers.first_moe)
+    last_tp, last_rep = layer_params(layers.last_dense, layers.last_moe)
+    first_exp = layers.first_moe * moe_l.routed_experts / expert_shard
+    last_exp = layers.last_moe * moe_l.routed_experts / expert_shard
+    # MTP block sits with the loss on the last stage (megatron-facts §4.1 charges it once)
+    d_mtp = counts.mtp_num_layers
+    mtp_l = counts.mtp_layer
+    mtp_tp = d_mtp * (mtp_l.tp_sharded + counts.mtp_extra - counts.mtp_extra_replicated) / t
+    mtp_rep = d_mtp * (mtp_l.replicated + counts.mtp_extra_replicated)
+    mtp_exp = d_mtp * mtp_l.routed_experts / expert_shard
+    # untied output layer, or with tied weights and p > 1 the last stage's embedding copy
+    untied = model.untie_embeddings_and_output_weights
+    output = word_embedding if untied else np.where(single, 0.0, word_embedding)
+    embedding = word_embedding / t + counts.position_embedding  # position table not TP-split
+    last_dense = last_tp + last_rep + output / t + counts.final_norm + mtp_tp + mtp_rep
+    last = StageParams(
+        dense=last_dense + np.where(single, embedding, 0.0),
+        expert=last_exp + mtp_exp,
+        fp8_linear=last_tp + last_exp + mtp_tp + mtp_exp,
+    )
+    first = StageParams(  # with p = 1 the first stage is the whole model, as the last is
+        dense=np.where(single, last.dense, first_tp + first_rep + embedding),
+        expert=np.where(single, last.expert, first_exp),
+        fp8_linear=np.where(single, last.fp8_linear, first_tp + first_exp),
+    )
+    return first, last
+
+
+def in_flight_microbatches(
+    batch: LayoutBatch, global_batch_size: int, a2a_overlap: BoolArray | None = None
+) -> tuple[FloatArray, ...]:
+    """(first rank, last rank) micro-batches whose activations are held at the peak.
+
+    1F1B: rank r holds min(m, p - r); interleaved: (2(p-r-1) + (v-1)p + 1)/v whole-stage
+    micro-batches, i.e. p(1 + (p-1)/(pv)) on rank 0 (megatron-facts §3.3, §7.3). The MoE A2A
+    overlap warms up one virtual micro-batch more (§3.3), and with pp = 1 holds the two
+    micro-batches it merges.
+    """
+    p = batch.pp.astype(np.float64)
+    v = batch.vpp.astype(np.float64)
+    m = np.maximum(global_batch_size / (batch.micro_batch_size * batch.dp), 1.0)
+    interleaved = batch.vpp > 1
+    extra = np.zeros_like(p) if a2a_overlap is None else a2a_overlap.astype(np.float64)
+    first = np.where(interleaved, p + (p - 1 + extra) / v, p + extra * (p == 1))
+    last = np.where(interleaved, ((v - 1) * p + 1 + extra) / v, 1.0 + extra * (p == 1))
+    return np.minimum(first, m), np.minimum(last, m)

@@ -1,0 +1,1 @@
+"""The model's arithmetic: parameter counts, FLOPs, layer shapes, the pipeline split, HF configs."""

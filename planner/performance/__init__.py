@@ -1,0 +1,1 @@
+"""The throughput model: step time assembled from one term per module, and its profile."""

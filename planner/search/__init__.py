@@ -1,0 +1,1 @@
+"""Finding the best layout: evaluation, screening, sampling (TPE), objectives, ranking."""

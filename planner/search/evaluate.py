@@ -1,0 +1,125 @@
+"""Evaluate given layouts: Megatron's rules, memory, performance and launch flags, as JSON.
+
+This is what ``planner evaluate`` and ``POST /v1/evaluations`` return. All layouts that share a
+model, cluster and job are evaluated as one vectorised batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from planner.layouts import LayoutBatch
+from planner.megatron.flags import launch_spec
+from planner.memory.estimate import MemoryEstimate, MemoryOptions, estimate_memory
+from planner.performance.step_time import (
+    PerformanceEstimate,
+    PerformanceProfile,
+    estimate_performance,
+)
+from planner.space import comm_flags as overlap
+from planner.space.rules import RULES, check_rules, violations
+from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
+
+STAGE_NAMES = ("first", "last")
+
+
+def _num(value: Any) -> float | int | None:
+    """A JSON-safe number: ints stay ints, NaN/inf become None."""
+    if isinstance(value, np.integer | int):
+        return int(value)
+    f = float(value)
+    if not math.isfinite(f):
+        return None
+    return f
+
+
+def memory_json(mem: MemoryEstimate, i: int) -> dict[str, Any]:
+    """The memory part of one layout's result."""
+    total = float(mem.total_bytes[i])
+    capacity = float(mem.capacity_bytes)
+    return {
+        "total_bytes": _num(total),
+        "capacity_bytes": _num(capacity),
+        "threshold": mem.threshold,
+        "limit_bytes": _num(mem.threshold * capacity),
+        "fits": bool(mem.fits[i]),
+        "utilization": _num(total / capacity),
+        "headroom_bytes": _num(mem.threshold * capacity - total),
+        "worst_stage": STAGE_NAMES[int(mem.worst_stage[i])],
+        "first_stage_bytes": _num(mem.first_stage_bytes[i]),
+        "last_stage_bytes": _num(mem.last_stage_bytes[i]),
+        "breakdown": {name: _num(values[i]) for name, values in mem.terms.items()},
+    }
+
+
+def performance_json(perf: PerformanceEstimate, i: int) -> dict[str, Any]:
+    """The performance part of one layout's result."""
+    step = float(perf.step_time_s[i])
+    breakdown = {name: _num(values[i]) for name, values in perf.breakdown.items()}
+    shares = {
+        name.removesuffix("_s") + "_share": _num(float(values[i]) / step) if step > 0 else None
+        for name, values in perf.breakdown.items()
+    }
+    return {
+        "step_time_s": _num(step),
+        "tokens_per_s_per_gpu": _num(perf.tokens_per_s_per_gpu[i]),
+        "model_tflops_per_gpu": _num(perf.model_tflops_per_gpu[i]),
+        "mfu": _num(perf.mfu[i]),
+        "breakdown": breakdown,
+        "shares": shares,
+    }
+
+
+def evaluate_layouts(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    job: TrainingJob,
+    layouts: Sequence[Layout],
+    profile: PerformanceProfile,
+    *,
+    threshold: float = 0.8,
+) -> list[dict[str, Any]]:
+    """Evaluate layouts of one model, cluster and job in one vectorised pass.
+
+    Every result has ``valid`` and ``violations`` (Megatron's rules), ``memory`` (the 80 % rule)
+    and, for valid layouts, ``performance`` and ``megatron`` (argv, torchrun command, env).
+    """
+    if not layouts:
+        return []
+    batch = LayoutBatch.from_layouts(layouts)
+    violated = check_rules(model, cluster, job, batch)
+    valid = np.asarray(~violated.any(axis=1), dtype=np.bool_)
+    mem = estimate_memory(model, cluster, job, batch, MemoryOptions(threshold=threshold))
+    perf: PerformanceEstimate | None = None
+    if valid.any():
+        perf = estimate_performance(model, cluster, job, batch, profile)
+    results: list[dict[str, Any]] = []
+    for i in range(len(batch)):
+        layout = batch.layout(i)
+        ok = bool(valid[i])
+        messages = violations(model, cluster, job, layout) if not ok else []
+        if not ok and not messages:  # the vectorised check knows more than the messages say
+            messages = [RULES[j].summary for j in np.flatnonzero(violated[i])]
+        result: dict[str, Any] = {
+            "valid": ok,
+            "violations": messages,
+            "layout": overlap.resolve(model, cluster, layout).to_dict(),
+            "memory": memory_json(mem, i),
+            "performance": None,
+            "megatron": None,
+        }
+        if ok and perf is not None:
+            result["performance"] = performance_json(perf, i)
+            launch = launch_spec(model, cluster, job, layout)
+            result["megatron"] = {
+                "args": launch.args,
+                "command": launch.command,
+                "env": launch.env,
+                "notes": list(launch.notes),
+            }
+        results.append(result)
+    return results

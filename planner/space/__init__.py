@@ -1,0 +1,1 @@
+"""The layout space: enumeration, Megatron's rules, and the communication flags a layout gets."""
