@@ -377,11 +377,15 @@ class GPUSpec:
     vendor: str = "nvidia"
     architecture: str = "hopper"
     """ampere | hopper | blackwell | cdna3: decides kernels and env vars."""
+    sm_count: int | None = None
+    """Streaming multiprocessors (compute units on AMD); sets the wave efficiency of kernels
+    with few thread blocks (performance-facts §2.5). None where unknown."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.hbm_bytes <= 0:
             raise SpecError("hbm_bytes must be positive", field="hbm_bytes")
+        _positive(self, "sm_count")
         for name in (
             "hbm_bandwidth_bytes_per_s",
             "peak_bf16_flop_per_s",
