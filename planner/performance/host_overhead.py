@@ -245,7 +245,7 @@ def micro_batch_time(
         )
     if dispatcher not in DISPATCH_SYNCS:
         raise SpecError(
-            f"dispatcher={dispatcher!r} is not one of {', '.join(DISPATCH_SYNCS)}",
+            f"moe_dispatcher={dispatcher!r} is not one of {', '.join(DISPATCH_SYNCS)}",
             field="moe_dispatcher",
         )
     nd = np.asarray(dense_layers, dtype=np.float64)

@@ -167,7 +167,7 @@ def permute_time(
     """
     if dispatcher not in PERMUTE_BYTES_PER_COPY:
         raise SpecError(
-            f"dispatcher={dispatcher!r} is not one of alltoall, flex", field="moe_dispatcher"
+            f"moe_dispatcher={dispatcher!r} is not one of alltoall, flex", field="moe_dispatcher"
         )
     t = np.asarray(tokens, dtype=np.float64)
     per_token = PERMUTE_BYTES_PER_COPY[dispatcher] * topk * hidden  # bf16, K copies

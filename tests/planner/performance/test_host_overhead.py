@@ -1,0 +1,94 @@
+"""Host launch costs, D2H syncs and CUDA graphs (mechanisms-facts §3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.performance.host_overhead import (
+    HostCosts,
+    dense_layer_kernels,
+    micro_batch_time,
+    moe_layer_kernels,
+    step_host_time,
+)
+from planner.specs import SpecError
+
+A = np.asarray
+COSTS = HostCosts(per_kernel_s=5e-6, per_graph_launch_s=10e-6, per_sync_s=20e-6,
+                  per_micro_batch_s=100e-6)  # fmt: skip
+
+
+def test_dense_layer_counts_follow_the_sheet() -> None:
+    """§3.2: a TE layer with TP + SP launches ~14-16 kernels forward and ~25-30 backward."""
+    k = dense_layer_kernels(tp=A([8.0, 1.0]), cp=A([1.0, 1.0]))
+    assert 14 <= k.fwd[0] <= 16 and 25 <= k.bwd[0] <= 30
+    assert k.fwd[1] == k.fwd[0] - 4  # no AG/RS without TP
+    fp8 = dense_layer_kernels(tp=A([8.0]), cp=A([1.0]), fp8=True)
+    assert fp8.fwd[0] > k.fwd[0] and fp8.bwd[0] > k.bwd[0]
+
+
+def test_cp_adds_ring_kernels() -> None:
+    """§3.2: c attention calls + c-1 send/recv pairs + ~2c correction kernels."""
+    base, cp4 = dense_layer_kernels(tp=A([2.0]), cp=A([1.0])), dense_layer_kernels(tp=A([2.0]), cp=A([4.0]))
+    assert cp4.fwd[0] - base.fwd[0] == 3 + 3 + 8
+
+
+def test_moe_layer_launch_count_grows_with_local_experts_only_on_the_multi_stream_path() -> None:
+    """§4.1: the default GroupedLinear launches one GEMM per local expert; grouped kernels one."""
+    experts = A([4.0, 32.0])
+    multi = moe_layer_kernels(tp=A([1.0, 1.0]), cp=A([1.0, 1.0]), local_experts=experts)
+    grouped = moe_layer_kernels(tp=A([1.0, 1.0]), cp=A([1.0, 1.0]), local_experts=experts,
+                                grouped_gemm="grouped")  # fmt: skip
+    assert multi.bwd[1] - multi.bwd[0] == 4 * 28  # dgrad + wgrad of FC1 and FC2 per expert
+    assert grouped.fwd[0] == grouped.fwd[1] < multi.fwd[0]
+    fused = moe_layer_kernels(tp=A([1.0]), cp=A([1.0]), local_experts=A([4.0]), router_fusion=True)
+    assert multi.fwd[0] - fused.fwd[0] == 72 - 31  # router fusion (MLM-DSV3 §2.1.4)
+
+
+def _mb(graphs: str, dispatcher: str = "alltoall", gpu_fwd: float = 1e-3):  # type: ignore[no-untyped-def]
+    dense = dense_layer_kernels(tp=A([2.0]), cp=A([1.0]))
+    moe = moe_layer_kernels(tp=A([2.0]), cp=A([1.0]), local_experts=A([32.0]))
+    return micro_batch_time(
+        dense_layers=A([0.0]), moe_layers=A([24.0]), dense_gpu_fwd_s=A([0.0]),
+        dense_gpu_bwd_s=A([0.0]), moe_gpu_fwd_s=A([gpu_fwd]), moe_gpu_bwd_s=A([2 * gpu_fwd]),
+        dense_kernels=dense, moe_kernels=moe, cuda_graphs=graphs,  # type: ignore[arg-type]
+        dispatcher=dispatcher, costs=COSTS,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_gpu_bound_layers_pay_only_the_syncs() -> None:
+    r = _mb("none", gpu_fwd=5e-3)
+    assert float(r.syncs[0]) == 24
+    assert float(r.exposed_s[0]) == pytest.approx(24 * 20e-6 + 100e-6)
+
+
+def test_host_bound_layers_run_at_the_hosts_pace_and_graphs_remove_launches() -> None:
+    eager, partial = _mb("none", gpu_fwd=50e-6), _mb("partial", gpu_fwd=50e-6)
+    assert float(eager.total_s[0]) == pytest.approx(float(eager.host_s[0]) + 24 * 20e-6)
+    assert float(partial.total_s[0]) < float(eager.total_s[0])
+    assert float(partial.host_s[0]) < float(eager.host_s[0])
+
+
+def test_syncs_stop_the_host_running_ahead() -> None:
+    """With a sync per layer the host cannot bank time from a slow layer for a fast one."""
+    r_sync, r_free = _mb("none", "alltoall", 300e-6), _mb("none", "sync_free", 300e-6)
+    assert float(r_sync.total_s[0]) >= float(r_free.total_s[0]) + 24 * 20e-6 - 1e-12
+
+
+def test_full_iteration_graphs_need_a_sync_free_dispatcher() -> None:
+    with pytest.raises(SpecError, match="cuda_graphs") as err:
+        _mb("full_iteration", "alltoall")
+    assert err.value.field == "cuda_graphs"
+    full = _mb("full_iteration", "sync_free", gpu_fwd=50e-6)
+    assert float(full.exposed_s[0]) == pytest.approx(10e-6)
+    assert step_host_time(cuda_graphs="full_iteration", costs=COSTS) == pytest.approx(30e-6)
+
+
+def test_bad_settings_name_their_field() -> None:
+    with pytest.raises(SpecError, match="cuda_graphs='some'"):
+        _mb("some")
+    with pytest.raises(SpecError, match="moe_dispatcher"):
+        _mb("none", "nccl")
+    with pytest.raises(SpecError, match="per_kernel_s"):
+        HostCosts(per_kernel_s=-1.0)
