@@ -134,6 +134,7 @@ def moe_layer_kernels(
     dispatcher: DispatchSync = "alltoall",
     permute_fusion: bool = True,
     shared_experts: bool = False,
+    capture_shared_experts: bool = True,
     fp8: bool = False,
 ) -> LayerKernels:
     """Kernels of one MoE layer per micro-batch (mechanisms-facts §3.2, §4.1, §4.4).
@@ -142,6 +143,8 @@ def moe_layer_kernels(
     permutes, the all-to-alls (tokens, probs; combine), the expert GEMMs and their activation.
     TE's default ``GroupedLinear`` launches one cuBLAS GEMM per local expert on 4 streams
     (``multi_stream``); the grouped kernels (CUTLASS, cuBLASLt grouped) one per linear.
+    Shared experts join the router's graph unless ``capture_shared_experts`` is False (they
+    are captured with ``moe_router`` unless shared-expert overlap is on, §3.4).
     """
     dense = dense_layer_kernels(tp=tp, cp=cp, fp8=fp8)
     e = np.asarray(local_experts, dtype=np.float64)
@@ -171,6 +174,9 @@ def moe_layer_kernels(
     shared_bwd = (DENSE_MLP_BWD - 2.0) if shared_experts else 0.0
     eager_fwd = permutes + a2a + gemm_fwd + act
     eager_bwd = permutes + a2a + gemm_bwd + act
+    if not capture_shared_experts:
+        eager_fwd, eager_bwd = eager_fwd + shared_fwd, eager_bwd + shared_bwd
+        shared_fwd = shared_bwd = 0.0
     return LayerKernels(
         capturable_fwd=np.asarray(attn_fwd + router + shared_fwd, np.float64),
         capturable_bwd=np.asarray(attn_bwd + router_bwd + shared_bwd, np.float64),
