@@ -68,16 +68,27 @@ def collective_rows() -> list[dict[str, Any]]:
         curve = table.curve(op, 8)  # type: ignore[arg-type]
         predicted = curve.busbw(np.array(SIZES_MIB, dtype=float) * MIB) / 1e9
         errors = [
-            float(predicted[SIZES_MIB.index(s)]) / m - 1.0 for s, m in zip(MEASURED_AT, measured)
+            float(predicted[SIZES_MIB.index(s)]) / m - 1.0
+            for s, m in zip(MEASURED_AT, measured, strict=True)
         ]
-        rows.append({
-            "gpu": gpu, "op": op, "beta_max_gb_s": curve.beta_max_bytes_per_s / 1e9,
-            "s_half_mib": round(curve.s_half_bytes / MIB, 2), "fit_error": curve.fit_error,
-            "predicted_busbw": {f"{s} MiB": round(float(p), 1) for s, p in zip(SIZES_MIB, predicted)},
-            "measured_busbw": {f"{s} MiB": m for s, m in zip(MEASURED_AT, measured)},
-            # busbw error e means a time error of 1 / (1 + e) - 1
-            "worst_time_error": round(max(abs(1.0 / (1.0 + e) - 1.0) for e in errors), 3),
-        })  # fmt: skip
+        rows.append(
+            {
+                "gpu": gpu,
+                "op": op,
+                "beta_max_gb_s": curve.beta_max_bytes_per_s / 1e9,
+                "s_half_mib": round(curve.s_half_bytes / MIB, 2),
+                "fit_error": curve.fit_error,
+                "predicted_busbw": {
+                    f"{s} MiB": round(float(p), 1)
+                    for s, p in zip(SIZES_MIB, predicted, strict=True)
+                },
+                "measured_busbw": {
+                    f"{s} MiB": m for s, m in zip(MEASURED_AT, measured, strict=True)
+                },
+                # busbw error e means a time error of 1 / (1 + e) - 1
+                "worst_time_error": round(max(abs(1.0 / (1.0 + e) - 1.0) for e in errors), 3),
+            }
+        )
     return rows
 
 
@@ -90,17 +101,27 @@ def network_rows() -> list[dict[str, Any]]:
         s = np.array([size_mib * MIB], dtype=float)
         t = group_collective_time(table, "all_reduce", np.array([32.0]), np.array([8.0]), s, 50e9)
         busbw = float(bus_factor("all_reduce", 32) * s[0] / t[0]) / 1e9
-        out.append({"size_mib": size_mib, "measured_busbw": measured,
-                    "predicted_busbw": round(busbw, 1),
-                    "error": round(busbw / measured - 1.0, 3)})  # fmt: skip
+        out.append(
+            {
+                "size_mib": size_mib,
+                "measured_busbw": measured,
+                "predicted_busbw": round(busbw, 1),
+                "error": round(busbw / measured - 1.0, 3),
+            }
+        )
     return out
 
 
 def cp_examples() -> list[dict[str, Any]]:
     """mechanisms-facts §1.2 worked examples, on the sheet's own arithmetic (500 TFLOP/s
     attention, links without latency)."""
-    flat = AttentionKernel(peak_flop_per_s=500e12, fwd_plateau=1.0, bwd_plateau=1.0,
-                           fwd_half_keys=0.0, bwd_half_keys=0.0)  # fmt: skip
+    flat = AttentionKernel(
+        peak_flop_per_s=500e12,
+        fwd_plateau=1.0,
+        bwd_plateau=1.0,
+        fwd_half_keys=0.0,
+        bwd_half_keys=0.0,
+    )
     cases = (
         ("70B-like GQA, s 128K, c 8, NVLink 180 GB/s", 131072, 8, 8, 1, 180e9, 0.0),
         ("7B MHA, s 32K, c 4, NVLink 180 GB/s", 32768, 4, 32, 32, 180e9, 0.0),
@@ -108,33 +129,56 @@ def cp_examples() -> list[dict[str, Any]]:
     )
     out = []
     for label, s, c, a, g, beta, sheet_exposed in cases:
-        shape = AttentionShape(batch=np.array([1.0]), seq_length=np.array([float(s)]),
-                               cp=np.array([float(c)]), heads=np.array([float(a)]),
-                               kv_heads=np.array([float(g)]), head_dim=128)  # fmt: skip
-        r = ring_p2p(flat, shape, p2p_beta_max=np.array([beta]), p2p_s_half=np.array([0.0]),
-                     hbm_bytes_per_s=2.7e12)  # fmt: skip
-        out.append({"case": label, "step_attention_ms": round(float(r.fwd_attention_s[0]) / c * 1e3, 3),
-                    "step_transfer_ms": round(float(r.fwd_comm_s[0]) / (c - 1) * 1e3, 3),
-                    "exposed_per_step_ms": round(float(r.fwd_exposed_s[0]) / (c - 1) * 1e3, 3),
-                    "sheet_exposed_per_step_ms": sheet_exposed * 1e3})  # fmt: skip
+        shape = AttentionShape(
+            batch=np.array([1.0]),
+            seq_length=np.array([float(s)]),
+            cp=np.array([float(c)]),
+            heads=np.array([float(a)]),
+            kv_heads=np.array([float(g)]),
+            head_dim=128,
+        )
+        r = ring_p2p(
+            flat,
+            shape,
+            p2p_beta_max=np.array([beta]),
+            p2p_s_half=np.array([0.0]),
+            hbm_bytes_per_s=2.7e12,
+        )
+        out.append(
+            {
+                "case": label,
+                "step_attention_ms": round(float(r.fwd_attention_s[0]) / c * 1e3, 3),
+                "step_transfer_ms": round(float(r.fwd_comm_s[0]) / (c - 1) * 1e3, 3),
+                "exposed_per_step_ms": round(float(r.fwd_exposed_s[0]) / (c - 1) * 1e3, 3),
+                "sheet_exposed_per_step_ms": sheet_exposed * 1e3,
+            }
+        )
     return out
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render_markdown(data: dict[str, Any]) -> str:
-    out = ["# Mechanisms validated on their own (issue 12)", "",
-           f"Produced by `python -m bench.mechanisms` on {data['date']}. Nothing is fitted here: "
-           "catalog curves (`models_db/collectives`) and architecture priors only. "
-           "Raw numbers: `mechanisms.json`.", ""]  # fmt: skip
-    out += ["## 1. Collective bandwidth versus message size (mechanisms-facts §2)", "",
-            "busbw in GB/s, 8 GPUs in one node: predicted (measured, performance-facts §4.3). "
-            "'worst' is the worst time error at the measured sizes against the sheet's stated "
-            "fit error.", ""]  # fmt: skip
+    out = [
+        "# Mechanisms validated on their own (issue 12)",
+        "",
+        f"Produced by `python -m bench.mechanisms` on {data['date']}. Nothing is fitted here: "
+        "catalog curves (`models_db/collectives`) and architecture priors only. "
+        "Raw numbers: `mechanisms.json`.",
+        "",
+    ]
+    out += [
+        "## 1. Collective bandwidth versus message size (mechanisms-facts §2)",
+        "",
+        "busbw in GB/s, 8 GPUs in one node: predicted (measured, performance-facts §4.3). "
+        "'worst' is the worst time error at the measured sizes against the sheet's stated "
+        "fit error.",
+        "",
+    ]
     rows = []
     for r in data["collectives"]:
         cells = []
@@ -142,66 +186,165 @@ def render_markdown(data: dict[str, Any]) -> str:
             p = r["predicted_busbw"][f"{s} MiB"]
             m = r["measured_busbw"].get(f"{s} MiB")
             cells.append(f"{p:.0f}" + (f" ({m})" if m is not None else ""))
-        rows.append([r["gpu"], r["op"], r["beta_max_gb_s"], r["s_half_mib"], *cells,
-                     f"{r['worst_time_error']:.0%} / {r['fit_error']:.0%}"])  # fmt: skip
-    out += _table(["GPU", "op", "beta_max", "S_half MiB", *[f"{s} MiB" for s in SIZES_MIB],
-                   "worst / sheet"], rows)  # fmt: skip
+        rows.append(
+            [
+                r["gpu"],
+                r["op"],
+                r["beta_max_gb_s"],
+                r["s_half_mib"],
+                *cells,
+                f"{r['worst_time_error']:.0%} / {r['fit_error']:.0%}",
+            ]
+        )
+    out += _table(
+        ["GPU", "op", "beta_max", "S_half MiB", *[f"{s} MiB" for s in SIZES_MIB], "worst / sheet"],
+        rows,
+    )
     out += ["Across nodes (§2.3, 4 x 8 B200, 8 x EFA 400G, all-reduce busbw GB/s):", ""]
-    out += _table(["size MiB", "measured", "predicted", "error"],
-                  [[r["size_mib"], r["measured_busbw"], r["predicted_busbw"],
-                    f"{r['error']:+.0%}"] for r in data["network"]])  # fmt: skip
-    out += ["## 2. Ring-attention context parallelism (mechanisms-facts §1)", "",
-            "Worked examples of §1.2 on the sheet's arithmetic:", ""]
-    out += _table(["case", "attention / step ms", "transfer / step ms", "exposed / step ms",
-                   "sheet exposed ms"],
-                  [[r["case"], r["step_attention_ms"], r["step_transfer_ms"],
-                    r["exposed_per_step_ms"], r["sheet_exposed_per_step_ms"]]
-                   for r in data["cp_examples"]])  # fmt: skip
+    out += _table(
+        ["size MiB", "measured", "predicted", "error"],
+        [
+            [r["size_mib"], r["measured_busbw"], r["predicted_busbw"], f"{r['error']:+.0%}"]
+            for r in data["network"]
+        ],
+    )
+    out += [
+        "## 2. Ring-attention context parallelism (mechanisms-facts §1)",
+        "",
+        "Worked examples of §1.2 on the sheet's arithmetic:",
+        "",
+    ]
+    out += _table(
+        [
+            "case",
+            "attention / step ms",
+            "transfer / step ms",
+            "exposed / step ms",
+            "sheet exposed ms",
+        ],
+        [
+            [
+                r["case"],
+                r["step_attention_ms"],
+                r["step_transfer_ms"],
+                r["exposed_per_step_ms"],
+                r["sheet_exposed_per_step_ms"],
+            ]
+            for r in data["cp_examples"]
+        ],
+    )
     sp = data["cp_speedups"]
-    out += ["Megatron CP figure (performance-facts §6.3, GPT 175B, speed-up over TP8 CP1 with "
-            "full recompute), predicted layer by layer (assumptions in `bench/mechanisms_cp.py`). "
-            f"Median |error| {data['cp_summary']['median_abs_error']:.0%} over all rows, "
-            f"{data['cp_summary']['cp_rows_median_abs_error']:.0%} over the rows that raise CP "
-            "at TP 8:", ""]  # fmt: skip
-    out += _table(["case", "TP", "CP", "published", "predicted", "error", "layer ms",
-                   "CP exposed ms"],
-                  [[r["case"], r["tp"], r["cp"], r["published_speedup"], r["predicted_speedup"],
-                    f"{r['error']:+.0%}", r["layer_ms"]["total_s"], r["layer_ms"]["cp_exposed_s"]]
-                   for r in sp])  # fmt: skip
+    out += [
+        "Megatron CP figure (performance-facts §6.3, GPT 175B, speed-up over TP8 CP1 with "
+        "full recompute), predicted layer by layer (assumptions in `bench/mechanisms_cp.py`). "
+        f"Median |error| {data['cp_summary']['median_abs_error']:.0%} over all rows, "
+        f"{data['cp_summary']['cp_rows_median_abs_error']:.0%} over the rows that raise CP "
+        "at TP 8:",
+        "",
+    ]
+    out += _table(
+        ["case", "TP", "CP", "published", "predicted", "error", "layer ms", "CP exposed ms"],
+        [
+            [
+                r["case"],
+                r["tp"],
+                r["cp"],
+                r["published_speedup"],
+                r["predicted_speedup"],
+                f"{r['error']:+.0%}",
+                r["layer_ms"]["total_s"],
+                r["layer_ms"]["cp_exposed_s"],
+            ]
+            for r in sp
+        ],
+    )
     out += ["Exposed share of one layer's attention time (H100 FA3 prior, p2p ring, bf16):", ""]
-    out += _table(["layer", "seq", "CP", "attention ms", "exposed, NVLink", "exposed, network"],
-                  [[r["layer"], r["seq_length"], r["cp"], r["attention_ms"],
-                    f"{r['nvlink_exposed_share']:.0%}", f"{r['network_exposed_share']:.0%}"]
-                   for r in data["cp_steps"]])  # fmt: skip
-    out += ["## 3. Host costs and CUDA graphs (mechanisms-facts §3.5)", "",
-            f"Host priors: {data['host_costs']}. Predicted eager / graphed ('partial') time per "
-            "micro-batch, and the host time per kernel that would reproduce the measurement:", ""]
-    out += _table(["case", "measured", "predicted", "error", "implied us / kernel"],
-                  [[r["case"], r["measured_speedup"], r["predicted_speedup"],
-                    f"{r['error']:+.0%}", r["implied_host_us_per_kernel"]]
-                   for r in data["host"]])  # fmt: skip
+    out += _table(
+        ["layer", "seq", "CP", "attention ms", "exposed, NVLink", "exposed, network"],
+        [
+            [
+                r["layer"],
+                r["seq_length"],
+                r["cp"],
+                r["attention_ms"],
+                f"{r['nvlink_exposed_share']:.0%}",
+                f"{r['network_exposed_share']:.0%}",
+            ]
+            for r in data["cp_steps"]
+        ],
+    )
+    out += [
+        "## 3. Host costs and CUDA graphs (mechanisms-facts §3.5)",
+        "",
+        f"Host priors: {data['host_costs']}. Predicted eager / graphed ('partial') time per "
+        "micro-batch, and the host time per kernel that would reproduce the measurement:",
+        "",
+    ]
+    out += _table(
+        ["case", "measured", "predicted", "error", "implied us / kernel"],
+        [
+            [
+                r["case"],
+                r["measured_speedup"],
+                r["predicted_speedup"],
+                f"{r['error']:+.0%}",
+                r["implied_host_us_per_kernel"],
+            ]
+            for r in data["host"]
+        ],
+    )
     out += ["## 4. MoE expert GEMMs (mechanisms-facts §4.2, performance-facts §5.2)", ""]
     h100 = [r for r in data["moe"] if r["gpu"] == "H100"]
-    out += _table(["source", "groups x rows", "N x K", "path", "measured TFLOP/s", "predicted",
-                   "error"],
-                  [[r["source"], f"{r['groups']} x {r['rows_per_expert']}", f"{r['n']} x {r['k']}",
-                    r["path"], r["measured_tflops"], r["predicted_tflops"], f"{r['error']:+.0%}"]
-                   for r in h100])  # fmt: skip
-    out += ["B200 TE grouped GEMM (SimuMax, forward efficiency of 2,250). SimuMax's dense-GEMM "
-            "factor is 0.49 where the planner's B200 plateau is 0.68, so the prediction is also "
-            "shown on SimuMax's scale (x 0.49 / 0.68); the error is on that scale:", ""]
-    out += _table(["groups x rows", "N x K", "measured", "predicted", "on SimuMax scale",
-                   "error"],
-                  [[f"{r['groups']} x {r['rows_per_expert']}", f"{r['n']} x {r['k']}",
-                    r["measured_efficiency"], r["predicted_efficiency"],
-                    r["predicted_on_simumax_dense_scale"], f"{r['error']:+.0%}"]
-                   for r in data["moe"] if r["gpu"] == "B200"])  # fmt: skip
-    out += ["## 5. Cross-entropy (mechanisms-facts §5)", "",
-            "Llama-3 8B last stage, s 8192, b 1, V 128256, one H100 (0.8 of HBM); §5.5's example "
-            "is the unfused TP 1 row (sheet: 4.2 GB held, ~6.3 GB peak):", ""]
-    out += _table(["impl", "TP", "fwd ms", "bwd ms", "held GB", "peak GB"],
-                  [[r["impl"], r["tp"], r["fwd_ms"], r["bwd_ms"], r["held_gb"], r["peak_gb"]]
-                   for r in data["cross_entropy"]])  # fmt: skip
+    out += _table(
+        ["source", "groups x rows", "N x K", "path", "measured TFLOP/s", "predicted", "error"],
+        [
+            [
+                r["source"],
+                f"{r['groups']} x {r['rows_per_expert']}",
+                f"{r['n']} x {r['k']}",
+                r["path"],
+                r["measured_tflops"],
+                r["predicted_tflops"],
+                f"{r['error']:+.0%}",
+            ]
+            for r in h100
+        ],
+    )
+    out += [
+        "B200 TE grouped GEMM (SimuMax, forward efficiency of 2,250). SimuMax's dense-GEMM "
+        "factor is 0.49 where the planner's B200 plateau is 0.68, so the prediction is also "
+        "shown on SimuMax's scale (x 0.49 / 0.68); the error is on that scale:",
+        "",
+    ]
+    out += _table(
+        ["groups x rows", "N x K", "measured", "predicted", "on SimuMax scale", "error"],
+        [
+            [
+                f"{r['groups']} x {r['rows_per_expert']}",
+                f"{r['n']} x {r['k']}",
+                r["measured_efficiency"],
+                r["predicted_efficiency"],
+                r["predicted_on_simumax_dense_scale"],
+                f"{r['error']:+.0%}",
+            ]
+            for r in data["moe"]
+            if r["gpu"] == "B200"
+        ],
+    )
+    out += [
+        "## 5. Cross-entropy (mechanisms-facts §5)",
+        "",
+        "Llama-3 8B last stage, s 8192, b 1, V 128256, one H100 (0.8 of HBM); §5.5's example "
+        "is the unfused TP 1 row (sheet: 4.2 GB held, ~6.3 GB peak):",
+        "",
+    ]
+    out += _table(
+        ["impl", "TP", "fwd ms", "bwd ms", "held GB", "peak GB"],
+        [
+            [r["impl"], r["tp"], r["fwd_ms"], r["bwd_ms"], r["held_gb"], r["peak_gb"]]
+            for r in data["cross_entropy"]
+        ],
+    )
     return "\n".join(out)
 
 

@@ -29,17 +29,26 @@ def gemm_rate(gpu: GPUSpec) -> GemmRate:
     """The bf16 dense GEMM curve of the GPU's architecture priors."""
     p = default_profile(gpu)
     return GemmRate(
-        peak_flop_per_s=gpu.peak_bf16_flop_per_s, plateau=p.gemm_efficiency,
-        half_tokens=p.gemm_half_tokens, half_flop=p.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
+        peak_flop_per_s=gpu.peak_bf16_flop_per_s,
+        plateau=p.gemm_efficiency,
+        half_tokens=p.gemm_half_tokens,
+        half_flop=p.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s * p.hbm_efficiency,
-    )  # fmt: skip
+    )
 
 
 def _tflops(rate: GemmRate, path: str, groups: int, m: int, n: int, k: int) -> float:
-    t = expert_gemm_time(rate, tokens_per_expert=A(float(m)), local_experts=A(float(groups)),
-                         n=n, k=k, path=path)  # type: ignore[arg-type]  # fmt: skip
-    return float(achieved_flop_per_s(t, tokens_per_expert=A(float(m)),
-                                     local_experts=A(float(groups)), n=n, k=k)) / 1e12  # fmt: skip
+    t = expert_gemm_time(
+        rate, tokens_per_expert=A(float(m)), local_experts=A(float(groups)), n=n, k=k, path=path
+    )  # type: ignore[arg-type]
+    return (
+        float(
+            achieved_flop_per_s(
+                t, tokens_per_expert=A(float(m)), local_experts=A(float(groups)), n=n, k=k
+            )
+        )
+        / 1e12
+    )
 
 
 def moe_gemm_rows() -> list[dict[str, Any]]:
@@ -56,27 +65,57 @@ def moe_gemm_rows() -> list[dict[str, Any]]:
     )
     for source, g, m, n, k, path, tf in measured_h100:
         pred = _tflops(h100, path, g, m, n, k)
-        rows.append({"gpu": "H100", "source": source, "groups": g, "rows_per_expert": m, "n": n,
-                     "k": k, "path": path, "measured_tflops": tf, "predicted_tflops": round(pred),
-                     "error": round(pred / tf - 1.0, 3)})  # fmt: skip
+        rows.append(
+            {
+                "gpu": "H100",
+                "source": source,
+                "groups": g,
+                "rows_per_expert": m,
+                "n": n,
+                "k": k,
+                "path": path,
+                "measured_tflops": tf,
+                "predicted_tflops": round(pred),
+                "error": round(pred / tf - 1.0, 3),
+            }
+        )
     b200 = load_gpu("b200-sxm-180gb")
     rate = gemm_rate(b200)
     # SimuMax forward efficiencies (fraction of 2,250) and its dense-GEMM default 0.49
     simumax = (
-        (256, 128, 4096, 7168, 0.20), (128, 256, 4096, 7168, 0.27), (64, 512, 4096, 7168, 0.36),
-        (32, 1024, 4096, 7168, 0.46), (256, 128, 7168, 2048, 0.18), (128, 256, 7168, 2048, 0.31),
-        (64, 512, 7168, 2048, 0.39), (32, 1024, 7168, 2048, 0.40), (160, 154, 3072, 5120, 0.20),
-        (80, 308, 3072, 5120, 0.36), (40, 616, 3072, 5120, 0.47), (20, 1232, 3072, 5120, 0.45),
-        (40, 2460, 3072, 5120, 0.49), (40, 9832, 3072, 5120, 0.47),
-    )  # fmt: skip
+        (256, 128, 4096, 7168, 0.20),
+        (128, 256, 4096, 7168, 0.27),
+        (64, 512, 4096, 7168, 0.36),
+        (32, 1024, 4096, 7168, 0.46),
+        (256, 128, 7168, 2048, 0.18),
+        (128, 256, 7168, 2048, 0.31),
+        (64, 512, 7168, 2048, 0.39),
+        (32, 1024, 7168, 2048, 0.40),
+        (160, 154, 3072, 5120, 0.20),
+        (80, 308, 3072, 5120, 0.36),
+        (40, 616, 3072, 5120, 0.47),
+        (20, 1232, 3072, 5120, 0.45),
+        (40, 2460, 3072, 5120, 0.49),
+        (40, 9832, 3072, 5120, 0.47),
+    )
     dense_ratio = 0.49 / rate.plateau  # SimuMax's dense factor / the planner's B200 plateau
     for g, m, n, k, eff in simumax:
         pred = _tflops(rate, "multi_stream", g, m, n, k) * 1e12 / b200.peak_bf16_flop_per_s
-        rows.append({"gpu": "B200", "source": "SimuMax (performance-facts §5.2)", "groups": g,
-                     "rows_per_expert": m, "n": n, "k": k, "path": "multi_stream",
-                     "measured_efficiency": eff, "predicted_efficiency": round(pred, 3),
-                     "predicted_on_simumax_dense_scale": round(pred * dense_ratio, 3),
-                     "error": round(pred * dense_ratio / eff - 1.0, 3)})  # fmt: skip
+        rows.append(
+            {
+                "gpu": "B200",
+                "source": "SimuMax (performance-facts §5.2)",
+                "groups": g,
+                "rows_per_expert": m,
+                "n": n,
+                "k": k,
+                "path": "multi_stream",
+                "measured_efficiency": eff,
+                "predicted_efficiency": round(pred, 3),
+                "predicted_on_simumax_dense_scale": round(pred * dense_ratio, 3),
+                "error": round(pred * dense_ratio / eff - 1.0, 3),
+            }
+        )
     return rows
 
 
@@ -88,8 +127,19 @@ def _layer_flops_per_sequence(model: ModelSpec, seq: int) -> float:
     return per_token * seq / model.num_layers
 
 
-def _graph_ratio(model: ModelSpec, *, seq: int, tp: int, ep: int, pp: int, graphed_tflops: float,
-                 dispatcher: str, fp8: bool, costs: HostCosts, shared_captured: bool) -> float:  # fmt: skip
+def _graph_ratio(
+    model: ModelSpec,
+    *,
+    seq: int,
+    tp: int,
+    ep: int,
+    pp: int,
+    graphed_tflops: float,
+    dispatcher: str,
+    fp8: bool,
+    costs: HostCosts,
+    shared_captured: bool,
+) -> float:
     """Predicted eager / graphed time of one micro-batch of one stage: the GPU time per layer
     comes from the graphed run's measured TFLOP/s (an upper bound of pure GPU time)."""
     gpu_layer = _layer_flops_per_sequence(model, seq) / tp / (graphed_tflops * 1e12)
@@ -97,16 +147,28 @@ def _graph_ratio(model: ModelSpec, *, seq: int, tp: int, ep: int, pp: int, graph
     moe_share = model.num_moe_layers / model.num_layers
     local = float((model.num_experts or 1) / ep)
     dense = dense_layer_kernels(tp=A([float(tp)]), cp=A([1.0]), fp8=fp8)
-    moe = moe_layer_kernels(tp=A([float(tp)]), cp=A([1.0]), local_experts=A([local]),
-                            router_fusion=False, dispatcher=dispatcher,  # type: ignore[arg-type]
-                            shared_experts=bool(model.moe_shared_expert_intermediate_size),
-                            capture_shared_experts=shared_captured, fp8=fp8)  # fmt: skip
+    moe = moe_layer_kernels(
+        tp=A([float(tp)]),
+        cp=A([1.0]),
+        local_experts=A([local]),
+        router_fusion=False,
+        dispatcher=dispatcher,  # type: ignore[arg-type]
+        shared_experts=bool(model.moe_shared_expert_intermediate_size),
+        capture_shared_experts=shared_captured,
+        fp8=fp8,
+    )
     kw: dict[str, Any] = {
-        "dense_layers": A([layers * (1 - moe_share)]), "moe_layers": A([layers * moe_share]),
-        "dense_gpu_fwd_s": A([gpu_layer / 3]), "dense_gpu_bwd_s": A([2 * gpu_layer / 3]),
-        "moe_gpu_fwd_s": A([gpu_layer / 3]), "moe_gpu_bwd_s": A([2 * gpu_layer / 3]),
-        "dense_kernels": dense, "moe_kernels": moe, "dispatcher": dispatcher, "costs": costs,
-    }  # fmt: skip
+        "dense_layers": A([layers * (1 - moe_share)]),
+        "moe_layers": A([layers * moe_share]),
+        "dense_gpu_fwd_s": A([gpu_layer / 3]),
+        "dense_gpu_bwd_s": A([2 * gpu_layer / 3]),
+        "moe_gpu_fwd_s": A([gpu_layer / 3]),
+        "moe_gpu_bwd_s": A([2 * gpu_layer / 3]),
+        "dense_kernels": dense,
+        "moe_kernels": moe,
+        "dispatcher": dispatcher,
+        "costs": costs,
+    }
     eager = micro_batch_time(cuda_graphs="none", **kw)
     graphed = micro_batch_time(cuda_graphs="partial", **kw)
     return float(eager.total_s[0] / graphed.total_s[0])
@@ -114,11 +176,31 @@ def _graph_ratio(model: ModelSpec, *, seq: int, tp: int, ep: int, pp: int, graph
 
 HOST_CASES = (
     # (label, model, seq, tp, ep, pp, graphed TFLOP/s, dispatcher, fp8, measured eager/graphed)
-    ("Qwen3-30B-A3B, H100, TP2 PP2 EP4 (MB cuda-graphs card)", "qwen3-30b-a3b", 4096, 2, 4, 2,
-     274.0, "alltoall", False, 623.0 / 484.0),
-    ("DeepSeek-V3, GB200, TP1 PP8 EP32, MXFP8 (MLM-DSV3 §4)", "deepseek-v3", 4096, 1, 32, 8,
-     663.3, "flex_deepep", True, 663.3 / 610.7),
-)  # fmt: skip
+    (
+        "Qwen3-30B-A3B, H100, TP2 PP2 EP4 (MB cuda-graphs card)",
+        "qwen3-30b-a3b",
+        4096,
+        2,
+        4,
+        2,
+        274.0,
+        "alltoall",
+        False,
+        623.0 / 484.0,
+    ),
+    (
+        "DeepSeek-V3, GB200, TP1 PP8 EP32, MXFP8 (MLM-DSV3 §4)",
+        "deepseek-v3",
+        4096,
+        1,
+        32,
+        8,
+        663.3,
+        "flex_deepep",
+        True,
+        663.3 / 610.7,
+    ),
+)
 
 
 def host_rows(costs: HostCosts) -> list[dict[str, Any]]:
@@ -127,21 +209,38 @@ def host_rows(costs: HostCosts) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for label, slug, seq, tp, ep, pp, tf, disp, fp8, measured in HOST_CASES:
         model = load_model(slug)
-        kw: dict[str, Any] = {"seq": seq, "tp": tp, "ep": ep, "pp": pp, "graphed_tflops": tf,
-                              "dispatcher": disp, "fp8": fp8, "shared_captured": False}  # fmt: skip
+        kw: dict[str, Any] = {
+            "seq": seq,
+            "tp": tp,
+            "ep": ep,
+            "pp": pp,
+            "graphed_tflops": tf,
+            "dispatcher": disp,
+            "fp8": fp8,
+            "shared_captured": False,
+        }
         pred = _graph_ratio(model, costs=costs, **kw)
         lo, hi = 0.0, 200e-6  # bisection on the host time per kernel
         for _ in range(40):
             mid = (lo + hi) / 2
-            trial = HostCosts(per_kernel_s=mid, per_graph_launch_s=costs.per_graph_launch_s,
-                              per_sync_s=costs.per_sync_s,
-                              per_micro_batch_s=costs.per_micro_batch_s)  # fmt: skip
+            trial = HostCosts(
+                per_kernel_s=mid,
+                per_graph_launch_s=costs.per_graph_launch_s,
+                per_sync_s=costs.per_sync_s,
+                per_micro_batch_s=costs.per_micro_batch_s,
+            )
             lo, hi = (mid, hi) if _graph_ratio(model, costs=trial, **kw) < measured else (lo, mid)
-        rows.append({"case": label, "measured_speedup": round(measured, 3),
-                     "predicted_speedup": round(pred, 3), "error": round(pred / measured - 1, 3),
-                     "implied_host_us_per_kernel": round(lo * 1e6, 1),
-                     "assumed": f"seq {seq}, micro-batch 1, GPU time per layer from the graphed "
-                                "run's TFLOP/s; router unfused; shared experts eager"})  # fmt: skip
+        rows.append(
+            {
+                "case": label,
+                "measured_speedup": round(measured, 3),
+                "predicted_speedup": round(pred, 3),
+                "error": round(pred / measured - 1, 3),
+                "implied_host_us_per_kernel": round(lo * 1e6, 1),
+                "assumed": f"seq {seq}, micro-batch 1, GPU time per layer from the graphed "
+                "run's TFLOP/s; router unfused; shared experts eager",
+            }
+        )
     return rows
 
 
@@ -152,10 +251,22 @@ def cross_entropy_rows() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for impl in CROSS_ENTROPY_IMPLS:
         for tp in (1, 8):
-            r = cross_entropy_time(impl, tokens=8192, vocab_padded=128256, tp=tp,
-                                   hbm_bytes_per_s=hbm, collective_s=20e-6)  # fmt: skip
-            rows.append({"impl": impl, "tp": tp, "fwd_ms": round(float(r.fwd_s) * 1e3, 3),
-                         "bwd_ms": round(float(r.bwd_s) * 1e3, 3),
-                         "held_gb": round(float(r.held_bytes) / 1e9, 2),
-                         "peak_gb": round(float(r.peak_bytes) / 1e9, 2)})  # fmt: skip
+            r = cross_entropy_time(
+                impl,
+                tokens=8192,
+                vocab_padded=128256,
+                tp=tp,
+                hbm_bytes_per_s=hbm,
+                collective_s=20e-6,
+            )
+            rows.append(
+                {
+                    "impl": impl,
+                    "tp": tp,
+                    "fwd_ms": round(float(r.fwd_s) * 1e3, 3),
+                    "bwd_ms": round(float(r.bwd_s) * 1e3, 3),
+                    "held_gb": round(float(r.held_bytes) / 1e9, 2),
+                    "peak_gb": round(float(r.peak_bytes) / 1e9, 2),
+                }
+            )
     return rows

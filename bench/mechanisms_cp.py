@@ -53,9 +53,13 @@ PUBLISHED = (
 
 
 def _gemm_seconds(
-    gemms: tuple[Gemm, ...], tokens: float, tp: int, gpu: GPUSpec, prof: PerformanceProfile,
+    gemms: tuple[Gemm, ...],
+    tokens: float,
+    tp: int,
+    gpu: GPUSpec,
+    prof: PerformanceProfile,
     fp8: bool,
-) -> float:  # fmt: skip
+) -> float:
     """Forward seconds of a layer's GEMMs on one GPU (the planner's dense GEMM curve)."""
     total = 0.0
     for g in gemms:
@@ -64,7 +68,10 @@ def _gemm_seconds(
         flop = g.fwd_flop_per_token * tokens / (tp if g.shard else 1)
         call = 2.0 * tokens * float(n[0]) * float(k[0])
         if fp8:
-            peak, plateau = gpu.peak_fp8_flop_per_s or gpu.peak_bf16_flop_per_s, prof.fp8_gemm_efficiency
+            peak, plateau = (
+                gpu.peak_fp8_flop_per_s or gpu.peak_bf16_flop_per_s,
+                prof.fp8_gemm_efficiency,
+            )
             half_m, half_t = prof.fp8_half_tokens, prof.fp8_half_time_s
         else:
             peak, plateau = gpu.peak_bf16_flop_per_s, prof.gemm_efficiency
@@ -87,8 +94,9 @@ def _tp_seconds(table: CollectiveTable, tp: int, tensor_bytes: float) -> tuple[f
     return total, tp > NODE
 
 
-def layer_seconds(model: ModelSpec, seq: int, tp: int, cp: int, *, fp8: bool,
-                  recompute: bool) -> dict[str, float]:  # fmt: skip
+def layer_seconds(
+    model: ModelSpec, seq: int, tp: int, cp: int, *, fp8: bool, recompute: bool
+) -> dict[str, float]:
     """Forward + backward seconds of one layer per micro-batch (b = 1) on one GPU."""
     gpu = load_gpu("h100-sxm-80gb")
     prof = default_profile(gpu)
@@ -107,12 +115,18 @@ def layer_seconds(model: ModelSpec, seq: int, tp: int, cp: int, *, fp8: bool,
     tp_f = 2.0 * tp_one * (1.0 - hidden)  # AG + RS before/after attention and MLP
     heads = model.num_attention_heads / tp
     kv_heads = max(1.0, model.query_groups / tp)
-    shape = AttentionShape(batch=np.array([1.0]), seq_length=np.array([float(seq)]),
-                           cp=np.array([float(cp)]), heads=np.array([heads]),
-                           kv_heads=np.array([kv_heads]), head_dim=model.head_dim)  # fmt: skip
+    shape = AttentionShape(
+        batch=np.array([1.0]),
+        seq_length=np.array([float(seq)]),
+        cp=np.array([float(cp)]),
+        heads=np.array([heads]),
+        kv_heads=np.array([kv_heads]),
+        head_dim=model.head_dim,
+    )
     members = cp_members_per_node(np.array([tp]), np.array([cp]), NODE)
-    beta, half = group_params(table, "send_recv", np.array([2.0]),
-                              np.where(members >= 2, 2.0, 1.0), NIC_BYTES_PER_S)  # fmt: skip
+    beta, half = group_params(
+        table, "send_recv", np.array([2.0]), np.where(members >= 2, 2.0, 1.0), NIC_BYTES_PER_S
+    )
     kernel = hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
     att = ring_p2p(kernel, shape, p2p_beta_max=beta, p2p_s_half=half, hbm_bytes_per_s=hbm)
     fwd = gemm_f + mem_f + tp_f + float(att.fwd_s[0])
@@ -138,13 +152,19 @@ def cp_speedups() -> list[dict[str, Any]]:
         for tp, cp, published in cases:
             lay = layer_seconds(model, seq, tp, cp, fp8=fp8_gqa, recompute=False)
             predicted = (8 * 1 * base["total_s"]) / (tp * cp * lay["total_s"])
-            rows.append({
-                "case": label, "seq_length": seq, "tp": tp, "cp": cp,
-                "published_speedup": published, "predicted_speedup": round(predicted, 3),
-                "error": round(predicted / published - 1.0, 3),
-                "layer_ms": {k: round(v * 1e3, 3) for k, v in lay.items()},
-                "baseline_layer_ms": {k: round(v * 1e3, 3) for k, v in base.items()},
-            })  # fmt: skip
+            rows.append(
+                {
+                    "case": label,
+                    "seq_length": seq,
+                    "tp": tp,
+                    "cp": cp,
+                    "published_speedup": published,
+                    "predicted_speedup": round(predicted, 3),
+                    "error": round(predicted / published - 1.0, 3),
+                    "layer_ms": {k: round(v * 1e3, 3) for k, v in lay.items()},
+                    "baseline_layer_ms": {k: round(v * 1e3, 3) for k, v in base.items()},
+                }
+            )
     return rows
 
 
@@ -157,20 +177,32 @@ def cp_step_table() -> list[dict[str, Any]]:
     hbm = gpu.hbm_bandwidth_bytes_per_s * prof.hbm_efficiency
     kernel = hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
     out: list[dict[str, Any]] = []
-    for name, heads, kv in (("70B GQA (a_l 8, g_l 1)", 8.0, 1.0), ("7B MHA (a_l 32, g_l 32)", 32.0, 32.0)):
+    for name, heads, kv in (
+        ("70B GQA (a_l 8, g_l 1)", 8.0, 1.0),
+        ("7B MHA (a_l 32, g_l 32)", 32.0, 32.0),
+    ):
         for seq in (32768, 131072):
             for cp in (2, 4, 8, 16):
                 row: dict[str, Any] = {"layer": name, "seq_length": seq, "cp": cp}
                 for link, members in (("nvlink", 2.0), ("network", 1.0)):
-                    beta, half = group_params(table, "send_recv", np.array([2.0]),
-                                              np.array([members]), NIC_BYTES_PER_S)  # fmt: skip
-                    shape = AttentionShape(batch=np.array([1.0]), seq_length=np.array([float(seq)]),
-                                           cp=np.array([float(cp)]), heads=np.array([heads]),
-                                           kv_heads=np.array([kv]), head_dim=128)  # fmt: skip
-                    r = ring_p2p(kernel, shape, p2p_beta_max=beta, p2p_s_half=half,
-                                 hbm_bytes_per_s=hbm)  # fmt: skip
+                    beta, half = group_params(
+                        table, "send_recv", np.array([2.0]), np.array([members]), NIC_BYTES_PER_S
+                    )
+                    shape = AttentionShape(
+                        batch=np.array([1.0]),
+                        seq_length=np.array([float(seq)]),
+                        cp=np.array([float(cp)]),
+                        heads=np.array([heads]),
+                        kv_heads=np.array([kv]),
+                        head_dim=128,
+                    )
+                    r = ring_p2p(
+                        kernel, shape, p2p_beta_max=beta, p2p_s_half=half, hbm_bytes_per_s=hbm
+                    )
                     exposed: FloatArray = r.fwd_exposed_s + r.bwd_exposed_s + r.correction_s
                     row[f"{link}_exposed_share"] = round(float(exposed[0] / r.total_s[0]), 3)
-                row["attention_ms"] = round(float(r.fwd_attention_s[0] + r.bwd_attention_s[0]) * 1e3, 3)
+                row["attention_ms"] = round(
+                    float(r.fwd_attention_s[0] + r.bwd_attention_s[0]) * 1e3, 3
+                )
                 out.append(row)
     return out

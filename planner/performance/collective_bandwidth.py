@@ -89,11 +89,11 @@ class CollectiveCurve:
 
     def __post_init__(self) -> None:
         if self.op not in COLLECTIVE_OPS:
-            raise SpecError(
-                f"op={self.op!r} is not one of {', '.join(COLLECTIVE_OPS)}", field="op"
-            )
+            raise SpecError(f"op={self.op!r} is not one of {', '.join(COLLECTIVE_OPS)}", field="op")
         if self.link not in LINK_KINDS:
-            raise SpecError(f"link={self.link!r} is not one of {', '.join(LINK_KINDS)}", field="link")
+            raise SpecError(
+                f"link={self.link!r} is not one of {', '.join(LINK_KINDS)}", field="link"
+            )
         if self.group_size < 1:
             raise SpecError("group_size must be >= 1", field="group_size")
         if not self.beta_max_bytes_per_s > 0:
@@ -105,9 +105,7 @@ class CollectiveCurve:
         return saturating_busbw(size_bytes, self.beta_max_bytes_per_s, self.s_half_bytes)
 
     def time(self, n: FloatArray | float, size_bytes: FloatArray | float) -> FloatArray:
-        return collective_time(
-            self.op, n, size_bytes, self.beta_max_bytes_per_s, self.s_half_bytes
-        )
+        return collective_time(self.op, n, size_bytes, self.beta_max_bytes_per_s, self.s_half_bytes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,12 +5,14 @@ The loss runs over the logits of the output layer: n = s_l x b x V / t elements 
 bandwidth, plus its TP collectives over rows (T = s_l x b rows, fp32 values) and a few kernel
 launches. Per logit (bytes of HBM traffic, mechanisms-facts §5.2-5.4):
 
-| implementation | forward | backward | TP collectives (forward) | held for backward |
+| implementation | forward | backward | TP collectives (forward) | held |
 |---|---|---|---|---|
-| unfused ``vocab_parallel_cross_entropy`` | 38 (6 passes) | 14 | 3 all-reduces of T fp32 | 4 (fp32 softmax) |
-| ``--cross-entropy-loss-fusion`` native | 10 (>= 3 passes) | 6 | 2 all-reduces | 4 |
-| ``te`` (TE 2.2-2.17) | 6 (read, read, write grad in place) | 4 | 1 all-gather of 3 T fp32 | 2 (in the logits) |
-| ``te`` (TE 2.18) | 8 (fp32 gradient buffer) | 6 | 1 all-gather | 4 |
+| ``unfused`` (vocab_parallel_cross_entropy) | 38, 6 passes | 14 | 3 all-reduces of T fp32 | 4 |
+| ``native`` (--cross-entropy-loss-fusion) | 10, >= 3 passes | 6 | 2 all-reduces | 4 |
+| ``te`` (TE 2.2-2.17, gradient in place) | 6 | 4 | 1 all-gather of 3 T fp32 | 2 |
+| ``te_fp32_grad`` (TE 2.18) | 8 | 6 | 1 all-gather of 3 T fp32 | 4 |
+
+"held" = bytes per logit kept for the backward (the fp32 softmax, or TE's in-place gradient).
 
 The native row is a lower bound (the passes after torch.compile were not measured, §5.3,
 §9.4); its backward reads the fp32 softmax (4) and writes the bf16 gradient (2).
@@ -52,28 +54,48 @@ class CrossEntropyPasses:
 CROSS_ENTROPY_PASSES: dict[str, CrossEntropyPasses] = {
     # §5.2: cast 2+4, max 4, subtract 4+4, exp 4+4, sum 4, divide 4+4 = 38; bwd 4+4 + 4+2 = 14
     "unfused": CrossEntropyPasses(
-        fwd_bytes_per_logit=38.0, bwd_bytes_per_logit=14.0, held_bytes_per_logit=4.0,
-        peak_bytes_per_logit=2.0 + 4.0, tp_all_reduces=3, tp_all_gather_values=0,
-        kernels_fwd=8, kernels_bwd=4,
-    ),  # fmt: skip
+        fwd_bytes_per_logit=38.0,
+        bwd_bytes_per_logit=14.0,
+        held_bytes_per_logit=4.0,
+        peak_bytes_per_logit=2.0 + 4.0,
+        tp_all_reduces=3,
+        tp_all_gather_values=0,
+        kernels_fwd=8,
+        kernels_bwd=4,
+    ),
     # §5.3: merged all-reduces (2), gradient emitted in bf16; >= 3 passes [inferred]
     "native": CrossEntropyPasses(
-        fwd_bytes_per_logit=2.0 + 2.0 + 2.0 + 4.0, bwd_bytes_per_logit=4.0 + 2.0,
-        held_bytes_per_logit=4.0, peak_bytes_per_logit=2.0 + 4.0, tp_all_reduces=2,
-        tp_all_gather_values=0, kernels_fwd=3, kernels_bwd=1,
-    ),  # fmt: skip
+        fwd_bytes_per_logit=2.0 + 2.0 + 2.0 + 4.0,
+        bwd_bytes_per_logit=4.0 + 2.0,
+        held_bytes_per_logit=4.0,
+        peak_bytes_per_logit=2.0 + 4.0,
+        tp_all_reduces=2,
+        tp_all_gather_values=0,
+        kernels_fwd=3,
+        kernels_bwd=1,
+    ),
     # §5.4: two Triton kernels, gradient written in place into the bf16 logits (TE 2.2-2.17)
     "te": CrossEntropyPasses(
-        fwd_bytes_per_logit=2.0 + 2.0 + 2.0, bwd_bytes_per_logit=2.0 + 2.0,
-        held_bytes_per_logit=2.0, peak_bytes_per_logit=2.0, tp_all_reduces=0,
-        tp_all_gather_values=3, kernels_fwd=2, kernels_bwd=1,
-    ),  # fmt: skip
+        fwd_bytes_per_logit=2.0 + 2.0 + 2.0,
+        bwd_bytes_per_logit=2.0 + 2.0,
+        held_bytes_per_logit=2.0,
+        peak_bytes_per_logit=2.0,
+        tp_all_reduces=0,
+        tp_all_gather_values=3,
+        kernels_fwd=2,
+        kernels_bwd=1,
+    ),
     # §5.4: TE 2.18 writes a separate fp32 gradient buffer
     "te_fp32_grad": CrossEntropyPasses(
-        fwd_bytes_per_logit=2.0 + 2.0 + 4.0, bwd_bytes_per_logit=4.0 + 2.0,
-        held_bytes_per_logit=4.0, peak_bytes_per_logit=2.0 + 4.0, tp_all_reduces=0,
-        tp_all_gather_values=3, kernels_fwd=2, kernels_bwd=1,
-    ),  # fmt: skip
+        fwd_bytes_per_logit=2.0 + 2.0 + 4.0,
+        bwd_bytes_per_logit=4.0 + 2.0,
+        held_bytes_per_logit=4.0,
+        peak_bytes_per_logit=2.0 + 4.0,
+        tp_all_reduces=0,
+        tp_all_gather_values=3,
+        kernels_fwd=2,
+        kernels_bwd=1,
+    ),
 }
 
 

@@ -52,8 +52,13 @@ class GemmRate:
     """A grouped kernel's rate / a dense GEMM's at the same pooled size (prior 1.0)."""
 
     def __post_init__(self) -> None:
-        for name in ("peak_flop_per_s", "plateau", "hbm_bytes_per_s", "weight_bytes",
-                     "grouped_kernel_efficiency"):  # fmt: skip
+        for name in (
+            "peak_flop_per_s",
+            "plateau",
+            "hbm_bytes_per_s",
+            "weight_bytes",
+            "grouped_kernel_efficiency",
+        ):
             if not getattr(self, name) > 0:
                 raise SpecError(f"{name} must be positive", field=name)
 
@@ -121,8 +126,12 @@ def expert_mlp_time(
     weight-gradient GEMM of the same size per forward GEMM (3 per expert linear, §3.2).
     """
     fc1_n = expert_ffn * (2.0 if gated else 1.0)
-    kw = {"tokens_per_expert": tokens_per_expert, "local_experts": local_experts,
-          "path": path, "imbalance": imbalance}  # fmt: skip
+    kw = {
+        "tokens_per_expert": tokens_per_expert,
+        "local_experts": local_experts,
+        "path": path,
+        "imbalance": imbalance,
+    }
     fc1 = expert_gemm_time(rate, n=fc1_n, k=hidden, **kw)  # type: ignore[arg-type]
     fc2 = expert_gemm_time(rate, n=hidden, k=expert_ffn, **kw)  # type: ignore[arg-type]
     # dgrad of FC1 is m x h x F1 and wgrad F1 x h x m: the same FLOPs; the pooled size is
@@ -176,9 +185,13 @@ def permute_time(
 
 
 def achieved_flop_per_s(
-    seconds: FloatArray, *, tokens_per_expert: FloatArray, local_experts: FloatArray,
-    n: float, k: float,
-) -> FloatArray:  # fmt: skip
+    seconds: FloatArray,
+    *,
+    tokens_per_expert: FloatArray,
+    local_experts: FloatArray,
+    n: float,
+    k: float,
+) -> FloatArray:
     """FLOP/s of an expert GEMM (for comparing with published TFLOP/s)."""
     flop = 2.0 * np.asarray(tokens_per_expert) * n * k * np.asarray(local_experts)
     return np.asarray(flop / np.asarray(seconds), np.float64)

@@ -22,8 +22,9 @@ then costs depends on ``--cp-comm-type``:
 The rate of each kernel call comes from :class:`AttentionKernel`: a plateau, a saturation in
 the keys each query row visits, and the wave efficiency of its CTAs on the GPU's SMs
 (performance-facts §2.5: too few CTAs for the SMs is what collapses attention at few heads per
-GPU). Link speeds are (beta_max, S_half) arrays from :mod:`planner.performance.collective_bandwidth`. Everything is per
-layer and per micro-batch, vectorised over a batch of layouts.
+GPU). Link speeds are (beta_max, S_half) arrays from
+:mod:`planner.performance.collective_bandwidth`. Everything is per layer and per micro-batch,
+vectorised over a batch of layouts.
 """
 
 from __future__ import annotations
@@ -34,9 +35,8 @@ from typing import Literal
 import numpy as np
 
 from planner.layouts import BoolArray, FloatArray
-from planner.specs import SpecError
-
 from planner.performance.collective_bandwidth import collective_time
+from planner.specs import SpecError
 
 CpCommType = Literal["p2p", "all_gather", "a2a", "a2a+p2p"]
 CP_COMM_TYPES: tuple[CpCommType, ...] = ("p2p", "all_gather", "a2a", "a2a+p2p")
@@ -208,17 +208,32 @@ def _ring_step_times(
     bh = b * a
     conc = np.where(c > 1, 2.0, 1.0)  # two streams alternate when there is more than one step
     diag = attention_call_time(
-        kernel, batch_heads=bh, query_rows=sl, pairs=sl * sl / 2.0, head_dim=shape.head_dim,
-        backward=backward, concurrent_calls=conc,
-    )  # fmt: skip
+        kernel,
+        batch_heads=bh,
+        query_rows=sl,
+        pairs=sl * sl / 2.0,
+        head_dim=shape.head_dim,
+        backward=backward,
+        concurrent_calls=conc,
+    )
     lower = attention_call_time(
-        kernel, batch_heads=bh, query_rows=sl, pairs=sl * sl / 2.0, head_dim=shape.head_dim,
-        backward=backward, concurrent_calls=conc,
-    )  # fmt: skip
+        kernel,
+        batch_heads=bh,
+        query_rows=sl,
+        pairs=sl * sl / 2.0,
+        head_dim=shape.head_dim,
+        backward=backward,
+        concurrent_calls=conc,
+    )
     upper = attention_call_time(
-        kernel, batch_heads=bh, query_rows=sl / 2.0, pairs=sl * sl / 2.0,
-        head_dim=shape.head_dim, backward=backward, concurrent_calls=conc,
-    )  # fmt: skip
+        kernel,
+        batch_heads=bh,
+        query_rows=sl / 2.0,
+        pairs=sl * sl / 2.0,
+        head_dim=shape.head_dim,
+        backward=backward,
+        concurrent_calls=conc,
+    )
     # ranks r >= i run the lower triangle and r < i the upper one; the ring waits for the slower
     return diag, np.asarray(np.maximum(lower, upper), np.float64)
 
@@ -273,9 +288,7 @@ def ring_p2p(
     )
 
 
-def _all_gather_calls(
-    kernel: AttentionKernel, shape: AttentionShape, backward: bool
-) -> FloatArray:
+def _all_gather_calls(kernel: AttentionKernel, shape: AttentionShape, backward: bool) -> FloatArray:
     """Two causal calls of chunk length u = s / 2c against growing key prefixes (§1.3); the
     slower of the first and the last rank (their calls differ, their totals do not)."""
     b, s, c, a, _ = shape.arrays()
@@ -286,9 +299,14 @@ def _all_gather_calls(
         for keys in ((r + 1.0) * u, (2.0 * c - r) * u):
             pairs = u * keys - u * u / 2.0  # causal only on the diagonal block
             total = total + attention_call_time(
-                kernel, batch_heads=b * a, query_rows=u, pairs=pairs,
-                head_dim=shape.head_dim, backward=backward, concurrent_calls=1.0,
-            )  # fmt: skip
+                kernel,
+                batch_heads=b * a,
+                query_rows=u,
+                pairs=pairs,
+                head_dim=shape.head_dim,
+                backward=backward,
+                concurrent_calls=1.0,
+            )
         worst = np.maximum(worst, total)
     return np.asarray(worst, np.float64)
 
@@ -395,14 +413,22 @@ def hierarchical_a2a_p2p(
     c1 = np.asarray(inner, dtype=np.float64)
     fwd_a2a, bwd_a2a = _a2a_exchange(shape, c1, a2a_beta_max, a2a_s_half)
     ring_shape = AttentionShape(
-        batch=b, seq_length=s, cp=c / c1, heads=a / c1, kv_heads=g / c1,
-        head_dim=shape.head_dim, kv_bytes_per_element=shape.kv_bytes_per_element,
+        batch=b,
+        seq_length=s,
+        cp=c / c1,
+        heads=a / c1,
+        kv_heads=g / c1,
+        head_dim=shape.head_dim,
+        kv_bytes_per_element=shape.kv_bytes_per_element,
         out_bytes_per_element=shape.out_bytes_per_element,
-    )  # fmt: skip
+    )
     ring = ring_p2p(
-        kernel, ring_shape, p2p_beta_max=p2p_beta_max, p2p_s_half=p2p_s_half,
+        kernel,
+        ring_shape,
+        p2p_beta_max=p2p_beta_max,
+        p2p_s_half=p2p_s_half,
         hbm_bytes_per_s=hbm_bytes_per_s,
-    )  # fmt: skip
+    )
     bad = ~a2a_supported(shape, c1)
     return CpAttentionTime(
         fwd_attention_s=np.where(bad, np.inf, ring.fwd_attention_s),

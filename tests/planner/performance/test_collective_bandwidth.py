@@ -127,16 +127,22 @@ def test_network_limits_by_link_kind() -> None:
 
 def _mesh_table() -> CollectiveTable:
     curves = tuple(
-        CollectiveCurve(op=op, link="mesh", group_size=8, beta_max_bytes_per_s=300e9,
-                        s_half_bytes=4 * MIB)  # fmt: skip
+        CollectiveCurve(
+            op=op, link="mesh", group_size=8, beta_max_bytes_per_s=300e9, s_half_bytes=4 * MIB
+        )
         for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
     )
     net = NetworkPriors(
-        ring_efficiency=0.9, ring_s_half_bytes=80 * MIB, all_to_all_efficiency=0.9,
-        all_to_all_s_half_bytes=80 * MIB, send_recv_efficiency=0.9, send_recv_s_half_bytes=MIB,
-    )  # fmt: skip
-    return CollectiveTable(gpu="x", link="mesh", curves=curves, network=net,
-                           mesh_link_bytes_per_s=48e9)  # fmt: skip
+        ring_efficiency=0.9,
+        ring_s_half_bytes=80 * MIB,
+        all_to_all_efficiency=0.9,
+        all_to_all_s_half_bytes=80 * MIB,
+        send_recv_efficiency=0.9,
+        send_recv_s_half_bytes=MIB,
+    )
+    return CollectiveTable(
+        gpu="x", link="mesh", curves=curves, network=net, mesh_link_bytes_per_s=48e9
+    )
 
 
 def test_a_mesh_gives_a_small_group_only_its_own_links() -> None:
@@ -150,14 +156,17 @@ def test_a_mesh_gives_a_small_group_only_its_own_links() -> None:
 
 def test_bad_tables_are_rejected_with_the_field() -> None:
     with pytest.raises(SpecError, match="mesh_link_bytes_per_s"):
-        CollectiveTable(gpu="x", link="mesh", curves=_mesh_table().curves,
-                        network=_mesh_table().network)  # fmt: skip
+        CollectiveTable(
+            gpu="x", link="mesh", curves=_mesh_table().curves, network=_mesh_table().network
+        )
     with pytest.raises(SpecError, match="no curve for send_recv"):
-        CollectiveTable(gpu="x", link="switch", curves=_mesh_table().curves[:4],
-                        network=_mesh_table().network)  # fmt: skip
+        CollectiveTable(
+            gpu="x", link="switch", curves=_mesh_table().curves[:4], network=_mesh_table().network
+        )
     with pytest.raises(SpecError, match="beta_max"):
-        CollectiveCurve(op="all_reduce", link="switch", group_size=8, beta_max_bytes_per_s=0,
-                        s_half_bytes=1.0)  # fmt: skip
+        CollectiveCurve(
+            op="all_reduce", link="switch", group_size=8, beta_max_bytes_per_s=0, s_half_bytes=1.0
+        )
 
 
 def test_every_shipped_table_loads_and_cites_its_sources() -> None:

@@ -15,8 +15,9 @@ from planner.performance.host_overhead import (
 from planner.specs import SpecError
 
 A = np.asarray
-COSTS = HostCosts(per_kernel_s=5e-6, per_graph_launch_s=10e-6, per_sync_s=20e-6,
-                  per_micro_batch_s=100e-6)  # fmt: skip
+COSTS = HostCosts(
+    per_kernel_s=5e-6, per_graph_launch_s=10e-6, per_sync_s=20e-6, per_micro_batch_s=100e-6
+)
 
 
 def test_dense_layer_counts_follow_the_sheet() -> None:
@@ -30,7 +31,10 @@ def test_dense_layer_counts_follow_the_sheet() -> None:
 
 def test_cp_adds_ring_kernels() -> None:
     """§3.2: c attention calls + c-1 send/recv pairs + ~2c correction kernels."""
-    base, cp4 = dense_layer_kernels(tp=A([2.0]), cp=A([1.0])), dense_layer_kernels(tp=A([2.0]), cp=A([4.0]))
+    base, cp4 = (
+        dense_layer_kernels(tp=A([2.0]), cp=A([1.0])),
+        dense_layer_kernels(tp=A([2.0]), cp=A([4.0])),
+    )
     assert cp4.fwd[0] - base.fwd[0] == 3 + 3 + 8
 
 
@@ -38,8 +42,9 @@ def test_moe_layer_launch_count_grows_with_local_experts_only_on_the_multi_strea
     """§4.1: the default GroupedLinear launches one GEMM per local expert; grouped kernels one."""
     experts = A([4.0, 32.0])
     multi = moe_layer_kernels(tp=A([1.0, 1.0]), cp=A([1.0, 1.0]), local_experts=experts)
-    grouped = moe_layer_kernels(tp=A([1.0, 1.0]), cp=A([1.0, 1.0]), local_experts=experts,
-                                grouped_gemm="grouped")  # fmt: skip
+    grouped = moe_layer_kernels(
+        tp=A([1.0, 1.0]), cp=A([1.0, 1.0]), local_experts=experts, grouped_gemm="grouped"
+    )
     assert multi.bwd[1] - multi.bwd[0] == 4 * 28  # dgrad + wgrad of FC1 and FC2 per expert
     assert grouped.fwd[0] == grouped.fwd[1] < multi.fwd[0]
     fused = moe_layer_kernels(tp=A([1.0]), cp=A([1.0]), local_experts=A([4.0]), router_fusion=True)
@@ -50,11 +55,18 @@ def _mb(graphs: str, dispatcher: str = "alltoall", gpu_fwd: float = 1e-3):  # ty
     dense = dense_layer_kernels(tp=A([2.0]), cp=A([1.0]))
     moe = moe_layer_kernels(tp=A([2.0]), cp=A([1.0]), local_experts=A([32.0]))
     return micro_batch_time(
-        dense_layers=A([0.0]), moe_layers=A([24.0]), dense_gpu_fwd_s=A([0.0]),
-        dense_gpu_bwd_s=A([0.0]), moe_gpu_fwd_s=A([gpu_fwd]), moe_gpu_bwd_s=A([2 * gpu_fwd]),
-        dense_kernels=dense, moe_kernels=moe, cuda_graphs=graphs,  # type: ignore[arg-type]
-        dispatcher=dispatcher, costs=COSTS,  # type: ignore[arg-type]
-    )  # fmt: skip
+        dense_layers=A([0.0]),
+        moe_layers=A([24.0]),
+        dense_gpu_fwd_s=A([0.0]),
+        dense_gpu_bwd_s=A([0.0]),
+        moe_gpu_fwd_s=A([gpu_fwd]),
+        moe_gpu_bwd_s=A([2 * gpu_fwd]),
+        dense_kernels=dense,
+        moe_kernels=moe,
+        cuda_graphs=graphs,  # type: ignore[arg-type]
+        dispatcher=dispatcher,
+        costs=COSTS,  # type: ignore[arg-type]
+    )
 
 
 def test_gpu_bound_layers_pay_only_the_syncs() -> None:

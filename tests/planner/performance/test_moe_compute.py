@@ -18,16 +18,21 @@ from planner.specs import SpecError
 A = np.asarray
 # H100 bf16 priors of the dense GEMM curve (planner.performance.profile hopper defaults)
 H100 = GemmRate(
-    peak_flop_per_s=989.4e12, plateau=0.71, half_tokens=45.0, half_flop=18e-6 * 989.4e12,
+    peak_flop_per_s=989.4e12,
+    plateau=0.71,
+    half_tokens=45.0,
+    half_flop=18e-6 * 989.4e12,
     hbm_bytes_per_s=0.8 * 3.35e12,
-)  # fmt: skip
+)
 
 
 def tflops(path: str, groups: int, m: int, n: int, k: int) -> float:
-    t = expert_gemm_time(H100, tokens_per_expert=A(float(m)), local_experts=A(float(groups)),
-                         n=n, k=k, path=path)  # type: ignore[arg-type]  # fmt: skip
-    rate = achieved_flop_per_s(t, tokens_per_expert=A(float(m)), local_experts=A(float(groups)),
-                               n=n, k=k)  # fmt: skip
+    t = expert_gemm_time(
+        H100, tokens_per_expert=A(float(m)), local_experts=A(float(groups)), n=n, k=k, path=path
+    )  # type: ignore[arg-type]
+    rate = achieved_flop_per_s(
+        t, tokens_per_expert=A(float(m)), local_experts=A(float(groups)), n=n, k=k
+    )
     return float(rate) / 1e12
 
 
@@ -46,7 +51,9 @@ def test_te_pr_2045_multi_stream_versus_grouped_on_h100(
 
 def test_grouped_gain_grows_as_experts_shrink() -> None:
     gain_big = tflops("grouped", 8, 4096, 768, 2048) / tflops("multi_stream", 8, 4096, 768, 2048)
-    gain_small = tflops("grouped", 16, 2048, 768, 2048) / tflops("multi_stream", 16, 2048, 768, 2048)
+    gain_small = tflops("grouped", 16, 2048, 768, 2048) / tflops(
+        "multi_stream", 16, 2048, 768, 2048
+    )
     assert gain_small > gain_big > 1.0
 
 
@@ -59,43 +66,74 @@ def test_few_tokens_per_expert_are_weight_bandwidth_bound() -> None:
     """Every expert's weights cross HBM once per call: a floor that binds at small m, and a
     cost per token that falls as m grows (§4.2 reading)."""
     m = A([1.0, 16.0, 128.0, 1024.0])
-    t = expert_gemm_time(H100, tokens_per_expert=m, local_experts=A(64.0), n=2048, k=7168,
-                         path="grouped")  # fmt: skip
+    t = expert_gemm_time(
+        H100, tokens_per_expert=m, local_experts=A(64.0), n=2048, k=7168, path="grouped"
+    )
     weights = 64 * 2048 * 7168 * 2.0
     assert np.all(t >= weights / H100.hbm_bytes_per_s)
     assert np.all(np.diff(t / m) < 0)
 
 
 def test_imbalance_slows_the_busiest_rank_and_is_validated() -> None:
-    kw = {"tokens_per_expert": A(512.0), "local_experts": A(8.0), "n": 4096, "k": 2048,
-          "path": "multi_stream"}  # fmt: skip
+    kw = {
+        "tokens_per_expert": A(512.0),
+        "local_experts": A(8.0),
+        "n": 4096,
+        "k": 2048,
+        "path": "multi_stream",
+    }
     base = expert_gemm_time(H100, **kw)  # type: ignore[arg-type]
     skew = expert_gemm_time(H100, imbalance=1.3, **kw)  # type: ignore[arg-type]
     assert 1.0 < float(skew / base) <= 1.3  # more tokens per expert also run faster
     with pytest.raises(SpecError, match="moe_imbalance"):
         expert_gemm_time(H100, imbalance=0.9, **kw)  # type: ignore[arg-type]
     with pytest.raises(SpecError, match="path"):
-        expert_gemm_time(H100, tokens_per_expert=A(1.0), local_experts=A(1.0), n=1, k=1,
-                         path="magic")  # type: ignore[arg-type]  # fmt: skip
+        expert_gemm_time(
+            H100, tokens_per_expert=A(1.0), local_experts=A(1.0), n=1, k=1, path="magic"
+        )  # type: ignore[arg-type]
 
 
 def test_expert_mlp_backward_is_twice_forward() -> None:
-    fwd, bwd = expert_mlp_time(H100, tokens_per_expert=A([256.0, 1024.0]),
-                               local_experts=A([32.0, 8.0]), hidden=2048, expert_ffn=768,
-                               gated=True, path="multi_stream")  # fmt: skip
+    fwd, bwd = expert_mlp_time(
+        H100,
+        tokens_per_expert=A([256.0, 1024.0]),
+        local_experts=A([32.0, 8.0]),
+        hidden=2048,
+        expert_ffn=768,
+        gated=True,
+        path="multi_stream",
+    )
     assert np.allclose(bwd, 2 * fwd) and np.all(fwd > 0)
 
 
 def test_router_and_permute_costs() -> None:
     """§4.4: permute traffic ~14 K h B per token with alltoall, ~8 K h with flex."""
-    fwd_a, _ = permute_time(tokens=A(4096.0), hidden=7168, topk=8, dispatcher="alltoall",
-                            hbm_bytes_per_s=8e12, permute_hbm_fraction=0.5)  # fmt: skip
-    fwd_f, _ = permute_time(tokens=A(4096.0), hidden=7168, topk=8, dispatcher="flex",
-                            hbm_bytes_per_s=8e12, permute_hbm_fraction=0.5)  # fmt: skip
+    fwd_a, _ = permute_time(
+        tokens=A(4096.0),
+        hidden=7168,
+        topk=8,
+        dispatcher="alltoall",
+        hbm_bytes_per_s=8e12,
+        permute_hbm_fraction=0.5,
+    )
+    fwd_f, _ = permute_time(
+        tokens=A(4096.0),
+        hidden=7168,
+        topk=8,
+        dispatcher="flex",
+        hbm_bytes_per_s=8e12,
+        permute_hbm_fraction=0.5,
+    )
     assert float(fwd_a) == pytest.approx(4096 * 14 * 8 * 7168 / 4e12)
     assert float(fwd_f / fwd_a) == pytest.approx(8 / 14)
     r_fwd, r_bwd = router_time(H100, tokens=A(4096.0), hidden=7168, experts=256)
     assert 0 < float(r_fwd) < float(r_bwd)
     with pytest.raises(SpecError, match="moe_dispatcher"):
-        permute_time(tokens=A(1.0), hidden=1, topk=1, dispatcher="nccl",  # type: ignore[arg-type]
-                     hbm_bytes_per_s=1.0, permute_hbm_fraction=0.5)  # fmt: skip
+        permute_time(
+            tokens=A(1.0),
+            hidden=1,
+            topk=1,
+            dispatcher="nccl",  # type: ignore[arg-type]
+            hbm_bytes_per_s=1.0,
+            permute_hbm_fraction=0.5,
+        )

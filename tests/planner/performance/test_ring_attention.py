@@ -25,9 +25,12 @@ A = np.asarray
 MIB = 2**20
 # the sheet's arithmetic: a kernel at a constant 500 TFLOP/s, links without latency (§1.2)
 FLAT = AttentionKernel(
-    peak_flop_per_s=500e12, fwd_plateau=1.0, bwd_plateau=1.0, fwd_half_keys=0.0,
+    peak_flop_per_s=500e12,
+    fwd_plateau=1.0,
+    bwd_plateau=1.0,
+    fwd_half_keys=0.0,
     bwd_half_keys=0.0,
-)  # fmt: skip
+)
 
 
 def shape(s: float, c: float, a: float, g: float, b: float = 1.0) -> AttentionShape:
@@ -37,8 +40,9 @@ def shape(s: float, c: float, a: float, g: float, b: float = 1.0) -> AttentionSh
 
 
 def p2p(kernel: AttentionKernel, sh: AttentionShape, beta: float, half: float = 0.0):  # type: ignore[no-untyped-def]
-    return ring_p2p(kernel, sh, p2p_beta_max=A([beta]), p2p_s_half=A([half]),
-                    hbm_bytes_per_s=2.7e12)  # fmt: skip
+    return ring_p2p(
+        kernel, sh, p2p_beta_max=A([beta]), p2p_s_half=A([half]), hbm_bytes_per_s=2.7e12
+    )
 
 
 def test_sheet_example_70b_gqa_at_128k_is_fully_hidden() -> None:
@@ -93,7 +97,10 @@ def test_backward_moves_twice_the_forward_traffic() -> None:
 def test_gqa_hides_where_mha_does_not_and_crossing_nodes_exposes_more() -> None:
     mha, gqa = p2p(FLAT, shape(32768, 8, 32, 32), 180e9), p2p(FLAT, shape(32768, 8, 32, 4), 180e9)
     assert gqa.fwd_exposed_s[0] < mha.fwd_exposed_s[0]
-    inside, across = p2p(FLAT, shape(32768, 8, 32, 8), 180e9), p2p(FLAT, shape(32768, 8, 32, 8), 45e9)
+    inside, across = (
+        p2p(FLAT, shape(32768, 8, 32, 8), 180e9),
+        p2p(FLAT, shape(32768, 8, 32, 8), 45e9),
+    )
     assert across.fwd_exposed_s[0] + across.bwd_exposed_s[0] > inside.bwd_exposed_s[0]
 
 
@@ -108,8 +115,9 @@ def test_hopper_prior_reproduces_the_flash_attention_3_figure() -> None:
     kernel = hopper_attention_prior(989.4e12, 132)
     for s, measured in ((2048, 521), (4096, 579), (8192, 602), (16384, 616)):
         bh = 16384 / s * 16
-        t = attention_call_time(kernel, batch_heads=A(bh), query_rows=A(float(s)),
-                                pairs=A(s * s / 2.0), head_dim=128)  # fmt: skip
+        t = attention_call_time(
+            kernel, batch_heads=A(bh), query_rows=A(float(s)), pairs=A(s * s / 2.0), head_dim=128
+        )
         rate = 4.0 * bh * s * s / 2 * 128 / t / 1e12
         assert rate == pytest.approx(measured, rel=0.06)
 
@@ -121,18 +129,26 @@ def test_wave_efficiency_from_the_sm_count() -> None:
     assert wave_efficiency(A([7.0]), None)[0] == 1.0
     # few heads per GPU: one call at b = 1, 2 heads, 4k rows leaves most of 132 SMs idle
     kernel = hopper_attention_prior(989.4e12, 132)
-    few = attention_call_time(kernel, batch_heads=A(2.0), query_rows=A(4096.0),
-                              pairs=A(4096.0**2 / 2), head_dim=128)  # fmt: skip
-    many = attention_call_time(kernel, batch_heads=A(32.0), query_rows=A(4096.0),
-                               pairs=A(4096.0**2 / 2), head_dim=128)  # fmt: skip
+    few = attention_call_time(
+        kernel, batch_heads=A(2.0), query_rows=A(4096.0), pairs=A(4096.0**2 / 2), head_dim=128
+    )
+    many = attention_call_time(
+        kernel, batch_heads=A(32.0), query_rows=A(4096.0), pairs=A(4096.0**2 / 2), head_dim=128
+    )
     assert float(few) * 16 > 1.8 * float(many)  # 64 CTAs on 132 SMs: about half the rate
 
 
 def test_all_gather_variant_exposes_everything() -> None:
     """§1.3: the K/V all-gather (and the backward reduce-scatter) are exposed."""
     sh = shape(65536, 4, 16, 4)
-    r = all_gather_kv(FLAT, sh, ag_beta_max=A([300e9]), ag_s_half=A([0.0]),
-                      rs_beta_max=A([300e9]), rs_s_half=A([0.0]))  # fmt: skip
+    r = all_gather_kv(
+        FLAT,
+        sh,
+        ag_beta_max=A([300e9]),
+        ag_s_half=A([0.0]),
+        rs_beta_max=A([300e9]),
+        rs_s_half=A([0.0]),
+    )
     gathered = 4 * kv_bytes_per_rank(sh)[0]
     assert r.fwd_exposed_s[0] == pytest.approx(0.75 * gathered / 300e9)
     assert r.bwd_exposed_s[0] == pytest.approx(2 * r.fwd_exposed_s[0])
@@ -154,15 +170,27 @@ def test_hierarchical_with_an_inner_group_of_one_is_the_ring() -> None:
     sh = shape(65536, 8, 16, 4)
     ring = p2p(FLAT, sh, 45e9, MIB)
     hier = hierarchical_a2a_p2p(
-        FLAT, sh, inner=A([1.0]), a2a_beta_max=A([300e9]), a2a_s_half=A([0.0]),
-        p2p_beta_max=A([45e9]), p2p_s_half=A([float(MIB)]), hbm_bytes_per_s=2.7e12,
-    )  # fmt: skip
+        FLAT,
+        sh,
+        inner=A([1.0]),
+        a2a_beta_max=A([300e9]),
+        a2a_s_half=A([0.0]),
+        p2p_beta_max=A([45e9]),
+        p2p_s_half=A([float(MIB)]),
+        hbm_bytes_per_s=2.7e12,
+    )
     assert hier.total_s[0] == pytest.approx(ring.total_s[0])
     # an inner a2a group gives the ring c / c1 steps of the same bytes and c1 x more work each
     two = hierarchical_a2a_p2p(  # a free all-to-all isolates the ring's part
-        FLAT, sh, inner=A([2.0]), a2a_beta_max=A([1e18]), a2a_s_half=A([0.0]),
-        p2p_beta_max=A([45e9]), p2p_s_half=A([float(MIB)]), hbm_bytes_per_s=2.7e12,
-    )  # fmt: skip
+        FLAT,
+        sh,
+        inner=A([2.0]),
+        a2a_beta_max=A([1e18]),
+        a2a_s_half=A([0.0]),
+        p2p_beta_max=A([45e9]),
+        p2p_s_half=A([float(MIB)]),
+        hbm_bytes_per_s=2.7e12,
+    )
     assert two.fwd_comm_s[0] == pytest.approx(3 / 7 * ring.fwd_comm_s[0], rel=1e-6)
     assert two.fwd_attention_s[0] / 4 == pytest.approx(2 * ring.fwd_attention_s[0] / 8)
     exposed = two.bwd_exposed_s[0] + two.fwd_exposed_s[0]
@@ -177,5 +205,11 @@ def test_ring_placement_follows_the_rank_order() -> None:
 
 def test_kernel_parameters_are_validated() -> None:
     with pytest.raises(SpecError, match="sm_count"):
-        AttentionKernel(peak_flop_per_s=1e15, fwd_plateau=0.6, bwd_plateau=0.5,
-                        fwd_half_keys=0.0, bwd_half_keys=0.0, sm_count=0)  # fmt: skip
+        AttentionKernel(
+            peak_flop_per_s=1e15,
+            fwd_plateau=0.6,
+            bwd_plateau=0.5,
+            fwd_half_keys=0.0,
+            bwd_half_keys=0.0,
+            sm_count=0,
+        )
