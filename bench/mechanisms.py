@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from bench.mechanisms_cases import cross_entropy_rows, host_rows, moe_gemm_rows
-from bench.mechanisms_cp import cp_speedups, cp_step_table
+from bench.mechanisms_cp import cp_speedups, cp_step_table, cp_variants
 from models_db.collectives import load_collective_table
 from planner.performance.collective_bandwidth import bus_factor, group_collective_time
 from planner.performance.host_overhead import HostCosts
@@ -274,6 +274,26 @@ def render_markdown(data: dict[str, Any]) -> str:
         ],
     )
     out += [
+        "The four `--cp-comm-type` values on one 7B-like MHA layer (32 heads, t = 1, s = 128K, "
+        "H100, 8 per node; a2a+p2p with the all-to-all inside a node), fwd + bwd ms per layer "
+        "(no published head-to-head exists, §9.2):",
+        "",
+    ]
+    out += _table(
+        ["CP", "across nodes", "p2p", "all_gather", "a2a", "a2a+p2p"],
+        [
+            [
+                r["cp"],
+                r["crosses_nodes"],
+                r["p2p_ms"],
+                r["all_gather_ms"],
+                r["a2a_ms"],
+                r["a2a+p2p_ms"],
+            ]
+            for r in data["cp_variants"]
+        ],
+    )
+    out += [
         "## 3. Host costs and CUDA graphs (mechanisms-facts §3.5)",
         "",
         f"Host priors: {data['host_costs']}. Predicted eager / graphed ('partial') time per "
@@ -363,6 +383,7 @@ def run() -> dict[str, Any]:
             "cp_rows_median_abs_error": statistics.median(abs(r["error"]) for r in cp_rows),
         },
         "cp_steps": cp_step_table(),
+        "cp_variants": cp_variants(),
         "host_costs": {k: getattr(costs, k) for k in costs.__dataclass_fields__},
         "host": host_rows(costs),
         "moe": moe_gemm_rows(),

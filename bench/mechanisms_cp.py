@@ -35,9 +35,12 @@ from planner.performance.compute import (
 from planner.performance.profile import PerformanceProfile, default_profile
 from planner.performance.ring_attention import (
     AttentionShape,
+    all_gather_kv,
     cp_members_per_node,
+    hierarchical_a2a_p2p,
     hopper_attention_prior,
     ring_p2p,
+    ulysses_a2a,
 )
 from planner.specs import GPUSpec, ModelSpec
 
@@ -205,4 +208,61 @@ def cp_step_table() -> list[dict[str, Any]]:
                     float(r.fwd_attention_s[0] + r.bwd_attention_s[0]) * 1e3, 3
                 )
                 out.append(row)
+    return out
+
+
+def cp_variants() -> list[dict[str, Any]]:
+    """The four ``--cp-comm-type`` values head to head (no published comparison exists,
+    mechanisms-facts §9.2): a 7B-like MHA layer (32 heads, t = 1) at s = 128K on H100 nodes."""
+    gpu = load_gpu("h100-sxm-80gb")
+    table = load_collective_table(gpu.name)
+    assert table is not None
+    hbm = gpu.hbm_bandwidth_bytes_per_s * default_profile(gpu).hbm_efficiency
+    kernel = hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
+    out: list[dict[str, Any]] = []
+    for cp in (8, 16, 32):
+        c = np.array([float(cp)])
+        shape = AttentionShape(
+            batch=np.array([1.0]),
+            seq_length=np.array([131072.0]),
+            cp=c,
+            heads=np.array([32.0]),
+            kv_heads=np.array([32.0]),
+            head_dim=128,
+        )
+        members = cp_members_per_node(np.array([1]), np.array([cp]), NODE)
+
+        def params(op: str, n: FloatArray, per_node: FloatArray) -> tuple[FloatArray, FloatArray]:
+            return group_params(table, op, n, per_node, NIC_BYTES_PER_S)  # type: ignore[arg-type]
+
+        p2p_b, p2p_h = params("send_recv", np.array([2.0]), np.where(members >= cp, 2.0, 1.0))
+        ag_b, ag_h = params("all_gather", c, members)
+        rs_b, rs_h = params("reduce_scatter", c, members)
+        a2a_b, a2a_h = params("all_to_all", c, members)
+        inner = np.minimum(c, NODE)
+        in_b, in_h = params("all_to_all", inner, inner)
+        variants = {
+            "p2p": ring_p2p(
+                kernel, shape, p2p_beta_max=p2p_b, p2p_s_half=p2p_h, hbm_bytes_per_s=hbm
+            ),
+            "all_gather": all_gather_kv(
+                kernel, shape, ag_beta_max=ag_b, ag_s_half=ag_h, rs_beta_max=rs_b, rs_s_half=rs_h
+            ),
+            "a2a": ulysses_a2a(kernel, shape, a2a_beta_max=a2a_b, a2a_s_half=a2a_h),
+            "a2a+p2p": hierarchical_a2a_p2p(
+                kernel,
+                shape,
+                inner=inner,
+                a2a_beta_max=in_b,
+                a2a_s_half=in_h,
+                p2p_beta_max=p2p_b,
+                p2p_s_half=p2p_h,
+                hbm_bytes_per_s=hbm,
+            ),
+        }
+        row: dict[str, Any] = {"cp": cp, "crosses_nodes": bool(cp > NODE)}
+        for name, r in variants.items():
+            total = float(r.total_s[0])
+            row[f"{name}_ms"] = round(total * 1e3, 2) if np.isfinite(total) else None
+        out.append(row)
     return out
