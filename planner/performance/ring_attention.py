@@ -155,6 +155,14 @@ class AttentionShape:
     """2 in bf16; 1 when Q/K/V travel in fp8 (fp8_dpa, mechanisms-facts §1.2)."""
     out_bytes_per_element: float = 2.0
 
+    def __post_init__(self) -> None:
+        for name in ("batch", "seq_length", "cp", "heads", "kv_heads"):
+            if np.any(np.asarray(getattr(self, name)) <= 0):
+                raise SpecError(f"{name} must be positive", field=name)
+        for name in ("head_dim", "kv_bytes_per_element", "out_bytes_per_element"):
+            if not getattr(self, name) > 0:
+                raise SpecError(f"{name} must be positive", field=name)
+
     def arrays(self) -> tuple[FloatArray, ...]:
         return tuple(
             np.asarray(getattr(self, n), dtype=np.float64)

@@ -213,3 +213,5 @@ def test_kernel_parameters_are_validated() -> None:
             bwd_half_keys=0.0,
             sm_count=0,
         )
+    with pytest.raises(SpecError, match="cp must be positive"):
+        shape(4096, 0, 8, 1)
