@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.model.flops import VOCAB_DIVISIBLE_BY, padded_vocab
 from planner.model.pipeline import pipeline_flags
 from planner.space import comm_flags as overlap
 from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
@@ -36,10 +37,6 @@ from planner.specs import (
 )
 
 __all__ = ["LaunchSpec", "ParsedArgs", "launch_spec", "megatron_args", "parse_megatron_args"]
-
-VOCAB_DIVISIBLE_BY = 128
-"""``--make-vocab-size-divisible-by``: Megatron's default, assumed by the memory and FLOPs models
-(megatron-facts §3.4)."""
 
 _BLACKWELL_OR_NEWER = overlap.BLACKWELL_OR_NEWER
 
@@ -287,7 +284,7 @@ def launch_spec(
         "add data, tokenizer, optimizer, schedule, checkpoint and logging flags "
         "(e.g. --data-path, --tokenizer-type, --lr, --train-iters, --save)",
         f"the plan assumes a tokenizer of {model.vocab_size} entries, padded to "
-        f"{model.padded_vocab_size(layout.tp, VOCAB_DIVISIBLE_BY)}; --vocab-size is only read "
+        f"{padded_vocab(model, layout.tp)}; --vocab-size is only read "
         "by NullTokenizer, which adds one EOD entry",
     ]
     if model.position_embedding_type == "yarn" and not model.multi_latent_attention:

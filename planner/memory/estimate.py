@@ -35,14 +35,10 @@ from planner.memory.activations import (
     layer_activations,
     routed_tokens,
 )
-from planner.memory.stages import (
-    StageParams,
-    in_flight_microbatches,
-    padded_vocab,
-    stage_layers,
-    stage_params,
-)
+from planner.memory.stages import StageParams, in_flight_microbatches, stage_params
+from planner.model.flops import padded_vocab
 from planner.model.params import param_counts
+from planner.model.pipeline import stage_layers
 from planner.space import comm_flags as overlap
 from planner.specs import ClusterSpec, ModelSpec, SpecError, TrainingJob
 
@@ -276,7 +272,7 @@ def estimate_memory(
     first["embedding_input_bytes"] = embedding_input
     last["embedding_input_bytes"] = np.where(single, embedding_input, 0.0)
 
-    vocab = padded_vocab(model, batch)
+    vocab = padded_vocab(model, batch.tp)
     # fp32 logits kept by the cross-entropy per output head (main + D MTP heads), the transient
     # bf16 logits, and the fp32 output-layer input: 4sbh + 4sbV (Fujii §5.3), on the last rank
     logits = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner.model.flops import padded_vocab
 from planner.model.params import param_counts
 from planner.specs import ModelSpec
 
@@ -89,7 +90,7 @@ def test_deepseek_active_counts_mtp_experts_at_top_k() -> None:
 def test_padded_vocab_changes_only_embeddings() -> None:
     model = llama()
     plain = param_counts(model)
-    padded = param_counts(model, vocab_size=model.padded_vocab_size(8))
+    padded = param_counts(model, vocab_size=padded_vocab(model, 8))
     assert padded.total - plain.total == 2 * (129024 - 128256) * 4096
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from planner.layouts import LayoutBatch
-from planner.performance.compute import Gemm, elementwise_bytes_per_token
+from planner.model.shapes import Gemm
+from planner.performance.compute import elementwise_bytes_per_token
 from planner.performance.expert_parallel import grouped_expert_time, weight_bound_efficiency
 from planner.performance.step_time import PerformanceProfile, estimate_performance
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
