@@ -7,7 +7,8 @@ Finds the Megatron-LM parallel layout that trains fastest within the memory budg
 """
 
 from planner.layouts import LayoutBatch
-from planner.megatron.flags import LaunchSpec, launch_spec, megatron_args, parse_megatron_args
+from planner.megatron.args import parse_megatron_args
+from planner.megatron.flags import LaunchSpec, launch_spec, megatron_args
 from planner.memory.estimate import MemoryEstimate, MemoryOptions, estimate_memory
 from planner.model.flops import flops_per_iteration
 from planner.model.params import ParamCounts, param_counts

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models_db.catalog import list_models, load_model
-from planner.megatron.flags import launch_spec, megatron_args, parse_megatron_args
+from planner.megatron.args import parse_megatron_args
+from planner.megatron.flags import launch_spec, megatron_args
 from planner.space import comm_flags as overlap
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
