@@ -340,19 +340,3 @@ def measurements_from_rows(
 def read_rows(path: str | Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
-
-
-def load_measurements_csv(
-    path: str | Path,
-    gpu_lookup: Callable[[str], GPUSpec],
-    *,
-    network_bytes_per_s: Callable[[GPUSpec], float] = default_network_bytes_per_s,
-    model_lookup: ModelLookup | None = None,
-) -> list[Measurement]:
-    """Load ``measured-throughput.csv`` (or a file with its columns)."""
-    return measurements_from_rows(
-        read_rows(path),
-        gpu_lookup,
-        network_bytes_per_s=network_bytes_per_s,
-        model_lookup=model_lookup,
-    )

@@ -33,7 +33,6 @@ _ARG_LINE = re.compile(r"^ {2}(\w+) \.* ?(.*?)\s*$")  # log sheet §2.1
 _ITER = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")  # log sheet §4.2
 _STAMP = re.compile(r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?)\]\s*$")
 _MEM = re.compile(r"\[Rank (\d+)\] \((.*?)\) memory \((MB|GB)\) \|(.*)$")
-_AFTER = re.compile(r"after (\d+) iterations")
 _THEORY = re.compile(
     r"Theoretical memory footprints: weight and optimizer=([0-9.]+) MB"
     r"(?:, activation=([0-9.]+) MB, total=([0-9.]+) MB)?"
