@@ -52,3 +52,25 @@ MIXTRAL_8X7B = ModelSpec(
     moe_router_topk=2,
 )
 """Mixtral-8x7B's shape: the MoE model of the tests (8 experts, top-2)."""
+
+DEEPSEEK_V3 = ModelSpec(
+    name="deepseek-v3",
+    num_layers=61,
+    hidden_size=7168,
+    ffn_hidden_size=18432,
+    num_attention_heads=128,
+    vocab_size=129280,
+    multi_latent_attention=True,
+    q_lora_rank=1536,
+    kv_lora_rank=512,
+    qk_head_dim=128,
+    qk_pos_emb_head_dim=64,
+    v_head_dim=128,
+    num_experts=256,
+    moe_router_topk=8,
+    moe_ffn_hidden_size=2048,
+    moe_shared_expert_intermediate_size=2048,
+    moe_first_dense_layers=3,
+    mtp_num_layers=1,
+)
+"""DeepSeek-V3's shape: MLA, 256 routed experts (top-8) plus a shared one, 3 dense layers, MTP."""

@@ -6,29 +6,9 @@ import pytest
 
 from planner.layouts import LayoutBatch
 from planner.model.flops import flops_per_iteration, flops_per_token
-from planner.specs import ModelSpec, TrainingJob
-from tests.planner.fixtures import LLAMA_8B, MIXTRAL_8X7B
+from planner.specs import TrainingJob
+from tests.planner.fixtures import DEEPSEEK_V3, LLAMA_8B, MIXTRAL_8X7B
 
-DEEPSEEK = ModelSpec(
-    name="deepseek-v3-like",
-    num_layers=61,
-    hidden_size=7168,
-    ffn_hidden_size=18432,
-    num_attention_heads=128,
-    vocab_size=129280,
-    multi_latent_attention=True,
-    q_lora_rank=1536,
-    kv_lora_rank=512,
-    qk_head_dim=128,
-    qk_pos_emb_head_dim=64,
-    v_head_dim=128,
-    num_experts=256,
-    moe_router_topk=8,
-    moe_ffn_hidden_size=2048,
-    moe_shared_expert_intermediate_size=2048,
-    moe_first_dense_layers=3,
-    mtp_num_layers=1,
-)
 TP2 = LayoutBatch.from_columns(tp=[2])
 
 
@@ -50,11 +30,11 @@ def test_vector_d_mixtral_per_batch() -> None:
 
 def test_vector_e_deepseek_per_batch() -> None:
     job = TrainingJob(seq_length=4096, global_batch_size=1024)
-    assert flops_per_iteration(DEEPSEEK, job, TP2)[0] == pytest.approx(1.090489e18, rel=1e-6)
+    assert flops_per_iteration(DEEPSEEK_V3, job, TP2)[0] == pytest.approx(1.090489e18, rel=1e-6)
 
 
 def test_vector_e_deepseek_per_token() -> None:
-    assert flops_per_token(DEEPSEEK, 129280, 4096) == pytest.approx(2.599930e11, rel=1e-6)
+    assert flops_per_token(DEEPSEEK_V3, 129280, 4096) == pytest.approx(2.599930e11, rel=1e-6)
 
 
 def test_only_the_padded_vocab_depends_on_tp() -> None:
