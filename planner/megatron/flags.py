@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from planner.model.flops import VOCAB_DIVISIBLE_BY, padded_vocab
 from planner.model.pipeline import pipeline_flags
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
 from planner.space.comm_flags import tp_comm_overlap as tp_comm_overlap  # re-exported
 from planner.specs import (
@@ -29,7 +29,7 @@ from planner.specs import (
 
 __all__ = ["LaunchSpec", "launch_spec", "megatron_args"]
 
-_BLACKWELL_OR_NEWER = overlap.BLACKWELL_OR_NEWER
+_BLACKWELL_OR_NEWER = comm_flags.BLACKWELL_OR_NEWER
 
 
 def _moe_layer_freq(model: ModelSpec) -> str:
@@ -55,7 +55,7 @@ def megatron_args(
     model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout
 ) -> list[str]:
     """The argv for ``pretrain_gpt.py`` that trains ``model`` with ``layout``."""
-    lay = overlap.resolve(model, cluster, layout)  # normalized, the planner's choices explicit
+    lay = comm_flags.resolve(model, cluster, layout)  # normalized, the planner's choices explicit
     args = [
         "--tensor-model-parallel-size", str(lay.tp),
         "--pipeline-model-parallel-size", str(lay.pp),
@@ -74,7 +74,7 @@ def megatron_args(
     if tp_comm_overlap(cluster, lay.tp, lay.sp):
         args.append("--tp-comm-overlap")  # TE userbuffers; needs SP (rule 29)
     if lay.moe_a2a_overlap:
-        args += list(overlap.A2A_FLAGS)  # 1F1B A2A overlap (rule 40; planner.space.comm_flags)
+        args += list(comm_flags.A2A_FLAGS)  # 1F1B A2A overlap (rule 40; planner.space.comm_flags)
     if lay.optimizer_sharding == "full":
         args.append("--use-torch-fsdp2")  # rule 58: pp=1, ep=1, untied, no dist-opt
     elif lay.optimizer_sharding == "optimizer":
@@ -105,7 +105,7 @@ def megatron_args(
     args.append("--bf16")
     if job.precision == "fp8":
         args += ["--fp8-format", "hybrid", "--fp8-recipe", _fp8_recipe(cluster.gpu.architecture)]
-        if overlap.fp8_param_gather(job.precision, lay.optimizer_sharding):
+        if comm_flags.fp8_param_gather(job.precision, lay.optimizer_sharding):
             args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
     # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
     args += ["--attention-backend", "auto"]
@@ -196,7 +196,7 @@ def _moe_args(model: ModelSpec, flex: bool) -> list[str]:
         ]
     args += ["--moe-layer-freq", _moe_layer_freq(model)]
     args.append("--moe-grouped-gemm")
-    args += list(overlap.FLEX_FLAGS) if flex else ["--moe-token-dispatcher-type", "alltoall"]
+    args += list(comm_flags.FLEX_FLAGS) if flex else ["--moe-token-dispatcher-type", "alltoall"]
     if model.moe_router_topk == 1:  # top-1 with the softmax router needs it (rule 35)
         args.append("--moe-router-pre-softmax")
     return args
@@ -243,7 +243,7 @@ def launch_env(cluster: ClusterSpec, layout: Layout) -> dict[str, str]:
     pre_blackwell = cluster.gpu.architecture not in _BLACKWELL_OR_NEWER
     if lay.moe_a2a_overlap:
         # the A2A overlap needs more than one connection; rule 30's assertion is then skipped
-        env["CUDA_DEVICE_MAX_CONNECTIONS"] = overlap.CONNECTIONS
+        env["CUDA_DEVICE_MAX_CONNECTIONS"] = comm_flags.CONNECTIONS
     # rule 30: asserted for tp > 1 or cp > 1 before Blackwell, except under Torch-FSDP2
     elif pre_blackwell and (lay.tp > 1 or lay.cp > 1) and lay.optimizer_sharding != "full":
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
@@ -261,7 +261,7 @@ def launch_spec(
     script: str = "pretrain_gpt.py",
 ) -> LaunchSpec:
     """argv, environment and a ``torchrun`` line for every node (``$NODE_RANK`` varies)."""
-    resolved = overlap.resolve(model, cluster, layout)
+    resolved = comm_flags.resolve(model, cluster, layout)
     args = megatron_args(model, cluster, job, resolved)
     env = launch_env(cluster, resolved)
     per_node = min(cluster.gpus_per_node, cluster.num_gpus)

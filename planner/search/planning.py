@@ -47,7 +47,7 @@ from planner.search.sampling import (
     warm_start,
 )
 from planner.search.screening import Scenario, memory_reason, scenario_axes, scenarios_of, screen
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.enumeration import SearchConstraints
 from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
 
@@ -425,7 +425,7 @@ def _build_plans(
             )
             out[int(i)] = Plan(
                 rank=0,
-                layout=overlap.resolve(model, sc.cluster, batch.layout(k)),
+                layout=comm_flags.resolve(model, sc.cluster, batch.layout(k)),
                 model=model,
                 cluster=sc.cluster,
                 job=sc.job,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from models_db.catalog import list_models, load_model
 from planner.megatron.args import parse_megatron_args
 from planner.megatron.flags import launch_spec, megatron_args
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 from tests.planner.fixtures import H100, MIXTRAL_8X7B
 
@@ -151,7 +151,7 @@ def test_flags_parse_back_to_the_same_layout_and_job(case: Any) -> None:
     model, layout, job = case
     world = layout.num_gpus
     parsed = parse_megatron_args(megatron_args(model, cluster(8), job, layout), world_size=world)
-    assert parsed.layout == overlap.resolve(model, cluster(8), layout)
+    assert parsed.layout == comm_flags.resolve(model, cluster(8), layout)
     assert (parsed.seq_length, parsed.global_batch_size, parsed.precision) == (
         job.seq_length,
         job.global_batch_size,

@@ -10,7 +10,7 @@ from planner.layouts import LayoutBatch
 from planner.megatron.flags import launch_spec, megatron_args
 from planner.memory.estimate import estimate_memory
 from planner.performance.step_time import default_profile, estimate_performance
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.rules import violations
 from planner.specs import ClusterSpec, Layout, TrainingJob
 from tests.planner.fixtures import H100, MIXTRAL_8X7B
@@ -37,16 +37,16 @@ def test_auto_turns_it_on_for_expert_parallel_layouts_megatron_accepts() -> None
         Layout(tp=2, ep=8, etp=1, dp=32),  # --tp-comm-overlap wants CUDA_DEVICE_MAX_CONNECTIONS=1
         Layout(ep=8, dp=64, moe_a2a_overlap=False),  # the user's choice
     ]
-    got = overlap.enabled(MIXTRAL_8X7B, c, LayoutBatch.from_layouts(on + off))
+    got = comm_flags.enabled(MIXTRAL_8X7B, c, LayoutBatch.from_layouts(on + off))
     assert got.tolist() == [True] * len(on) + [False] * len(off)
-    assert not overlap.resolve(DENSE, c, Layout(dp=64)).moe_a2a_overlap
+    assert not comm_flags.resolve(DENSE, c, Layout(dp=64)).moe_a2a_overlap
 
 
 def test_flags_and_environment_follow_the_resolved_choice() -> None:
     c = cluster(64)
     spec = launch_spec(MIXTRAL_8X7B, c, JOB, Layout(ep=8, dp=64))
-    assert set(overlap.A2A_FLAGS) <= set(spec.args)
-    assert spec.env["CUDA_DEVICE_MAX_CONNECTIONS"] == overlap.CONNECTIONS
+    assert set(comm_flags.A2A_FLAGS) <= set(spec.args)
+    assert spec.env["CUDA_DEVICE_MAX_CONNECTIONS"] == comm_flags.CONNECTIONS
     plain = launch_spec(MIXTRAL_8X7B, c, JOB, Layout(tp=2, ep=8, etp=1, dp=32))
     assert "--overlap-moe-expert-parallel-comm" not in plain.args
     assert plain.env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
@@ -123,9 +123,9 @@ def test_fp8_jobs_gather_fp8_weights_with_the_distributed_optimizer() -> None:
 def test_flex_dispatcher_is_picked_where_the_expert_group_spans_nodes() -> None:
     c = cluster(64)
     spans, inside = Layout(tp=2, ep=8, etp=2, dp=32), Layout(tp=2, ep=8, etp=1, dp=32)
-    assert overlap.resolve(MIXTRAL_8X7B, c, spans).moe_dispatcher == "flex"
-    assert overlap.resolve(MIXTRAL_8X7B, c, inside).moe_dispatcher == "alltoall"
-    assert overlap.resolve(DENSE, c, Layout(dp=64)).moe_dispatcher is None
+    assert comm_flags.resolve(MIXTRAL_8X7B, c, spans).moe_dispatcher == "flex"
+    assert comm_flags.resolve(MIXTRAL_8X7B, c, inside).moe_dispatcher == "alltoall"
+    assert comm_flags.resolve(DENSE, c, Layout(dp=64)).moe_dispatcher is None
     spec = launch_spec(MIXTRAL_8X7B, c, JOB, spans)
     assert "--moe-flex-dispatcher-backend" in spec.args and "flex" in spec.args
     assert any("DeepEP" in note for note in spec.notes)
@@ -134,9 +134,9 @@ def test_flex_dispatcher_is_picked_where_the_expert_group_spans_nodes() -> None:
 
 
 def test_flex_sends_one_copy_per_destination_node() -> None:
-    assert overlap.distinct_node_share(1, 8) == pytest.approx(1 / 8)  # one node: one copy
-    assert overlap.distinct_node_share(4, 1) == pytest.approx(1.0)
-    assert overlap.distinct_node_share(8, 8) == pytest.approx(1 - (7 / 8) ** 8)
+    assert comm_flags.distinct_node_share(1, 8) == pytest.approx(1 / 8)  # one node: one copy
+    assert comm_flags.distinct_node_share(4, 1) == pytest.approx(1.0)
+    assert comm_flags.distinct_node_share(8, 8) == pytest.approx(1 - (7 / 8) ** 8)
     c = cluster(64)
     layouts = [Layout(tp=2, ep=8, etp=2, dp=32, moe_dispatcher=d) for d in ("alltoall", "flex")]
     est = estimate_performance(
@@ -149,7 +149,7 @@ def test_flex_sends_one_copy_per_destination_node() -> None:
 def test_flex_on_a_gpu_without_deepep_is_refused() -> None:
     a100 = ClusterSpec(name="a", gpu=replace(H100, architecture="ampere"), num_gpus=64)
     layout = Layout(tp=2, ep=8, etp=2, dp=32)
-    assert overlap.resolve(MIXTRAL_8X7B, a100, layout).moe_dispatcher == "alltoall"
+    assert comm_flags.resolve(MIXTRAL_8X7B, a100, layout).moe_dispatcher == "alltoall"
     messages = violations(MIXTRAL_8X7B, a100, JOB, replace(layout, moe_dispatcher="flex"))
     assert any("DeepEP" in m for m in messages)
 
