@@ -345,11 +345,6 @@ class ModelSpec:
     def num_dense_layers(self) -> int:
         return self.num_layers - self.num_moe_layers
 
-    def padded_vocab_size(self, tp: int, divisible_by: int = 128) -> int:
-        """Megatron's padded vocabulary: ceil(V / (128 t)) * 128 t (megatron-facts §3.4)."""
-        unit = divisible_by * tp
-        return math.ceil(self.vocab_size / unit) * unit
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layouts import FloatArray, LayoutBatch
+from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, FloatArray, IntArray, LayoutBatch
+from planner.memory.options import MemoryOptions
+from planner.model.pipeline import StageLayers
 from planner.specs import ModelSpec
 
 BF16 = 2.0
@@ -209,3 +211,98 @@ def backward_workspace(
     gathered = np.where(shape.sp_shard > 1, 2 * BF16 * tok * model.hidden_size, 0.0)
     result: FloatArray = dense + gathered
     return result
+
+
+def saved_per_layer(acts: LayerActivations, recompute: IntArray) -> FloatArray:
+    """Bytes one layer keeps for backward under each layout's recompute (megatron-facts §1.6)."""
+    full = acts.full
+    selective = full - acts.core_attention  # core_attn is Megatron's default module (§1.6)
+    result: FloatArray = np.where(
+        recompute == RECOMPUTE_FULL,
+        acts.layer_input,
+        np.where(recompute == RECOMPUTE_SELECTIVE, selective, full),
+    )
+    return result
+
+
+def activation_bytes(
+    model: ModelSpec,
+    batch: LayoutBatch,
+    shape: ActivationShape,
+    layers: StageLayers,
+    inflight: tuple[FloatArray, FloatArray],
+    opts: MemoryOptions,
+) -> tuple[FloatArray, FloatArray]:
+    """Saved activations of the first and the last rank: in-flight micro-batches x their layers.
+
+    ``inflight`` is (first, last) rank's micro-batches in flight (:mod:`planner.memory.stages`).
+    """
+
+    def acts(moe: bool) -> LayerActivations:
+        return layer_activations(
+            model,
+            shape,
+            moe=moe,
+            swiglu_fused=opts.swiglu_fused,
+            flash_attention=opts.flash_attention,
+            moe_imbalance=opts.moe_token_imbalance,
+        )
+
+    dense_acts = acts(False)
+    moe_acts = acts(True) if model.is_moe else dense_acts
+    saved_dense = saved_per_layer(dense_acts, batch.recompute)
+    saved_moe = saved_per_layer(moe_acts, batch.recompute)
+    mtp_acts = moe_acts if model.moe_layer_pattern()[-1] else dense_acts
+    # MTP depth: its layer plus enorm/hnorm/eh-projection inputs (3 x 2sbh)
+    saved_mtp = saved_per_layer(mtp_acts, batch.recompute) + 3 * dense_acts.layer_input
+    # full recompute regenerates one layer's complete activations at a time (Korthikanti §5)
+    regenerated = np.where(
+        batch.recompute == RECOMPUTE_FULL, np.maximum(dense_acts.full, moe_acts.full), 0.0
+    )
+    inflight_first, inflight_last = inflight
+    stage_output = dense_acts.layer_input if opts.keep_stage_outputs else 0.0
+    first = (
+        inflight_first
+        * (layers.first_dense * saved_dense + layers.first_moe * saved_moe + stage_output)
+        + regenerated
+    )
+    last = (
+        inflight_last
+        * (
+            layers.last_dense * saved_dense
+            + layers.last_moe * saved_moe
+            + model.mtp_num_layers * saved_mtp
+        )
+        + regenerated
+    )
+    return first, last
+
+
+def embedding_input_bytes(
+    model: ModelSpec,
+    shape: ActivationShape,
+    batch: LayoutBatch,
+    inflight_first: FloatArray,
+    opts: MemoryOptions,
+) -> FloatArray:
+    """The embedding's saved input on the first rank (token ids, or Fujii's conservative form)."""
+    h = model.hidden_size
+    tokens = shape.tokens
+    if opts.embedding_input == "fujii":
+        # 8 s b h p / (t c) (memory-estimator-fujii §5.3)
+        return np.asarray(8.0 * tokens * h * batch.pp / shape.t, np.float64)
+    # int64 token and position ids, plus the embedding dropout mask when dropout is on
+    per_mb = 16.0 * tokens + (tokens * h / shape.sp_shard if model.hidden_dropout > 0 else 0)
+    return np.asarray(inflight_first * per_mb, np.float64)
+
+
+def logits_bytes(model: ModelSpec, shape: ActivationShape, vocab: FloatArray) -> FloatArray:
+    """Logits on the last rank: fp32 per output head (main + D MTP heads), the transient bf16
+    logits, and the fp32 output-layer input: 4sbh + 4sbV (Fujii §5.3)."""
+    tokens, h = shape.tokens, model.hidden_size
+    return np.asarray(
+        FP32 * tokens * vocab / shape.t * (1 + model.mtp_num_layers)
+        + BF16 * tokens * vocab / shape.t
+        + FP32 * tokens * h / shape.sp_shard,
+        np.float64,
+    )

@@ -1,1 +1,15 @@
 """Finding the best layout: evaluation, screening, sampling (TPE), objectives, ranking."""
+
+from planner.search.evaluate import evaluate_layouts
+from planner.search.objectives import Objective
+from planner.search.planning import Plan, PlanResult, SearchBudget, SearchStats, plan
+
+__all__ = [
+    "Objective",
+    "Plan",
+    "PlanResult",
+    "SearchBudget",
+    "SearchStats",
+    "evaluate_layouts",
+    "plan",
+]

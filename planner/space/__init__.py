@@ -1,1 +1,13 @@
 """The layout space: enumeration, Megatron's rules, and the communication flags a layout gets."""
+
+from planner.space.enumeration import SearchConstraints, enumerate_layouts
+from planner.space.rules import RULES, Rule, check_rules, violations
+
+__all__ = [
+    "RULES",
+    "Rule",
+    "SearchConstraints",
+    "check_rules",
+    "enumerate_layouts",
+    "violations",
+]

@@ -37,7 +37,7 @@ from planner.layouts import (
     LayoutBatch,
 )
 from planner.model.pipeline import split_arrays, split_layers
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 __all__ = ["RULES", "Rule", "check_rules", "violations"]
@@ -481,18 +481,18 @@ def _positions_explain(ctx: _Context, i: int) -> str:
 
 def _a2a_check(ctx: _Context) -> BoolArray:
     requested = ctx.batch.moe_a2a_overlap == A2A_ON
-    blocked: BoolArray = requested & ~overlap.allowed(ctx.model, ctx.cluster, ctx.batch)
+    blocked: BoolArray = requested & ~comm_flags.allowed(ctx.model, ctx.cluster, ctx.batch)
     return blocked
 
 
 def _a2a_explain(ctx: _Context, i: int) -> str:
-    why = overlap.reasons_blocked(ctx.model, ctx.cluster, ctx.batch.layout(i))
+    why = comm_flags.reasons_blocked(ctx.model, ctx.cluster, ctx.batch.layout(i))
     return f"moe_a2a_overlap=true cannot be used here: {'; '.join(why)}; or leave it unset"
 
 
 def _flex_check(ctx: _Context) -> BoolArray:
     requested = ctx.batch.moe_dispatcher == DISPATCH_FLEX
-    blocked: BoolArray = requested & ~overlap.flex_allowed(ctx.model, ctx.cluster, ctx.batch)
+    blocked: BoolArray = requested & ~comm_flags.flex_allowed(ctx.model, ctx.cluster, ctx.batch)
     return blocked
 
 
