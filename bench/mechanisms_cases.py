@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from models_db import load_gpu, load_model
-from planner.model.flops import flops_per_token
+from planner.model.flops import flops_per_token, padded_vocab
 from planner.performance.cross_entropy import CROSS_ENTROPY_IMPLS, cross_entropy_time
 from planner.performance.host_overhead import (
     HostCosts,
@@ -122,8 +122,8 @@ def moe_gemm_rows() -> list[dict[str, Any]]:
 def _layer_flops_per_sequence(model: ModelSpec, seq: int) -> float:
     """Megatron's model FLOPs of one decoder layer for one sequence (fwd + bwd), output layer
     (6 h V per token) removed, averaged over the layers."""
-    per_token = flops_per_token(model, model.padded_vocab_size(1), seq)
-    per_token -= 6.0 * model.hidden_size * model.padded_vocab_size(1)
+    vocab = padded_vocab(model, 1)
+    per_token = flops_per_token(model, vocab, seq) - 6.0 * model.hidden_size * vocab
     return per_token * seq / model.num_layers
 
 

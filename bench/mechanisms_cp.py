@@ -24,14 +24,9 @@ import numpy as np
 from models_db import load_gpu, load_model
 from models_db.collectives import load_collective_table
 from planner.layouts import FloatArray
+from planner.model.shapes import Gemm, layer_shapes, sharded_width
 from planner.performance.collective_bandwidth import CollectiveTable, group_params
-from planner.performance.compute import (
-    Gemm,
-    elementwise_bytes_per_token,
-    gemm_efficiency,
-    layer_shapes,
-    sharded_width,
-)
+from planner.performance.compute import elementwise_bytes_per_token, gemm_efficiency
 from planner.performance.profile import PerformanceProfile, default_profile
 from planner.performance.ring_attention import (
     AttentionShape,

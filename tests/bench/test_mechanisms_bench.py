@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.mechanisms_cases import cross_entropy_rows, moe_gemm_rows
+from bench.mechanisms_cases import cross_entropy_rows, host_rows, moe_gemm_rows
 from bench.mechanisms_cp import cp_speedups, cp_variants
+from planner.performance.host_overhead import HostCosts
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +42,11 @@ def test_te_pr_2045_rows_and_cross_entropy_example() -> None:
     assert all(abs(r["error"]) < 0.3 for r in h100)
     unfused = next(r for r in cross_entropy_rows() if r["impl"] == "unfused" and r["tp"] == 1)
     assert (unfused["held_gb"], unfused["peak_gb"]) == (4.2, 6.3)
+
+
+def test_graph_cases_run_and_graphs_never_slow_a_micro_batch() -> None:
+    rows = host_rows(HostCosts())
+    assert len(rows) == 2
+    for row in rows:
+        assert row["predicted_speedup"] >= 1.0
+        assert row["implied_host_us_per_kernel"] > 0
