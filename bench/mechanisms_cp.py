@@ -25,17 +25,15 @@ from models_db import load_gpu, load_model
 from models_db.collectives import load_collective_table
 from planner.layouts import FloatArray
 from planner.model.shapes import Gemm, layer_shapes, sharded_width
+from planner.performance.attention_kernel import hopper_attention_prior
 from planner.performance.collective_bandwidth import CollectiveTable, group_params
 from planner.performance.compute import elementwise_bytes_per_token, gemm_efficiency
 from planner.performance.profile import PerformanceProfile, default_profile
 from planner.performance.ring_attention import (
+    CP_COMM_TYPES,
     AttentionShape,
-    all_gather_kv,
-    cp_members_per_node,
-    hierarchical_a2a_p2p,
-    hopper_attention_prior,
+    cp_attention_time,
     ring_p2p,
-    ulysses_a2a,
 )
 from planner.specs import GPUSpec, ModelSpec
 
@@ -121,12 +119,17 @@ def layer_seconds(
         kv_heads=np.array([kv_heads]),
         head_dim=model.head_dim,
     )
-    members = cp_members_per_node(np.array([tp]), np.array([cp]), NODE)
-    beta, half = group_params(
-        table, "send_recv", np.array([2.0]), np.where(members >= 2, 2.0, 1.0), NIC_BYTES_PER_S
-    )
     kernel = hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
-    att = ring_p2p(kernel, shape, p2p_beta_max=beta, p2p_s_half=half, hbm_bytes_per_s=hbm)
+    att = cp_attention_time(
+        "p2p",
+        kernel,
+        shape,
+        table=table,
+        tp=np.array([float(tp)]),
+        gpus_per_node=NODE,
+        nic_bytes_per_s=NIC_BYTES_PER_S,
+        hbm_bytes_per_s=hbm,
+    )
     fwd = gemm_f + mem_f + tp_f + float(att.fwd_s[0])
     bwd = 2.0 * (gemm_f + mem_f + tp_f) + float(att.bwd_s[0])
     return {
@@ -225,35 +228,18 @@ def cp_variants() -> list[dict[str, Any]]:
             kv_heads=np.array([32.0]),
             head_dim=128,
         )
-        members = cp_members_per_node(np.array([1]), np.array([cp]), NODE)
-
-        def params(op: str, n: FloatArray, per_node: FloatArray) -> tuple[FloatArray, FloatArray]:
-            return group_params(table, op, n, per_node, NIC_BYTES_PER_S)  # type: ignore[arg-type]
-
-        p2p_b, p2p_h = params("send_recv", np.array([2.0]), np.where(members >= cp, 2.0, 1.0))
-        ag_b, ag_h = params("all_gather", c, members)
-        rs_b, rs_h = params("reduce_scatter", c, members)
-        a2a_b, a2a_h = params("all_to_all", c, members)
-        inner = np.minimum(c, NODE)
-        in_b, in_h = params("all_to_all", inner, inner)
         variants = {
-            "p2p": ring_p2p(
-                kernel, shape, p2p_beta_max=p2p_b, p2p_s_half=p2p_h, hbm_bytes_per_s=hbm
-            ),
-            "all_gather": all_gather_kv(
-                kernel, shape, ag_beta_max=ag_b, ag_s_half=ag_h, rs_beta_max=rs_b, rs_s_half=rs_h
-            ),
-            "a2a": ulysses_a2a(kernel, shape, a2a_beta_max=a2a_b, a2a_s_half=a2a_h),
-            "a2a+p2p": hierarchical_a2a_p2p(
+            name: cp_attention_time(
+                name,
                 kernel,
                 shape,
-                inner=inner,
-                a2a_beta_max=in_b,
-                a2a_s_half=in_h,
-                p2p_beta_max=p2p_b,
-                p2p_s_half=p2p_h,
+                table=table,
+                tp=np.array([1.0]),
+                gpus_per_node=NODE,
+                nic_bytes_per_s=NIC_BYTES_PER_S,
                 hbm_bytes_per_s=hbm,
-            ),
+            )
+            for name in CP_COMM_TYPES
         }
         row: dict[str, Any] = {"cp": cp, "crosses_nodes": bool(cp > NODE)}
         for name, r in variants.items():

@@ -35,106 +35,17 @@ from typing import Literal
 import numpy as np
 
 from planner.layouts import BoolArray, FloatArray
-from planner.performance.collective_bandwidth import collective_time
+from planner.performance.attention_kernel import AttentionKernel, attention_call_time
+from planner.performance.collective_bandwidth import (
+    CollectiveTable,
+    collective_time,
+    group_params,
+)
 from planner.specs import SpecError
 
 CpCommType = Literal["p2p", "all_gather", "a2a", "a2a+p2p"]
 CP_COMM_TYPES: tuple[CpCommType, ...] = ("p2p", "all_gather", "a2a", "a2a+p2p")
-FWD_FLOP_PER_PAIR_PER_DIM = 4.0  # performance-facts §2: forward = 4 x b x s^2 x heads x d
-BWD_FLOP_RATIO = 2.5  # performance-facts §2: FlashAttention counts backward as 2.5 x forward
 LSE_BYTES = 4.0  # mechanisms-facts §1.2: log-sum-exp in fp32 per row and head
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AttentionKernel:
-    """Achieved rate of one fused attention kernel call (FlashAttention / cuDNN).
-
-    rate = peak x plateau x keys / (keys + half_keys) x wave efficiency, where keys is the
-    mean number of keys a query row visits in the call.
-    """
-
-    peak_flop_per_s: float
-    """Dense bf16 peak of the GPU (the attention matmuls run in bf16 unless fp8_dpa)."""
-    fwd_plateau: float
-    """Forward rate at long key ranges, fraction of peak."""
-    bwd_plateau: float
-    """Backward rate (on FlashAttention's 2.5 x forward FLOPs), fraction of peak."""
-    fwd_half_keys: float
-    """Mean keys per query row at which the forward reaches half its plateau."""
-    bwd_half_keys: float
-    block_rows: int = 128
-    """Query rows per CTA (FlashAttention 2/3 and cuDNN use 128 at head dim 128)."""
-    sm_count: int | None = None
-    """SMs of the GPU; None leaves wave quantisation out."""
-
-    def __post_init__(self) -> None:
-        for name in ("peak_flop_per_s", "fwd_plateau", "bwd_plateau"):
-            if not getattr(self, name) > 0:
-                raise SpecError(f"{name} must be positive", field=name)
-        for name in ("fwd_half_keys", "bwd_half_keys"):
-            if not getattr(self, name) >= 0:
-                raise SpecError(f"{name} must be >= 0", field=name)
-        if self.block_rows < 1:
-            raise SpecError("block_rows must be >= 1", field="block_rows")
-        if self.sm_count is not None and self.sm_count < 1:
-            raise SpecError("sm_count must be a positive integer or null", field="sm_count")
-
-
-def hopper_attention_prior(peak_flop_per_s: float, sm_count: int | None) -> AttentionKernel:
-    """FlashAttention-3 on H100, bf16, head dim 128 (performance-facts §2.3, §2.4).
-
-    Fitted to the FA figures (b x s = 16k tokens, 16 heads, so ~2,000 CTAs fill the SMs): causal
-    forward 521 / 579 / 602 / 616 TFLOP/s at s = 2k / 4k / 8k / 16k (mean keys s / 2) gives a
-    plateau of 633 TFLOP/s = 0.64 of 989.4 and half_keys ~220; the backward 501 / 542 / 559 /
-    561 at 2k..16k (non-causal, keys s) gives 565 = 0.57 and half_keys ~400.
-    """
-    return AttentionKernel(
-        peak_flop_per_s=peak_flop_per_s,
-        fwd_plateau=0.64,
-        bwd_plateau=0.57,
-        fwd_half_keys=220.0,
-        bwd_half_keys=400.0,
-        sm_count=sm_count,
-    )
-
-
-def wave_efficiency(ctas: FloatArray, sm_count: int | None) -> FloatArray:
-    """ctas / (waves x SMs): the share of SM slots the last wave leaves busy (1 without SMs)."""
-    c = np.maximum(np.asarray(ctas, dtype=np.float64), 1.0)
-    if sm_count is None:
-        return np.ones_like(c)
-    return np.asarray(c / (np.ceil(c / sm_count) * sm_count), np.float64)
-
-
-def attention_call_time(
-    kernel: AttentionKernel,
-    *,
-    batch_heads: FloatArray,
-    query_rows: FloatArray,
-    pairs: FloatArray,
-    head_dim: float,
-    backward: bool = False,
-    concurrent_calls: FloatArray | float = 1.0,
-) -> FloatArray:
-    """Seconds of one attention kernel call over ``pairs`` query-key pairs per (batch x head).
-
-    ``concurrent_calls`` pools the CTAs of calls that run side by side (TE alternates ring
-    steps over two streams "to resolve wave quantization", mechanisms-facts §1.2).
-    """
-    rows = np.maximum(np.asarray(query_rows, dtype=np.float64), 1.0)
-    p = np.asarray(pairs, dtype=np.float64)
-    bh = np.asarray(batch_heads, dtype=np.float64)
-    flop = FWD_FLOP_PER_PAIR_PER_DIM * bh * p * head_dim  # performance-facts §2 convention
-    keys = p / rows  # mean keys visited per query row
-    if backward:
-        flop = flop * BWD_FLOP_RATIO
-        plateau, half = kernel.bwd_plateau, kernel.bwd_half_keys
-    else:
-        plateau, half = kernel.fwd_plateau, kernel.fwd_half_keys
-    ctas = bh * np.ceil(rows / kernel.block_rows) * concurrent_calls
-    eff = plateau * keys / (keys + half) * wave_efficiency(ctas, kernel.sm_count)
-    t = flop / (kernel.peak_flop_per_s * np.maximum(eff, 1e-9))
-    return np.asarray(np.where(p > 0, t, 0.0), np.float64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -449,3 +360,63 @@ def cp_members_per_node(tp: FloatArray, cp: FloatArray, gpus_per_node: int) -> F
     """CP ranks (stride t) that share one node."""
     per_node = np.maximum(gpus_per_node // np.maximum(np.asarray(tp, dtype=np.int64), 1), 1)
     return np.asarray(np.minimum(np.asarray(cp, dtype=np.float64), per_node), np.float64)
+
+
+def cp_attention_time(
+    comm_type: str,
+    kernel: AttentionKernel,
+    shape: AttentionShape,
+    *,
+    table: CollectiveTable,
+    tp: FloatArray,
+    gpus_per_node: int,
+    nic_bytes_per_s: float,
+    hbm_bytes_per_s: float,
+    inner: FloatArray | None = None,
+) -> CpAttentionTime:
+    """One layer's attention with ``--cp-comm-type comm_type``, each transfer on the link the
+    rank order gives it (CP right after TP, mechanisms-facts §1.6).
+
+    The ring's step waits for its slowest hop, which crosses nodes whenever the CP group does;
+    the all-gather and all-to-all use the group's collective curve (a ring that pools the NICs
+    of its members per node, or one NIC per GPU for an all-to-all). ``a2a+p2p`` runs its
+    all-to-all in groups of ``inner`` ranks (default: the CP ranks that share a node).
+    """
+    if comm_type not in CP_COMM_TYPES:
+        raise SpecError(
+            f"cp_comm_type={comm_type!r} is not one of {', '.join(CP_COMM_TYPES)}",
+            field="cp_comm_type",
+        )
+    c = np.asarray(shape.cp, dtype=np.float64)
+    members = cp_members_per_node(tp, c, gpus_per_node)
+
+    def params(op: str, n: FloatArray, per_node: FloatArray) -> tuple[FloatArray, FloatArray]:
+        return group_params(table, op, n, per_node, nic_bytes_per_s)  # type: ignore[arg-type]
+
+    two = np.full_like(c, 2.0)
+    hop_b, hop_h = params("send_recv", two, np.where(members >= c, 2.0, 1.0))
+    if comm_type == "p2p":
+        return ring_p2p(
+            kernel, shape, p2p_beta_max=hop_b, p2p_s_half=hop_h, hbm_bytes_per_s=hbm_bytes_per_s
+        )
+    if comm_type == "all_gather":
+        ag_b, ag_h = params("all_gather", c, members)
+        rs_b, rs_h = params("reduce_scatter", c, members)
+        return all_gather_kv(
+            kernel, shape, ag_beta_max=ag_b, ag_s_half=ag_h, rs_beta_max=rs_b, rs_s_half=rs_h
+        )
+    if comm_type == "a2a":
+        a2a_b, a2a_h = params("all_to_all", c, members)
+        return ulysses_a2a(kernel, shape, a2a_beta_max=a2a_b, a2a_s_half=a2a_h)
+    c1 = members if inner is None else np.asarray(inner, dtype=np.float64)
+    in_b, in_h = params("all_to_all", c1, np.minimum(c1, members))
+    return hierarchical_a2a_p2p(
+        kernel,
+        shape,
+        inner=c1,
+        a2a_beta_max=in_b,
+        a2a_s_half=in_h,
+        p2p_beta_max=hop_b,
+        p2p_s_half=hop_h,
+        hbm_bytes_per_s=hbm_bytes_per_s,
+    )

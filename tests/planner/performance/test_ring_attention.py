@@ -5,19 +5,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.performance.ring_attention import (
+from models_db.collectives import load_collective_table
+from planner.performance.attention_kernel import (
     AttentionKernel,
+    attention_call_time,
+    hopper_attention_prior,
+    wave_efficiency,
+)
+from planner.performance.collective_bandwidth import group_params
+from planner.performance.ring_attention import (
     AttentionShape,
     all_gather_kv,
-    attention_call_time,
+    cp_attention_time,
     cp_members_per_node,
     hierarchical_a2a_p2p,
-    hopper_attention_prior,
     kv_bytes_per_rank,
     ring_crosses_nodes,
     ring_p2p,
     ulysses_a2a,
-    wave_efficiency,
 )
 from planner.specs import SpecError
 
@@ -215,3 +220,25 @@ def test_kernel_parameters_are_validated() -> None:
         )
     with pytest.raises(SpecError, match="cp must be positive"):
         shape(4096, 0, 8, 1)
+
+
+def test_dispatcher_places_each_variant_on_its_links() -> None:
+    """cp_attention_time = the variant's function with the links of the rank order (§1.6)."""
+    table = load_collective_table("h100-sxm-80gb")
+    assert table is not None
+    kernel = hopper_attention_prior(989.4e12, 132)
+    sh = shape(131072, 16, 32, 32)  # t = 1, c = 16: two nodes of 8
+    kw = {"table": table, "tp": A([1.0]), "gpus_per_node": 8, "nic_bytes_per_s": 50e9,
+          "hbm_bytes_per_s": 2.7e12}  # fmt: skip
+    hop_b, hop_h = group_params(table, "send_recv", A([2.0]), A([1.0]), 50e9)
+    ring = ring_p2p(kernel, sh, p2p_beta_max=hop_b, p2p_s_half=hop_h, hbm_bytes_per_s=2.7e12)
+    assert cp_attention_time("p2p", kernel, sh, **kw).total_s[0] == ring.total_s[0]  # type: ignore[arg-type]
+    a2a_b, a2a_h = group_params(table, "all_to_all", A([16.0]), A([8.0]), 50e9)
+    uly = ulysses_a2a(kernel, sh, a2a_beta_max=a2a_b, a2a_s_half=a2a_h)
+    assert cp_attention_time("a2a", kernel, sh, **kw).total_s[0] == uly.total_s[0]  # type: ignore[arg-type]
+    # the hierarchical form keeps its all-to-all inside the node and beats the flat ring
+    hier = cp_attention_time("a2a+p2p", kernel, sh, **kw)  # type: ignore[arg-type]
+    assert hier.total_s[0] < ring.total_s[0]
+    assert np.isfinite(cp_attention_time("all_gather", kernel, sh, **kw).total_s[0])  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="cp_comm_type='ring'"):
+        cp_attention_time("ring", kernel, sh, **kw)  # type: ignore[arg-type]
