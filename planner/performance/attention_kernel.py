@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layouts import FloatArray
-from planner.specs import SpecError
+from planner.specs import GPUSpec, SpecError
 
 FWD_FLOP_PER_PAIR_PER_DIM = 4.0  # performance-facts §2: forward = 4 x b x s^2 x heads x d
 BWD_FLOP_RATIO = 2.5  # performance-facts §2: FlashAttention counts backward as 2.5 x forward
@@ -72,6 +72,40 @@ def hopper_attention_prior(peak_flop_per_s: float, sm_count: int | None) -> Atte
         bwd_half_keys=400.0,
         sm_count=sm_count,
     )
+
+
+def attention_kernel_prior(gpu: GPUSpec) -> AttentionKernel | None:
+    """The attention kernel prior of a GPU's architecture, or None where no sweep exists.
+
+    * hopper: FlashAttention-3 (:func:`hopper_attention_prior`);
+    * ampere: FlashAttention-2 on A100, causal d = 128 forward + backward 155 / 173 / 182 / 189
+      TFLOP/s at s = 2k / 4k / 8k / 16k (performance-facts §2.1) fit 195 TFLOP/s = 0.625 of 312
+      with half_keys ~265 (the sweep is of forward + backward together, so both use it);
+    * blackwell: FlashAttention-4 forward up to 1,613 TFLOP/s, ~0.71 of 2,250 (performance-facts
+      §2.5) [Q]; backward at Hopper's backward / forward ratio (0.57 / 0.64) and Hopper's
+      half_keys [inferred: no Blackwell sweep].
+    """
+    if gpu.architecture == "hopper":
+        return hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
+    if gpu.architecture == "ampere":
+        return AttentionKernel(
+            peak_flop_per_s=gpu.peak_bf16_flop_per_s,
+            fwd_plateau=0.625,
+            bwd_plateau=0.625,
+            fwd_half_keys=265.0,
+            bwd_half_keys=265.0,
+            sm_count=gpu.sm_count,
+        )
+    if gpu.architecture == "blackwell":
+        return AttentionKernel(
+            peak_flop_per_s=gpu.peak_bf16_flop_per_s,
+            fwd_plateau=0.71,
+            bwd_plateau=round(0.71 * 0.57 / 0.64, 3),
+            fwd_half_keys=220.0,
+            bwd_half_keys=400.0,
+            sm_count=gpu.sm_count,
+        )
+    return None
 
 
 def wave_efficiency(ctas: FloatArray, sm_count: int | None) -> FloatArray:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from models_db import load_gpu
 from models_db.collectives import load_collective_table
 from planner.performance.attention_kernel import (
     AttentionKernel,
     attention_call_time,
+    attention_kernel_prior,
     hopper_attention_prior,
     wave_efficiency,
 )
@@ -242,3 +244,18 @@ def test_dispatcher_places_each_variant_on_its_links() -> None:
     assert np.isfinite(cp_attention_time("all_gather", kernel, sh, **kw).total_s[0])  # type: ignore[arg-type]
     with pytest.raises(SpecError, match="cp_comm_type='ring'"):
         cp_attention_time("ring", kernel, sh, **kw)  # type: ignore[arg-type]
+
+
+def test_ampere_prior_reproduces_the_flash_attention_2_figure() -> None:
+    """performance-facts §2.1: FA2 causal d = 128 fwd + bwd on A100 at b x s = 16k, 16 heads
+    (FA's FLOP count: 3.5 x forward)."""
+    kernel = attention_kernel_prior(load_gpu("a100-sxm4-80gb"))
+    assert kernel is not None and kernel.sm_count == 108
+    for s, measured in ((1024, 133), (2048, 155), (4096, 173), (8192, 182), (16384, 189)):
+        bh, kw = 16384 / s * 16, {"query_rows": A(float(s)), "pairs": A(s * s / 2.0)}
+        fwd = attention_call_time(kernel, batch_heads=A(bh), head_dim=128, **kw)  # type: ignore[arg-type]
+        bwd = attention_call_time(kernel, batch_heads=A(bh), head_dim=128, backward=True, **kw)  # type: ignore[arg-type]
+        rate = 3.5 * 4.0 * bh * s * s / 2 * 128 / (fwd + bwd) / 1e12
+        assert rate == pytest.approx(measured, rel=0.06)
+    assert attention_kernel_prior(load_gpu("mi300x-192gb")) is None
+    assert attention_kernel_prior(load_gpu("b200-sxm-180gb")) is not None
