@@ -25,7 +25,7 @@ from models_db import load_gpu, load_model
 from models_db.collectives import load_collective_table
 from planner.layouts import FloatArray
 from planner.model.shapes import Gemm, layer_shapes, sharded_width
-from planner.performance.attention_kernel import hopper_attention_prior
+from planner.performance.attention_kernel import attention_kernel_prior
 from planner.performance.collective_bandwidth import CollectiveTable, group_params
 from planner.performance.compute import elementwise_bytes_per_token, gemm_efficiency
 from planner.performance.profile import PerformanceProfile, default_profile
@@ -119,7 +119,8 @@ def layer_seconds(
         kv_heads=np.array([kv_heads]),
         head_dim=model.head_dim,
     )
-    kernel = hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
+    kernel = attention_kernel_prior(gpu)
+    assert kernel is not None
     att = cp_attention_time(
         "p2p",
         kernel,
@@ -176,7 +177,8 @@ def cp_step_table() -> list[dict[str, Any]]:
     assert table is not None
     prof = default_profile(gpu)
     hbm = gpu.hbm_bandwidth_bytes_per_s * prof.hbm_efficiency
-    kernel = hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
+    kernel = attention_kernel_prior(gpu)
+    assert kernel is not None
     out: list[dict[str, Any]] = []
     for name, heads, kv in (
         ("70B GQA (a_l 8, g_l 1)", 8.0, 1.0),
@@ -216,7 +218,8 @@ def cp_variants() -> list[dict[str, Any]]:
     table = load_collective_table(gpu.name)
     assert table is not None
     hbm = gpu.hbm_bandwidth_bytes_per_s * default_profile(gpu).hbm_efficiency
-    kernel = hopper_attention_prior(gpu.peak_bf16_flop_per_s, gpu.sm_count)
+    kernel = attention_kernel_prior(gpu)
+    assert kernel is not None
     out: list[dict[str, Any]] = []
     for cp in (8, 16, 32):
         c = np.array([float(cp)])
