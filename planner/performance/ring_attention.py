@@ -19,12 +19,11 @@ then costs depends on ``--cp-comm-type``:
 * ``a2a+p2p`` (§1.5): all-to-all in an inner group of c1, then the p2p ring over c2 = c / c1
   ranks on chunks of s / c2 tokens and a_l / c1 heads.
 
-The rate of each kernel call comes from :class:`AttentionKernel`: a plateau, a saturation in
-the keys each query row visits, and the wave efficiency of its CTAs on the GPU's SMs
-(performance-facts §2.5: too few CTAs for the SMs is what collapses attention at few heads per
-GPU). Link speeds are (beta_max, S_half) arrays from
-:mod:`planner.performance.collective_bandwidth`. Everything is per layer and per micro-batch,
-vectorised over a batch of layouts.
+The rate of each kernel call comes from :mod:`planner.performance.attention_kernel` (a
+plateau, a saturation in the keys each query row visits, and the wave efficiency of its CTAs
+on the GPU's SMs). Link speeds are (beta_max, S_half) arrays from
+:mod:`planner.performance.collective_bandwidth`; :func:`cp_attention_time` picks them from the
+rank order. Everything is per layer and per micro-batch, vectorised over a batch of layouts.
 """
 
 from __future__ import annotations
