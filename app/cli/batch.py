@@ -18,7 +18,13 @@ from typing import Annotated, Any
 import typer
 
 from app.cli.common import err_console, fail
-from app.jobs.batch_rows import LAYOUT_COLUMNS, OUTPUT_COLUMNS, rows_for
+from app.jobs.batch_rows import (
+    LAYOUT_COLUMNS,
+    OUTPUT_COLUMNS,
+    outcome_counts,
+    outcome_line,
+    rows_for,
+)
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -164,10 +170,9 @@ def _remote(
                 f"[red]{job['name']}:[/] {job['error'] or job['status']}", highlight=False
             )
     _write(rows, output)
-    failed = sum(job["status"] != "succeeded" for job in done["jobs"])
-    total = done["total"]
-    err_console.print(f"{total - failed} of {total} jobs planned by {server}; wrote {output}")
-    if failed == total:
+    counts = outcome_counts(rows)
+    err_console.print(f"{outcome_line(counts)} by {server}; wrote {output}", highlight=False)
+    if counts["failed"] == done["total"]:
         raise SystemExit(1)
 
 
@@ -191,7 +196,7 @@ def _local(items: list[dict[str, Any]], output: Path, workers: int) -> None:
         row for name, result in zip(names, results, strict=True) for row in rows_for(name, result)
     ]
     _write(rows, output)
-    failed = sum("error" in r for r in results)
-    err_console.print(f"{len(items) - failed} of {len(items)} jobs planned; wrote {output}")
-    if failed == len(items):
+    counts = outcome_counts(rows)
+    err_console.print(f"{outcome_line(counts)}; wrote {output}", highlight=False)
+    if counts["failed"] == len(items):
         raise SystemExit(1)

@@ -54,6 +54,16 @@ def _metavar(command: str, param: Any) -> str | None:
     return TYPE_NAMES.get(annotation)
 
 
+def _explain_ranges(command: str, params: list[Any]) -> None:
+    from app.cli.ranges import RANGE_RULE
+
+    for param in params:
+        ranged = command in LIST_COMMANDS | {"scale"} and param.name in RANGE_VALUE
+        text = param.help or ""
+        if ranged and param.type_descriptor.annotation is str and text and RANGE_RULE not in text:
+            param.help = f"{text} ({RANGE_RULE})"
+
+
 def _mark_required(command: str, params: list[Any]) -> None:
     if command not in PLAN_LIKE:
         return
@@ -97,4 +107,5 @@ def make_help_readable(command: Any, name: str = "") -> None:
                 param.display_type_rich = lambda ctx, shown=metavar: shown
         elif metavar is not None:
             param.metavar = metavar
+    _explain_ranges(name, params)
     _mark_required(name, params)

@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, print_json
+from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, out_console, print_json
+from app.cli.ranges import print_expansions
 
 Opt = typer.Option
 
@@ -51,6 +52,8 @@ def scale(
         usd_per_gpu_hour=usd_per_gpu_hour,
         max_trials=max_trials,
     )
+    if not json_output:
+        print_expansions(num_gpus=num_gpus)
     curve = _remote(request, server, api_key) if server else _local(request)
     if json_output:
         print_json(curve)
@@ -91,7 +94,6 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def _print_table(curve: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"Scaling of {curve.get('model') or 'the model'}", title_justify="left")
@@ -123,4 +125,4 @@ def _print_table(curve: dict[str, Any]) -> None:
         if curve.get("usd_per_gpu_hour") is not None and curve.get("token_budget"):
             row.append(_fmt(p.get("usd"), ",.0f"))
         table.add_row(*row)
-    Console().print(table)
+    out_console().print(table)  # full width when piped: no cut numbers
