@@ -36,6 +36,7 @@ _NAMED_SECRET = re.compile(
 )
 _HANDLER_MARK = "_planner_handler"
 _DROPPED = frozenset({"color_message"})  # uvicorn's ANSI copy of the message
+_FIRST = ("ts", "level", "logger", "message")
 
 
 def mask_secrets(text: str) -> str:
@@ -87,7 +88,8 @@ def _mask_values(_logger: Any, _method: str, event: EventDict) -> EventDict:
             event[key] = mask_secrets(value)
         elif not isinstance(value, int | float | bool):
             event[key] = mask_secrets(str(value))
-    return event
+    first = {k: event.pop(k) for k in _FIRST if k in event}  # ts, level, logger, message lead
+    return {**first, **event}
 
 
 def _formatter(fmt: str) -> structlog.stdlib.ProcessorFormatter:
