@@ -125,9 +125,7 @@ def test_bad_key_on_a_live_command_is_one_line(monkeypatch: pytest.MonkeyPatch) 
 def test_submit_without_wait_prints_the_exact_fetch_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(
-        PlannerClient, "submit_plan", lambda self, request, **kw: {"id": "job-123"}
-    )
+    monkeypatch.setattr(PlannerClient, "submit_plan", lambda self, request, **kw: {"id": "job-123"})
     code, out, err = run("submit", *JOB, "--server", "http://10.0.0.5:9000", "--api-key", "k")
     assert code == 0
     assert out.strip() == "queued plan job job-123"

@@ -64,8 +64,8 @@ def test_a_range_says_what_it_expands_to() -> None:
     )
     assert expansion("num_gpus", "96-400") == "--num-gpus 96-400 means 96, 192, 384, 400 (4 values)"
     assert expansion("num_gpus", "64") is None and expansion("num_gpus", "64,128") is None
-    code, _, err = run("scale", "--model", "llama3.1-8b", "--gpu", "h100-sxm-80gb",
-                       "--num-gpus", "8-32", "--seq-length", "4096", "--global-batch-size", "64")  # fmt: skip
+    code, _, err = run("scale", "--model", "llama3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus",
+                       "8-32", "--seq-length", "4096", "--global-batch-size", "64")  # fmt: skip
     assert code == 0 and "--num-gpus 8-32 means 8, 16, 32 (3 values)" in err
 
 
