@@ -126,11 +126,11 @@ def test_submit_without_wait_prints_the_exact_fetch_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(PlannerClient, "submit_plan", lambda self, request, **kw: {"id": "job-123"})
-    code, out, err = run("submit", *JOB, "--server", "http://10.0.0.5:9000", "--api-key", "k")
+    code, out, err = run("submit", *JOB, "--server", "http://127.0.0.1:9000", "--api-key", "k")
     assert code == 0
     assert out.strip() == "queued plan job job-123"
     assert (
-        "planner result job-123 --server http://10.0.0.5:9000 --api-key $PLANNER_API_KEY --wait"
+        "planner result job-123 --server http://127.0.0.1:9000 --api-key $PLANNER_API_KEY --wait"
         in err
     )
     assert " k " not in err  # the key itself is never echoed
