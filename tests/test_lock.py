@@ -34,19 +34,32 @@ def _root(lock: dict[str, Any]) -> dict[str, Any]:
     return root
 
 
+def _wanted(requirements: list[str], extra: str | None) -> set[tuple[str, str, str | None]]:
+    from packaging.requirements import Requirement
+
+    out = set()
+    for text in requirements:
+        req = Requirement(text)
+        marker = f"extra == '{extra}'" if extra else None
+        out.add((_norm(req.name), str(req.specifier), marker))
+    return out
+
+
 def test_uv_lock_was_made_from_this_pyproject(
     lock: dict[str, Any], project: dict[str, Any]
 ) -> None:
-    """The lock records the requirements it was resolved for: they must be today's."""
-    meta = _root(lock)["metadata"]
-    locked = {_norm(r["name"]) for r in meta["requires-dist"] if "marker" not in r}
-    wanted = {_norm(re.split(r"[\[<>=!~;]", d)[0]) for d in project["dependencies"]}
-    assert locked == wanted, "run `uv lock` and commit uv.lock"
-    locked_dev = {_norm(r["name"]) for r in meta["requires-dist"] if "'dev'" in r.get("marker", "")}
-    wanted_dev = {
-        _norm(re.split(r"[\[<>=!~;]", d)[0]) for d in project["optional-dependencies"]["dev"]
+    """The lock records the requirements it was resolved for: they must be today's, bounds and
+    all (``uv lock --check`` says the same where uv and PyPI are at hand)."""
+    from packaging.specifiers import SpecifierSet
+
+    locked = {
+        (_norm(r["name"]), str(SpecifierSet(r.get("specifier", ""))), r.get("marker"))
+        for r in _root(lock)["metadata"]["requires-dist"]
     }
-    assert locked_dev == wanted_dev, "run `uv lock` and commit uv.lock"
+    wanted = _wanted(project["dependencies"], None) | _wanted(
+        project["optional-dependencies"]["dev"], "dev"
+    )
+    assert locked == wanted, "run `uv lock` and commit uv.lock"
 
 
 def test_requirements_lock_pins_exactly_what_uv_lock_pins(lock: dict[str, Any]) -> None:
