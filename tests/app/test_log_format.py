@@ -61,3 +61,20 @@ def test_secrets_in_extras_exceptions_and_text_lines_are_masked(logger) -> None:
     assert "RuntimeError" in line["exception"] and "pp_0123456789ab_***" in line["exception"]
     assert line["url"] == "postgresql://u:***@db/x"
     assert "SuperSecretPart" not in text.getvalue() and "boom" in text.getvalue()
+
+
+def test_a_worker_logs_with_the_id_of_the_job_it_runs(client) -> None:  # type: ignore[no-untyped-def]
+    from tests.app.conftest import FAILING_SEED, JOB_70B, wait_for_status
+
+    stream = io.StringIO()
+    handler = make_handler(stream, "json")
+    worker_log = logging.getLogger("app.jobs.worker")
+    worker_log.addHandler(handler)
+    try:
+        job_id = client.post("/v1/plan-jobs", json={**JOB_70B, "seed": FAILING_SEED}).json()["id"]
+        wait_for_status(client, job_id, {"failed"})
+    finally:
+        worker_log.removeHandler(handler)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    failed = [x for x in lines if "failed" in str(x["message"])]
+    assert failed and failed[0]["job_id"] == job_id
