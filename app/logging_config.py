@@ -1,22 +1,27 @@
 """Structured logs: one JSON object a line, with the request id and job id, and no secrets.
 
-:func:`configure_logging` installs one stderr handler on the root logger (idempotent).
-:class:`SecretMaskingFilter` masks API keys (``pp_<prefix>_***``), passwords in database URLs
-(``scheme://user:***@host``) and ``key=``/``password=``-style values in every record, so no
-handler ever writes them; :func:`mask_secrets` is the same on a string.
+structlog renders the records of the standard library's loggers (the app's, uvicorn's,
+SQLAlchemy's), so every module keeps ``logging.getLogger(__name__)``; the fields are ``ts``,
+``level``, ``logger``, ``message``, the record's extras, ``request_id``/``job_id`` from the
+context, and ``exception``. :func:`configure_logging` installs one stderr handler on the root
+logger (idempotent). :class:`SecretMaskingFilter` masks API keys (``pp_<prefix>_***``),
+passwords in database URLs (``scheme://user:***@host``) and ``key=``/``password=``-style values
+in every record, and the last processor masks every field again, so no handler ever writes
+them; :func:`mask_secrets` is the same on a string.
 """
 
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
+
+import structlog
+from structlog.typing import EventDict, Processor
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "planner_request_id", default=None
@@ -30,7 +35,8 @@ _NAMED_SECRET = re.compile(
     r"\s*[=:]\s*['\"]?)([^\s'\",;&]+)"
 )
 _HANDLER_MARK = "_planner_handler"
-_STANDARD_ATTRS = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+_DROPPED = frozenset({"color_message"})  # uvicorn's ANSI copy of the message
+_FIRST = ("ts", "level", "logger", "message")
 
 
 def mask_secrets(text: str) -> str:
@@ -65,49 +71,55 @@ class SecretMaskingFilter(logging.Filter):
         return True
 
 
-class ContextFilter(logging.Filter):
-    """Adds ``request_id`` and ``job_id`` from the context to each record."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, "request_id", None) is None:
-            record.request_id = REQUEST_ID.get()
-        if getattr(record, "job_id", None) is None:
-            record.job_id = JOB_ID.get()
-        return True
+def _add_context_ids(_logger: Any, _method: str, event: EventDict) -> EventDict:
+    """``request_id`` and ``job_id`` from the context, unless the record carries its own."""
+    for key, var in (("request_id", REQUEST_ID), ("job_id", JOB_ID)):
+        if event.get(key) is None:
+            event[key] = var.get()
+    return event
 
 
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        for key, value in record.__dict__.items():
-            if key not in _STANDARD_ATTRS and not key.startswith("_") and value is not None:
-                out[key] = value if isinstance(value, int | float | bool) else str(value)
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self.formatException(record.exc_info)
-        if record.exc_text:
-            out["exception"] = record.exc_text
-        return mask_secrets(json.dumps(out, default=str))
+def _mask_values(_logger: Any, _method: str, event: EventDict) -> EventDict:
+    """Every string value masked, so an extra field or a traceback cannot carry a secret."""
+    for key, value in list(event.items()):
+        if value is None or key in _DROPPED:
+            del event[key]
+        elif isinstance(value, str):
+            event[key] = mask_secrets(value)
+        elif not isinstance(value, int | float | bool):
+            event[key] = mask_secrets(str(value))
+    first = {k: event.pop(k) for k in _FIRST if k in event}  # ts, level, logger, message lead
+    return {**first, **event}
 
 
-class TextFormatter(logging.Formatter):
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s")
-
-    def format(self, record: logging.LogRecord) -> str:
-        return mask_secrets(super().format(record))
+def _formatter(fmt: str) -> structlog.stdlib.ProcessorFormatter:
+    """structlog renders the standard library's records (every logger of app, uvicorn, ...)."""
+    chain: list[Processor] = [
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+        structlog.stdlib.ExtraAdder(),  # extra={...} fields: method, path, status, duration_ms
+        _add_context_ids,
+        structlog.processors.format_exc_info,
+        structlog.processors.EventRenamer("message"),
+        _mask_values,
+    ]
+    renderer: Processor
+    if fmt == "json":
+        renderer = structlog.processors.JSONRenderer(default=str)
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=False, event_key="message")
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=chain,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    )
 
 
 def make_handler(stream: Any = None, fmt: str = "json") -> logging.Handler:
-    """A handler with the context and masking filters and the chosen formatter."""
+    """A handler with the masking filter and structlog's JSON (or text) rendering."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.addFilter(ContextFilter())
     handler.addFilter(SecretMaskingFilter())
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.setFormatter(_formatter(fmt))
     return handler
 
 

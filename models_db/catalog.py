@@ -231,9 +231,22 @@ def _looks_like_hf(data: Mapping[str, Any]) -> bool:
     return "architectures" in data or "model_type" in data
 
 
+def _hf_name(data: Mapping[str, Any]) -> str | None:
+    """The name a Hugging Face config gives itself: ``_name_or_path``, else its architecture."""
+    named = str(data.get("_name_or_path") or "").strip().rstrip("/")
+    if named:  # a hub id ("meta-llama/Llama-3.1-8B") as is; a local path by its last part
+        return named.rsplit("/", 1)[-1] if named.startswith(("/", ".", "~")) else named
+    architectures = data.get("architectures")
+    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+        return architectures[0]
+    return None
+
+
 def _model_from_mapping(data: Mapping[str, Any], default_name: str | None) -> ModelSpec:
     if _looks_like_hf(data):
-        return model_from_hf_config(data, name=data.get("name") or default_name)
+        # the config's own name first: a checkout's folder is often just "hf" or a hash
+        name = data.get("name") or _hf_name(data) or default_name
+        return model_from_hf_config(data, name=name)
     spec, _ = _split(data, MODEL_METADATA_KEYS)
     if not spec.get("name") and default_name:
         spec["name"] = default_name
@@ -270,7 +283,8 @@ def resolve_model(ref: str | Path | Mapping[str, Any] | ModelSpec) -> ModelSpec:
         data = _read_file(path)
         if not isinstance(data, Mapping):
             raise SpecError(f"{path} must hold an object of model fields")
-        # An HF checkout's file is config.json: its folder names the model.
+        # A spec file without a name is named by its file (config.json: by its folder, unless
+        # the config names itself; see _hf_name).
         default = path.parent.name if path.stem == "config" and path.parent.name else path.stem
         return _model_from_mapping(data, default)
     try:

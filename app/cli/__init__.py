@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import typer
 
-from app.cli import batch, calibrate, catalog, evaluate, keys, plan, scale, service, worker
+from app.cli import batch, calibrate, catalog, evaluate, keys, plan, result, scale, service, worker
+from app.cli.group import PlannerGroup
 
 cli = typer.Typer(
     name="planner",
@@ -16,6 +17,7 @@ cli = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=PlannerGroup,  # readable --help, one-line errors (app/cli/errors.py)
 )
 evaluate.register(cli)
 plan.register(cli)
@@ -24,6 +26,7 @@ calibrate.register(cli)
 batch.register(cli)
 keys.register(cli)
 service.register(cli)  # serve, migrate, submit
+result.register(cli)  # the plans of a submitted job
 worker.register(cli)
 scale.register(cli)
 

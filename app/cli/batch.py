@@ -18,7 +18,13 @@ from typing import Annotated, Any
 import typer
 
 from app.cli.common import err_console, fail
-from app.jobs.batch_rows import LAYOUT_COLUMNS, OUTPUT_COLUMNS, rows_for
+from app.jobs.batch_rows import (
+    LAYOUT_COLUMNS,
+    OUTPUT_COLUMNS,
+    outcome_counts,
+    outcome_line,
+    rows_for,
+)
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -103,7 +109,7 @@ def batch(
     server: Annotated[
         str | None, Opt(help="Send the batch to this planner service instead (base URL).")
     ] = None,
-    api_key: Annotated[str | None, Opt(help="Bearer token, if the server wants one.")] = None,
+    api_key: Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")] = None,
     timeout: Annotated[float, Opt(help="Seconds to wait for the server's batch.")] = 86400.0,
 ) -> None:
     """Plan every job in a file on all cores; a bad job gets an error row, the rest still run."""
@@ -132,10 +138,9 @@ def _remote(
     items: list[dict[str, Any]], output: Path, server: str, api_key: str | None, timeout: float
 ) -> None:
     """Submit the jobs as one batch, follow its progress, and write its results."""
-    import httpx
     from rich.progress import Progress
 
-    from app.sdk import PlannerAPIError, PlannerClient
+    from app.sdk import PlannerClient
 
     for item in items:  # the server never reads paths: send model files inline
         model = item.get("model")
@@ -147,36 +152,27 @@ def _remote(
             from app.cli.service import _read_spec
 
             item["model"] = _read_spec(Path(model))
-    try:
-        with (
-            PlannerClient(server, api_key=api_key) as client,
-            Progress(disable=not sys.stderr.isatty(), console=err_console) as bar,
-        ):
-            submitted = client.submit_batch(items)
-            task = bar.add_task(f"batch {submitted['id'][:8]}", total=submitted["total"])
-            done = client.wait_for_batch(
-                submitted["id"],
-                timeout=timeout,
-                on_progress=lambda b: bar.update(task, completed=b["finished"]),
-            )
-            rows: list[dict[str, Any]] = client.get_batch_results(done["id"], format="json")
-    except PlannerAPIError as exc:
-        field = exc.errors[0]["field"] if exc.errors else None
-        fail(str(exc.problem.get("detail", exc)), field=field)
-    except TimeoutError as exc:
-        fail(str(exc))
-    except (OSError, httpx.HTTPError) as exc:
-        fail(f"cannot reach {server}: {exc}")
+    with (  # a refused connection, a bad key or a problem answer: app/cli/errors.py
+        PlannerClient(server, api_key=api_key) as client,
+        Progress(disable=not sys.stderr.isatty(), console=err_console) as bar,
+    ):
+        submitted = client.submit_batch(items)
+        task = bar.add_task(f"batch {submitted['id'][:8]}", total=submitted["total"])
+        done = client.wait_for_batch(
+            submitted["id"],
+            timeout=timeout,
+            on_progress=lambda b: bar.update(task, completed=b["finished"]),
+        )
+        rows: list[dict[str, Any]] = client.get_batch_results(done["id"], format="json")
     for job in done["jobs"]:
         if job["status"] != "succeeded":
             err_console.print(
                 f"[red]{job['name']}:[/] {job['error'] or job['status']}", highlight=False
             )
     _write(rows, output)
-    failed = sum(job["status"] != "succeeded" for job in done["jobs"])
-    total = done["total"]
-    err_console.print(f"{total - failed} of {total} jobs planned by {server}; wrote {output}")
-    if failed == total:
+    counts = outcome_counts(rows)
+    err_console.print(f"{outcome_line(counts)} by {server}; wrote {output}", highlight=False)
+    if counts["failed"] == done["total"]:
         raise SystemExit(1)
 
 
@@ -200,7 +196,7 @@ def _local(items: list[dict[str, Any]], output: Path, workers: int) -> None:
         row for name, result in zip(names, results, strict=True) for row in rows_for(name, result)
     ]
     _write(rows, output)
-    failed = sum("error" in r for r in results)
-    err_console.print(f"{len(items) - failed} of {len(items)} jobs planned; wrote {output}")
-    if failed == len(items):
+    counts = outcome_counts(rows)
+    err_console.print(f"{outcome_line(counts)}; wrote {output}", highlight=False)
+    if counts["failed"] == len(items):
         raise SystemExit(1)

@@ -27,6 +27,7 @@ from app.cli.common import (
     print_json,
     request_from_options,
 )
+from app.cli.ranges import print_expansions
 
 Opt = typer.Option
 AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
@@ -97,6 +98,8 @@ def plan(
 
     gpus, gpus_range = _split_gpus(num_gpus)
     batch, batch_range = _split_gpus(global_batch_size)
+    if not json_output:
+        print_expansions(num_gpus=gpus_range, global_batch_size=batch_range)
     request = request_from_options(
         model=inline_model_file(model),
         gpu=gpu,

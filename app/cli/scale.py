@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, print_json
+from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, out_console, print_json
+from app.cli.ranges import print_expansions
 
 Opt = typer.Option
 
@@ -33,7 +34,7 @@ def scale(
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price of one GPU-hour in USD.")] = None,
     max_trials: Annotated[int, Opt(help="Sampled trials per GPU count (large spaces).")] = 500,
     server: Annotated[str | None, Opt(help="Ask this planner service instead.")] = None,
-    api_key: Annotated[str | None, Opt(help="Bearer token, if the server wants one.")] = None,
+    api_key: Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")] = None,
     json_output: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
 ) -> None:
     """Best plan, tokens/s, scaling efficiency, time to train and cost at each GPU count."""
@@ -51,6 +52,8 @@ def scale(
         usd_per_gpu_hour=usd_per_gpu_hour,
         max_trials=max_trials,
     )
+    if not json_output:
+        print_expansions(num_gpus=num_gpus)
     curve = _remote(request, server, api_key) if server else _local(request)
     if json_output:
         print_json(curve)
@@ -71,11 +74,9 @@ def _local(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[str, Any]:
-    import httpx
-
     from app.plan_request import _int_list
     from app.scaling import MAX_POINTS
-    from app.sdk import PlannerAPIError, PlannerClient
+    from app.sdk import PlannerClient
     from planner.specs import SpecError
 
     try:
@@ -84,14 +85,8 @@ def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[s
         fail(exc.message, field="num_gpus")
     if counts is None or len(counts) > MAX_POINTS:
         fail(f"give between 1 and {MAX_POINTS} GPU counts", field="num_gpus")
-    try:
-        with PlannerClient(server, api_key=api_key) as client:
-            return client.scaling_curve({**request, "num_gpus_options": counts})
-    except PlannerAPIError as exc:
-        field = exc.errors[0]["field"] if exc.errors else None
-        fail(str(exc.problem.get("detail", exc)), field=field)
-    except (OSError, httpx.HTTPError) as exc:
-        fail(f"cannot reach {server}: {exc}")
+    with PlannerClient(server, api_key=api_key) as client:  # errors: app/cli/errors.py
+        return client.scaling_curve({**request, "num_gpus_options": counts})
 
 
 def _fmt(value: Any, spec: str) -> str:
@@ -99,7 +94,6 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def _print_table(curve: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"Scaling of {curve.get('model') or 'the model'}", title_justify="left")
@@ -131,4 +125,4 @@ def _print_table(curve: dict[str, Any]) -> None:
         if curve.get("usd_per_gpu_hour") is not None and curve.get("token_budget"):
             row.append(_fmt(p.get("usd"), ",.0f"))
         table.add_row(*row)
-    Console().print(table)
+    out_console().print(table)  # full width when piped: no cut numbers

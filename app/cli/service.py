@@ -109,7 +109,7 @@ def _build_submit() -> Any:
     hints = typing.get_type_hints(plan_cli.plan, include_extras=True)
     own: dict[str, Any] = {
         "server": Annotated[str, Opt(help="Base URL of the planner service.")],
-        "api_key": Annotated[str | None, Opt(help="Bearer token, if the server wants one.")],
+        "api_key": Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")],
         "wait": Annotated[bool, Opt(help="Wait for the job to finish and print its plans.")],
         "wait_timeout": Annotated[float, Opt(help="Seconds to wait with --wait.")],
         "idempotency_key": Annotated[str | None, Opt(help="Resubmitting with it is safe.")],
@@ -143,7 +143,8 @@ def _build_submit() -> Any:
 
 def _submit(options: dict[str, Any], plan_cli: Any) -> None:
     from app.cli.common import fail, print_json, request_from_options
-    from app.sdk import PlannerAPIError, PlannerClient
+    from app.cli.result import print_queued
+    from app.sdk import PlannerClient
 
     server = options.pop("server")
     api_key = options.pop("api_key")
@@ -165,23 +166,15 @@ def _submit(options: dict[str, Any], plan_cli: Any) -> None:
             **options,
         )
     )
-    try:
-        with PlannerClient(server, api_key=api_key) as client:
-            job = client.submit_plan(request, idempotency_key=key)
-            if not wait:
-                print_json(job) if json_output else typer.echo(f"queued plan job {job['id']}")
-                return
-            job = client.wait_for_job(job["id"], timeout=wait_timeout)
-            if job["status"] != "succeeded":
-                fail(f"plan job {job['id']} {job['status']}: {job.get('error') or ''}".strip())
-            result = client.get_plans(job["id"])
-    except PlannerAPIError as exc:
-        field = exc.errors[0]["field"] if exc.errors else None
-        fail(str(exc.problem.get("detail", exc)), field=field)
-    except TimeoutError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot reach {server}: {exc}")
+    with PlannerClient(server, api_key=api_key) as client:  # errors: app/cli/errors.py
+        job = client.submit_plan(request, idempotency_key=key)
+        if not wait:
+            print_json(job) if json_output else print_queued(job, server, api_key)
+            return
+        job = client.wait_for_job(job["id"], timeout=wait_timeout)
+        if job["status"] != "succeeded":
+            fail(f"plan job {job['id']} {job['status']}: {job.get('error') or ''}".strip())
+        result = client.get_plans(job["id"])
     if json_output:
         print_json(result)
     else:

@@ -11,7 +11,8 @@ import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-GB = 1e9
+GIB = 2**30  # memory in GiB, as `planner plan` and `evaluate` show it
+NO_FEASIBLE = "no feasible layout"
 LAYOUT_COLUMNS = (
     "tp",
     "pp",
@@ -33,9 +34,9 @@ OUTPUT_COLUMNS = (
     "tokens_per_s_per_gpu",
     "mfu",
     "step_time_s",
-    "memory_total_gb",
-    "memory_weights_optimizer_gb",
-    "memory_activations_gb",
+    "memory_total_gib",
+    "memory_weights_optimizer_gib",
+    "memory_activations_gib",
     "bubble_share",
     "megatron_command",
     "error",
@@ -48,7 +49,7 @@ def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
         return
     if not result["plans"]:
         reasons = "; ".join(f"{n} x {r}" for r, n in result.get("rejections", {}).items())
-        yield {"name": name, "rank": "", "error": f"no feasible layout: {reasons}"}
+        yield {"name": name, "rank": "", "error": f"{NO_FEASIBLE}: {reasons}"}
         return
     for rank, plan in enumerate(result["plans"], start=1):
         lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
@@ -63,9 +64,9 @@ def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "tokens_per_s_per_gpu": round(perf["tokens_per_s_per_gpu"], 1),
             "mfu": round(perf["mfu"], 4),
             "step_time_s": round(perf["step_time_s"], 4),
-            "memory_total_gb": round(mem["total_bytes"] / GB, 2),
-            "memory_weights_optimizer_gb": round(states / GB, 2),
-            "memory_activations_gb": round((terms.get("activations_bytes") or 0.0) / GB, 2),
+            "memory_total_gib": round(mem["total_bytes"] / GIB, 2),
+            "memory_weights_optimizer_gib": round(states / GIB, 2),
+            "memory_activations_gib": round((terms.get("activations_bytes") or 0.0) / GIB, 2),
             "bubble_share": round(perf.get("shares", {}).get("bubble_share") or 0.0, 4),
             "megatron_command": plan["megatron"]["command"],
             "error": "",
@@ -79,3 +80,27 @@ def to_csv(rows: Iterable[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
+
+
+def outcome_counts(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Jobs planned, infeasible (searched, nothing fits) and failed (bad input or an error).
+
+    Each job is either ranked rows starting at rank 1, or one row without a rank.
+    """
+    counts = {"planned": 0, "infeasible": 0, "failed": 0}
+    for row in rows:
+        if row.get("rank") in (1, "1"):
+            counts["planned"] += 1
+        elif row.get("rank") in ("", None):
+            infeasible = str(row.get("error", "")).startswith(NO_FEASIBLE)
+            counts["infeasible" if infeasible else "failed"] += 1
+    return counts
+
+
+def outcome_line(counts: dict[str, int]) -> str:
+    """``4 jobs: 2 planned, 1 infeasible (no layout fits), 1 failed``."""
+    total = sum(counts.values())
+    return (
+        f"{total} job{'s' if total != 1 else ''}: {counts['planned']} planned, "
+        f"{counts['infeasible']} infeasible (no layout fits), {counts['failed']} failed"
+    )

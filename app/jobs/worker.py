@@ -29,6 +29,7 @@ from app.db.engine import unit_of_work
 from app.db.repositories import FINISHED, PlanJobRepository
 from app.jobs import fanout, optuna_store
 from app.jobs.backend import PlanningBackend
+from app.logging_config import job_context
 from app.settings import Settings
 from planner.specs import SpecError
 
@@ -146,7 +147,8 @@ class WorkerPool:
                 self._wake.clear()
                 continue
             try:
-                self.run_job(job_id, worker_id)
+                with job_context(job_id):  # every line logged while it runs carries job_id
+                    self.run_job(job_id, worker_id)
             except Exception:  # never let one job (or an outage) end the worker thread
                 self._db_failed_at = utcnow().timestamp()
                 log.exception("plan worker %s: job %s did not finish cleanly", worker_id, job_id)

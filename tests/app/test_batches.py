@@ -113,7 +113,7 @@ def test_results_have_the_local_columns_in_csv_and_json(batch_client: TestClient
     rows = batch_client.get(f"/v1/batches/{batch_id}/results?format=json").json()
     assert [(r["name"], r["rank"]) for r in rows] == [("a", 1), ("a", 2), ("bad", "")]
     assert rows[0]["tp"] == 8 and rows[1]["tp"] == 4
-    assert rows[0]["memory_weights_optimizer_gb"] == 30.0  # (10 + 20) GB
+    assert rows[0]["memory_weights_optimizer_gib"] == round(30e9 / 2**30, 2)  # (10 + 20) GB
     assert rows[1]["tokens_per_s_per_gpu"] == 500.0
     assert "num_gpus" in rows[2]["error"]
     text = batch_client.get(f"/v1/batches/{batch_id}/results?format=csv")
@@ -183,7 +183,7 @@ def test_cli_batch_server_writes_the_same_rows(live_server: str, tmp_path: Path)
     out = tmp_path / "out.csv"
     code, _, err = run_cli("batch", str(jobs), "-o", str(out), "--server", live_server)
     assert code == 0, err
-    assert "bad:" in err and "1 of 2 jobs planned" in err
+    assert "bad:" in err and "2 jobs: 1 planned, 0 infeasible (no layout fits), 1 failed" in err
     table = list(csv.DictReader(out.open()))
     assert [(r["name"], r["rank"]) for r in table] == [("a", "1"), ("a", "2"), ("bad", "")]
     out_json = tmp_path / "out.json"

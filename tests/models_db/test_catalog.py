@@ -308,17 +308,31 @@ def test_resolve_model_reads_a_yaml_spec_file(tmp_path: Path) -> None:
     assert resolve_model(path).num_layers == 2
 
 
-def test_resolve_model_names_an_hf_config_after_its_folder(tmp_path: Path) -> None:
-    folder = tmp_path / "Mixtral-8x7B-v0.1"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({
-        "architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
-        "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
-        "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
-        "vocab_size": 32000, "max_position_embeddings": 32768, "tie_word_embeddings": False,
-    }))  # fmt: skip
+MIXTRAL_HF = {
+    "architectures": ["MixtralForCausalLM"], "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2,
+    "vocab_size": 32000, "max_position_embeddings": 32768, "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "name"),
+    [
+        ({"_name_or_path": "mistralai/Mixtral-8x7B-v0.1"}, "mistralai/Mixtral-8x7B-v0.1"),
+        ({"_name_or_path": "/data/ckpt/mixtral-base/"}, "mixtral-base"),
+        ({}, "MixtralForCausalLM"),
+    ],
+)
+def test_resolve_model_names_an_hf_config_from_the_config(
+    tmp_path: Path, extra: dict[str, str], name: str
+) -> None:
+    """Not after its folder: a hub download sits in snapshots/<commit hash>/config.json."""
+    folder = tmp_path / "snapshots" / "0123abcd"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({**MIXTRAL_HF, **extra}))
     model = resolve_model(folder / "config.json")
-    assert model.name == "Mixtral-8x7B-v0.1"
+    assert model.name == name
     assert model.num_experts == 8
 
 
