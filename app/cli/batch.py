@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
+from app.batches.rows import LAYOUT_COLUMNS, OUTPUT_COLUMNS, rows_for
 from app.cli.common import err_console, fail
-from app.jobs.batch_rows import LAYOUT_COLUMNS, OUTPUT_COLUMNS, rows_for
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -77,7 +77,7 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
 
 def _plan_one(index: int, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     import models_db
-    from app.planning import plan_request
+    from app.planning.compute import plan_request
     from planner.specs import SpecError
 
     request = {k: v for k, v in job.items() if k != "name"}

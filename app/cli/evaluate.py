@@ -96,7 +96,7 @@ def evaluate(
     json_output: Annotated[bool, Opt("--json", help="One JSON object per layout.")] = False,
 ) -> None:
     """Check one layout (or many): Megatron's rules, memory per GPU, speed, launch flags."""
-    from app.planning import evaluate_requests
+    from app.planning.compute import evaluate_requests
     from planner.specs import SpecError
 
     if input is not None:

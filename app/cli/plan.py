@@ -92,7 +92,7 @@ def plan(
     json_output: Annotated[bool, Opt("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Rank the feasible layouts by predicted speed and print the best with launch flags."""
-    from app.planning import plan_request
+    from app.planning.compute import plan_request
     from planner.specs import SpecError
 
     gpus, gpus_range = _split_gpus(num_gpus)

@@ -61,7 +61,7 @@ def scale(
 
 
 def _local(request: dict[str, Any]) -> dict[str, Any]:
-    from app.scaling import scaling_curve
+    from app.planning.scaling import scaling_curve
     from planner.specs import SpecError
 
     try:
@@ -73,8 +73,8 @@ def _local(request: dict[str, Any]) -> dict[str, Any]:
 def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[str, Any]:
     import httpx
 
-    from app.plan_request import _int_list
-    from app.scaling import MAX_POINTS
+    from app.planning.plan_request import _int_list
+    from app.planning.scaling import MAX_POINTS
     from app.sdk import PlannerAPIError, PlannerClient
     from planner.specs import SpecError
 

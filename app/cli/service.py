@@ -36,9 +36,9 @@ def serve(
     """Run the HTTP API (migrates and seeds the database at start-up)."""
     import uvicorn
 
-    from app.logging_config import mask_secrets
+    from app.core.logging_config import mask_secrets
+    from app.core.settings import Settings
     from app.main import prepare_database
-    from app.settings import Settings
 
     settings = Settings()
     prepare_database(settings)  # once, before the worker processes start
@@ -61,8 +61,8 @@ def serve(
 
 def migrate() -> None:
     """Bring the database (PLANNER_DATABASE_URL) to the latest schema."""
-    from app.db.migrate import upgrade
-    from app.settings import Settings
+    from app.core.migrate import upgrade
+    from app.core.settings import Settings
 
     settings = Settings()
     upgrade(settings.database_url)
@@ -71,7 +71,7 @@ def migrate() -> None:
 
 def _as_lists(request: dict[str, Any]) -> dict[str, Any]:
     """CLI strings ('1,2,4', '64-1024') -> the API's lists."""
-    from app.plan_request import _int_list
+    from app.planning.plan_request import _int_list
 
     out = dict(request)
     for name in LIST_AXES:

@@ -33,11 +33,11 @@ def worker(
     log_level: Annotated[str, Opt(help="Logging level.")] = "info",
 ) -> None:
     """Run plan jobs from the database queue until stopped (SIGTERM / Ctrl-C)."""
-    from app.db.engine import make_engine, make_session_factory
-    from app.db.migrate import upgrade
-    from app.jobs.backend import default_backend
-    from app.jobs.worker import WorkerPool
-    from app.settings import Settings
+    from app.core.engine import make_engine, make_session_factory
+    from app.core.migrate import upgrade
+    from app.core.settings import Settings
+    from app.planning.backend import default_backend
+    from app.planning.worker import WorkerPool
 
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, JSONType, utcnow
+from app.core.database import Base, JSONType, utcnow
 
 CATALOG_KINDS = ("model", "gpu", "cluster")
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")

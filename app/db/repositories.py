@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.db.base import utcnow
+from app.core.database import utcnow
 from app.db.models import (
     BatchRow,
     CalibrationRow,

@@ -39,7 +39,7 @@ def media_type(filename: str) -> str:
 
 def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
     """Fit the profile of ``gpu_slug`` to ``rows``; the points and errors before and after."""
-    from app.planning import gpu_from_type_string, profile_for
+    from app.planning.compute import gpu_from_type_string, profile_for
     from models_db.catalog import network_bytes_per_s
     from models_db.measurement_models import model_for_measurement
     from planner.calibration import fit_profile, predict_tokens_per_s, usable

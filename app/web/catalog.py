@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.schemas.common import SLUG_PATTERN
+from app.core.schemas import SLUG_PATTERN
 from app.web.backend import Backend
 from app.web.templating import templates
 from planner.specs import SpecError

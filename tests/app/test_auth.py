@@ -15,10 +15,10 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from app.auth.keys import ApiKeyStore
-from app.auth.models import ApiKeyRow
-from app.db.engine import unit_of_work
-from app.settings import Settings
+from app.core.engine import unit_of_work
+from app.core.settings import Settings
+from app.keys.models import ApiKeyRow
+from app.keys.service import ApiKeyStore
 from tests.app.conftest import LAYOUT_70B
 
 GOOD_SECRET = "Zq3v9Lr2Wm8Kx1Tb7Nc4Hd6Pf0Gj5Ys-RuAeIoQ"

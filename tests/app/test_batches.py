@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from app.jobs.batch_rows import OUTPUT_COLUMNS
+from app.batches.rows import OUTPUT_COLUMNS
 from app.main import create_app
 from tests.app.conftest import SLOW_SEED, FakePlanner, fake_catalog, test_settings
 
@@ -55,7 +55,7 @@ def full_plan(rank: int, tp: int) -> dict[str, Any]:
 
 
 class FullPlanner(FakePlanner):
-    """The conftest fake, answering with complete plans (two ranks) as app.planning does."""
+    """The conftest fake, answering with complete plans (two ranks) as app.planning.compute does."""
 
     def plan(self, request: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         super().plan(request, **kwargs)

@@ -257,7 +257,7 @@ def test_evaluate_reads_a_local_spec_file(tmp_path: Path) -> None:
 
 
 def test_planning_layer_never_opens_files_named_in_a_request() -> None:
-    from app.planning import evaluate_request
+    from app.planning.compute import evaluate_request
     from planner.specs import SpecError
 
     request = {
@@ -273,7 +273,7 @@ def test_planning_layer_never_opens_files_named_in_a_request() -> None:
 
 
 def test_plan_requests_are_fully_validated_before_any_search() -> None:
-    from app.planning import validate_plan_request
+    from app.planning.compute import validate_plan_request
     from planner.specs import SpecError
 
     request = {

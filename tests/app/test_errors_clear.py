@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.errors import problem_fields
+from app.core.errors import problem_fields
 from tests.app.conftest import JOB_70B, LAYOUT_70B
 
 EVALUATION = dict(LAYOUT_70B)

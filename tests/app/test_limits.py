@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.middleware import TokenBuckets
+from app.core.middleware import TokenBuckets
 from tests.app.conftest import JOB_70B, SLOW_SEED
 
 EVALUATION = dict(JOB_70B)

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.auth.keys import ApiKeyStore
-from app.db.engine import unit_of_work
-from app.logging_config import job_context, make_handler, mask_secrets
+from app.core.engine import unit_of_work
+from app.core.logging_config import job_context, make_handler, mask_secrets
+from app.keys.service import ApiKeyStore
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_missing_or_unsafe_request_id_is_replaced(client: TestClient) -> None:
 
 def test_job_id_is_in_lines_logged_inside_a_job(log_lines) -> None:  # type: ignore[no-untyped-def]
     with job_context("job-7"):
-        logging.getLogger("app.jobs.worker").warning("step")
+        logging.getLogger("app.planning.worker").warning("step")
     assert log_lines()[-1]["job_id"] == "job-7"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from app.db.migrate import check, upgrade
+from app.core.migrate import check, upgrade
 
 
 def test_upgrade_creates_every_table(database_url: str) -> None:

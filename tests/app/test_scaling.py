@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.jobs.backend import PlanningBackend
 from app.main import create_app
-from app.scaling import gpu_counts, scaling_curve
+from app.planning.backend import PlanningBackend
+from app.planning.scaling import gpu_counts, scaling_curve
 from planner.specs import SpecError
 from tests.app.conftest import FakePlanner, fake_catalog, test_settings
 

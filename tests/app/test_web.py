@@ -20,8 +20,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from app.core.settings import Settings
 from app.main import create_app
-from app.settings import Settings
 from app.web import forms, mount_static, router, views
 from planner.specs import SpecError
 

@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from app.core.settings import Settings
 from app.main import create_app
-from app.settings import Settings
 
 POSTGRES_URL = os.environ.get("PLANNER_TEST_POSTGRES_URL", "")
 pytestmark = [
@@ -233,7 +233,7 @@ def test_two_workers_share_one_optuna_study_with_disjoint_trials(
 ) -> None:
     import optuna
 
-    from app.jobs.optuna_store import open_storage, storage_url, study_name
+    from app.planning.optuna_store import open_storage, storage_url, study_name
 
     cluster = make_cluster(PLANNER_FAN_OUT_MIN_SCENARIOS="2", FAKE_RUNNER_SLEEP_S="0.15")
     gpus, batches = [8, 16, 32, 64, 128, 256], [64, 128]
