@@ -7,11 +7,10 @@ from logging.config import fileConfig
 from sqlalchemy import pool
 from sqlalchemy.engine import create_engine
 
+import app.models  # noqa: F401  (registers every row on the metadata)
 from alembic import context
 from app.core.database import Base
 from app.core.engine import make_engine
-from app.db import models  # noqa: F401  (registers the rows on the metadata)
-from app.keys import models as auth_models  # noqa: F401  (the api_key row)
 
 config = context.config
 if config.config_file_name and config.attributes.get("configure_logger", True):

@@ -21,8 +21,8 @@ from sqlalchemy import text
 
 from app.core.errors import problem
 from app.core.schemas import problem_responses
-from app.db.models import JOB_STATUSES
-from app.db.repositories import PlanJobRepository
+from app.planning.models import JOB_STATUSES
+from app.planning.repository import PlanJobRepository
 
 router = APIRouter(tags=["health"])
 

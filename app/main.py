@@ -30,7 +30,6 @@ from app.core.middleware import (
 from app.core.migrate import upgrade
 from app.core.schemas import problem_responses
 from app.core.settings import Settings
-from app.db.models import PlanJobRow
 from app.keys import Authenticator, require_scope
 from app.keys import router as key_routes
 from app.keys.web import router as login_router
@@ -39,6 +38,7 @@ from app.planning import evaluation_router as evaluations
 from app.planning import router as plan_jobs
 from app.planning import scaling_router as scaling
 from app.planning.backend import PlanningBackend, default_backend
+from app.planning.models import PlanJobRow
 from app.planning.worker import WorkerPool
 from app.web import mount_static
 from app.web import router as web_router

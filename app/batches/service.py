@@ -13,12 +13,13 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from app.batches.models import BatchRow
+from app.batches.repository import BatchRepository
 from app.batches.rows import rows_for
 from app.core.database import utcnow
 from app.core.errors import AppError, ConflictError, NotFoundError, problem_fields
-from app.db.models import BatchRow, PlanJobRow
-from app.db.repositories import FINISHED, BatchRepository
 from app.planning.backend import PlanningBackend
+from app.planning.models import FINISHED, PlanJobRow
 from app.planning.schemas import PlanJobCreate
 from app.planning.service import PlanJobService, request_hash
 from planner.specs import SpecError

@@ -7,16 +7,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, status
 from starlette.concurrency import run_in_threadpool
 
-from app.calibration.service import CalibrationService
-from app.core.deps import BackendDep, SessionDep
-from app.core.errors import AppError
-from app.core.schemas import problem_responses
-from app.planning.schemas import (
+from app.calibration.schemas import (
     CalibrationList,
     CalibrationRead,
     MeasurementList,
     MeasurementsCreated,
 )
+from app.calibration.service import CalibrationService
+from app.core.deps import BackendDep, SessionDep
+from app.core.errors import AppError
+from app.core.schemas import problem_responses
 
 router = APIRouter(prefix="/v1/clusters/{slug}", tags=["calibration"])
 Slug = Annotated[str, Path(max_length=128)]

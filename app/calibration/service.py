@@ -13,12 +13,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.calibration.models import CalibrationRow
+from app.calibration.repository import CalibrationRepository, MeasurementRepository
+from app.calibration.schemas import CalibrationRead, MeasurementRead
 from app.catalog.service import CatalogService
 from app.core.errors import ConflictError, InvalidInputError, UnsupportedMediaError
-from app.db.models import CalibrationRow
-from app.db.repositories import CalibrationRepository, MeasurementRepository
 from app.planning.backend import PlanningBackend
-from app.planning.schemas import CalibrationRead, MeasurementRead
 from planner.specs import SpecError
 
 MAX_ROWS = 10_000

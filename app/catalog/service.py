@@ -12,10 +12,10 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.catalog.models import CatalogEntryRow
+from app.catalog.repository import CatalogRepository
 from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
-from app.db.models import CatalogEntryRow
-from app.db.repositories import CatalogRepository
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
 log = logging.getLogger(__name__)

@@ -53,3 +53,8 @@ class Base(DeclarativeBase):
         datetime: UTCDateTime,
         dict[str, Any]: JSONType,
     }
+
+
+def rowcount(result: Any) -> int:
+    """Rows an UPDATE matched (``CursorResult.rowcount``)."""
+    return int(result.rowcount)

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.core.database import utcnow
-from app.db.models import PlanJobRow
-from app.db.repositories import FINISHED, PlanJobRepository
+from app.planning.models import FINISHED, PlanJobRow
+from app.planning.repository import PlanJobRepository
 from app.planning.service import request_hash
 from planner.specs import SpecError
 

@@ -1,4 +1,4 @@
-"""Schemas of evaluations, plan jobs, measurements and calibrations.
+"""Schemas of evaluations and plan jobs.
 
 Field names are the request fields of ``app.planning.compute`` (the same as the CLI's options);
 every number has bounds so that no request can ask for an absurd amount of work.
@@ -176,34 +176,3 @@ class PlanJobRead(BaseModel):
 
 class PlanJobPage(Page):
     items: list[PlanJobRead]
-
-
-class MeasurementsCreated(BaseModel):
-    cluster: str
-    added: int
-    total: int
-
-
-class MeasurementRead(BaseModel):
-    id: int
-    source: str
-    data: dict[str, Any]
-    created_at: datetime
-
-
-class MeasurementList(BaseModel):
-    cluster: str
-    items: list[MeasurementRead]
-
-
-class CalibrationRead(BaseModel):
-    id: int
-    cluster: str
-    num_measurements: int
-    profile: dict[str, Any]
-    report: dict[str, Any]
-    created_at: datetime
-
-
-class CalibrationList(BaseModel):
-    items: list[CalibrationRead]

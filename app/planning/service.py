@@ -14,13 +14,14 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.calibration.repository import CalibrationRepository
 from app.catalog.service import CatalogService
 from app.core.database import utcnow
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
-from app.db.models import PlanJobRow
-from app.db.repositories import FINISHED, CalibrationRepository, PlanJobRepository
 from app.planning.backend import PlanningBackend
 from app.planning.compute import NETWORK_FIELDS
+from app.planning.models import FINISHED, PlanJobRow
+from app.planning.repository import PlanJobRepository
 from app.planning.schemas import PlanJobPage, PlanJobRead
 
 

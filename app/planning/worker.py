@@ -27,9 +27,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.core.database import utcnow
 from app.core.engine import unit_of_work
 from app.core.settings import Settings
-from app.db.repositories import FINISHED, PlanJobRepository
 from app.planning import fanout, optuna_store
 from app.planning.backend import PlanningBackend
+from app.planning.models import FINISHED
+from app.planning.repository import PlanJobRepository
 from planner.specs import SpecError
 
 log = logging.getLogger(__name__)

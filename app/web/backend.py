@@ -224,7 +224,7 @@ class ServiceBackend:
         return job_id
 
     def get_plan(self, job_id: str) -> JobView | None:
-        from app.db.repositories import PlanJobRepository
+        from app.planning.repository import PlanJobRepository
 
         with self._session() as session:
             row = PlanJobRepository(session).get(job_id)

@@ -44,8 +44,8 @@ def test_malformed_json_is_422_not_500(client: TestClient) -> None:
 
 
 def test_cluster_newest_calibration_becomes_the_profile(client: TestClient) -> None:
-    from app.db.models import CalibrationRow
-    from app.db.repositories import CalibrationRepository
+    from app.calibration.models import CalibrationRow
+    from app.calibration.repository import CalibrationRepository
 
     factory = client.app.state.session_factory  # type: ignore[attr-defined]
     with factory() as session, session.begin():

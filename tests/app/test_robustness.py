@@ -165,7 +165,7 @@ def test_shutdown_puts_a_running_job_back_in_the_queue(
     started = time.monotonic()
     client.__exit__(None, None, None)  # the lifespan's shutdown
     assert time.monotonic() - started < 5
-    from app.db.repositories import PlanJobRepository
+    from app.planning.repository import PlanJobRepository
 
     with factory() as session:
         row = PlanJobRepository(session).get(job["id"])

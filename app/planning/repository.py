@@ -1,95 +1,16 @@
-"""Repositories: the only code that builds SQL. They flush, never commit."""
+"""Plan job repository: the only code that builds plan job SQL. It flushes, never commits."""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.core.database import utcnow
-from app.db.models import (
-    BatchRow,
-    CalibrationRow,
-    CatalogEntryRow,
-    CatalogVersionRow,
-    MeasurementRow,
-    PlanJobRow,
-)
-
-FINISHED = ("succeeded", "failed", "cancelled")
-
-
-def _rowcount(result: Any) -> int:
-    """Rows an UPDATE matched (``CursorResult.rowcount``)."""
-    return int(result.rowcount)
-
-
-class CatalogRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def list(self, kind: str) -> list[CatalogEntryRow]:
-        stmt = select(CatalogEntryRow).where(CatalogEntryRow.kind == kind)
-        return list(self.session.scalars(stmt.order_by(CatalogEntryRow.slug)))
-
-    def get(self, kind: str, slug: str) -> CatalogEntryRow | None:
-        stmt = select(CatalogEntryRow).where(
-            CatalogEntryRow.kind == kind, CatalogEntryRow.slug == slug
-        )
-        return self.session.scalars(stmt).one_or_none()
-
-    def latest(self, entry: CatalogEntryRow) -> CatalogVersionRow:
-        stmt = select(CatalogVersionRow).where(
-            CatalogVersionRow.entry_id == entry.id, CatalogVersionRow.version == entry.version
-        )
-        return self.session.scalars(stmt).one()
-
-    def latest_many(self, entries: Sequence[CatalogEntryRow]) -> dict[int, CatalogVersionRow]:
-        if not entries:
-            return {}
-        pairs = {(e.id, e.version) for e in entries}
-        stmt = select(CatalogVersionRow).where(
-            CatalogVersionRow.entry_id.in_([e.id for e in entries])
-        )
-        return {
-            v.entry_id: v for v in self.session.scalars(stmt) if (v.entry_id, v.version) in pairs
-        }
-
-    def create(
-        self, kind: str, slug: str, spec: dict[str, Any], meta: dict[str, Any], *, builtin: bool
-    ) -> CatalogEntryRow:
-        now = utcnow()
-        entry = CatalogEntryRow(
-            kind=kind, slug=slug, builtin=builtin, version=1, created_at=now, updated_at=now
-        )
-        self.session.add(entry)
-        self.session.flush()
-        self.session.add(
-            CatalogVersionRow(entry_id=entry.id, version=1, spec=spec, meta=meta, created_at=now)
-        )
-        self.session.flush()
-        return entry
-
-    def add_version(
-        self, entry: CatalogEntryRow, spec: dict[str, Any], meta: dict[str, Any]
-    ) -> CatalogVersionRow:
-        now = utcnow()
-        entry.version += 1
-        entry.updated_at = now
-        version = CatalogVersionRow(
-            entry_id=entry.id, version=entry.version, spec=spec, meta=meta, created_at=now
-        )
-        self.session.add(version)
-        self.session.flush()
-        return version
-
-    def delete(self, entry: CatalogEntryRow) -> None:
-        self.session.delete(entry)
-        self.session.flush()
+from app.core.database import rowcount, utcnow
+from app.planning.models import PlanJobRow
 
 
 class PlanJobRepository:
@@ -153,7 +74,7 @@ class PlanJobRepository:
             )
             .execution_options(synchronize_session=False)
         )
-        return job_id if _rowcount(claimed) == 1 else None
+        return job_id if rowcount(claimed) == 1 else None
 
     def heartbeat(
         self, job_id: str, worker_id: str, progress: float, done: int, total: int | None
@@ -174,7 +95,7 @@ class PlanJobRepository:
             )
             .execution_options(synchronize_session=False)
         )
-        if _rowcount(result) != 1:
+        if rowcount(result) != 1:
             return None
         return bool(
             self.session.scalar(select(PlanJobRow.cancel_requested).where(PlanJobRow.id == job_id))
@@ -213,7 +134,7 @@ class PlanJobRepository:
             .values(**values)
             .execution_options(synchronize_session=False)
         )
-        return _rowcount(result) == 1
+        return rowcount(result) == 1
 
     def cancel_queued(self, job_id: str) -> bool:
         result = self.session.execute(
@@ -222,7 +143,7 @@ class PlanJobRepository:
             .values(status="cancelled", cancel_requested=True, finished_at=utcnow())
             .execution_options(synchronize_session=False)
         )
-        return _rowcount(result) == 1
+        return rowcount(result) == 1
 
     def request_cancel(self, job_id: str) -> bool:
         result = self.session.execute(
@@ -231,7 +152,7 @@ class PlanJobRepository:
             .values(cancel_requested=True)
             .execution_options(synchronize_session=False)
         )
-        return _rowcount(result) == 1
+        return rowcount(result) == 1
 
     def requeue_stale(self, stale_after_s: float, max_attempts: int) -> tuple[int, int]:
         """Running jobs whose heartbeat stopped go back to the queue (or fail after too many
@@ -257,67 +178,4 @@ class PlanJobRepository:
             .values(status="queued", worker_id=None)
             .execution_options(synchronize_session=False)
         )
-        return _rowcount(requeued), _rowcount(failed)
-
-
-class BatchRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def add(self, batch: BatchRow) -> BatchRow:
-        self.session.add(batch)
-        self.session.flush()
-        return batch
-
-    def get(self, batch_id: str) -> BatchRow | None:
-        return self.session.get(BatchRow, batch_id, populate_existing=True)
-
-    def jobs(self, batch_id: str) -> list[PlanJobRow]:
-        """The batch's plan jobs in submission order."""
-        stmt = select(PlanJobRow).where(PlanJobRow.batch_id == batch_id)
-        stmt = stmt.order_by(PlanJobRow.batch_index).execution_options(populate_existing=True)
-        return list(self.session.scalars(stmt))
-
-    def status_counts(self, batch_id: str) -> dict[str, int]:
-        stmt = (
-            select(PlanJobRow.status, func.count())
-            .where(PlanJobRow.batch_id == batch_id)
-            .group_by(PlanJobRow.status)
-        )
-        return {status: int(n) for status, n in self.session.execute(stmt)}
-
-
-class MeasurementRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def add_many(self, cluster_slug: str, source: str, rows: list[dict[str, Any]]) -> int:
-        now = utcnow()
-        self.session.add_all(
-            MeasurementRow(cluster_slug=cluster_slug, source=source, data=row, created_at=now)
-            for row in rows
-        )
-        self.session.flush()
-        return len(rows)
-
-    def list(self, cluster_slug: str) -> list[MeasurementRow]:
-        stmt = select(MeasurementRow).where(MeasurementRow.cluster_slug == cluster_slug)
-        return list(self.session.scalars(stmt.order_by(MeasurementRow.id)))
-
-
-class CalibrationRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def add(self, row: CalibrationRow) -> CalibrationRow:
-        self.session.add(row)
-        self.session.flush()
-        return row
-
-    def list(self, cluster_slug: str) -> list[CalibrationRow]:
-        stmt = select(CalibrationRow).where(CalibrationRow.cluster_slug == cluster_slug)
-        return list(self.session.scalars(stmt.order_by(CalibrationRow.id.desc())))
-
-    def latest(self, cluster_slug: str) -> CalibrationRow | None:
-        rows = self.list(cluster_slug)
-        return rows[0] if rows else None
+        return rowcount(requeued), rowcount(failed)
