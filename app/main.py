@@ -184,7 +184,7 @@ def create_app(
     app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)
 
-    # scopes (app/auth/deps.py): GETs need read; planning writes (evaluations, plan jobs,
+    # scopes (app/keys/auth.py): GETs need read; planning writes (evaluations, plan jobs,
     # batches, scaling) need plan; writes that change what everyone plans with (catalog,
     # measurements, calibrations) and key management need admin
     auth: dict[str, Any] = {

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     """``production`` refuses to start without API keys and a real secret key."""
     auth: Literal["none", "api-key"] = "none"
     """``api-key``: every ``/v1`` request needs an ``X-API-Key`` with the route's scope (see
-    app/auth); ``none`` (local development only) lets everyone do everything."""
+    app/keys); ``none`` (local development only) lets everyone do everything."""
     secret_key: SecretStr = SecretStr("")
     """Signs the web UI's session cookies; at least 32 characters, not a placeholder, in
     production. Empty in development means a random one per process."""

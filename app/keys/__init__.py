@@ -1,4 +1,4 @@
-"""Authentication: API keys with scopes, web sessions with CSRF tokens (see app/auth/deps)."""
+"""Authentication: API keys with scopes, web sessions with CSRF tokens (see app/keys/auth)."""
 
 from app.keys.auth import Authenticator, require_scope
 from app.keys.models import ApiKeyRow
