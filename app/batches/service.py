@@ -10,27 +10,21 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.batches.models import BatchRow
 from app.batches.repository import BatchRepository
 from app.batches.rows import rows_for
+from app.batches.schemas import BatchJobCreate
 from app.core.database import utcnow
-from app.core.errors import AppError, ConflictError, NotFoundError, problem_fields
+from app.core.errors import AppError, ConflictError, NotFoundError
 from app.planning.backend import PlanningBackend
+from app.planning.convert import RequestError, parse_request
 from app.planning.models import FINISHED, PlanJobRow
-from app.planning.schemas import PlanJobCreate
 from app.planning.service import PlanJobService, request_hash
 from planner.specs import SpecError
 
 MAX_BATCH_JOBS = 2000
-
-
-def _validation_message(exc: ValidationError) -> str:
-    """The same field names and messages as the API's 422 problems (app.core.errors)."""
-    fields = problem_fields(exc.errors())[:5]
-    return "; ".join(f"{f['field']}: {f['message']}" for f in fields)
 
 
 class BatchService:
@@ -50,13 +44,13 @@ class BatchService:
             body = {k: v for k, v in job.items() if k != "name"}
             error: str | None = None
             try:
-                parsed = PlanJobCreate.model_validate(body)
+                parsed = parse_request(BatchJobCreate, job)
                 with self.session.begin_nested():
                     row, _ = plan_jobs.submit(
-                        parsed.model_dump(mode="json", exclude_none=True), None
+                        parsed.model_dump(mode="json", exclude_none=True, exclude={"name"}), None
                     )
-            except ValidationError as exc:
-                error = _validation_message(exc)
+            except RequestError as exc:
+                error = exc.message
             except SpecError as exc:
                 error = exc.message + (f" (field {exc.field})" if exc.field else "")
             except AppError as exc:

@@ -34,7 +34,7 @@ def _jsonable(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _cluster_preset_dict(preset: Any) -> dict[str, Any]:
+def cluster_preset_dict(preset: Any) -> dict[str, Any]:
     data = preset.to_dict() if hasattr(preset, "to_dict") else dict(preset)
     gpu = data.get("gpu")
     if isinstance(gpu, dict):
@@ -55,7 +55,7 @@ def builtin_specs() -> dict[str, dict[str, dict[str, Any]]]:
     for slug in models_db.list_gpus():
         out["gpu"][slug] = _jsonable(models_db.load_gpu(slug).to_dict())
     for slug in models_db.list_clusters():
-        out["cluster"][slug] = _cluster_preset_dict(models_db.load_cluster_preset(slug))
+        out["cluster"][slug] = cluster_preset_dict(models_db.load_cluster_preset(slug))
     return out
 
 

@@ -7,6 +7,7 @@ columns either way.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -76,22 +77,22 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
 
 
 def _plan_one(index: int, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    import models_db
+    """One batch row through the one plan request; errors name its column or key."""
+    from app.batches.schemas import BatchJobCreate
+    from app.cli.common import inline_model_file
     from app.planning.compute import plan_request
+    from app.planning.convert import column_label, expand_text_lists, parse_request
     from planner.specs import SpecError
 
-    request = {k: v for k, v in job.items() if k != "name"}
-    model = request.get("model")
-    if isinstance(model, str) and model.endswith((".json", ".yaml", ".yml")):
-        try:  # a local spec or config.json file, read here (planning takes slugs and objects)
-            request["model"] = models_db.resolve_model(Path(model)).to_dict()
-        except SpecError as exc:
-            return index, {"error": f"{model}: {exc.message} (field model)"}
     try:
+        data = expand_text_lists({**job, "model": inline_model_file(job.get("model"))})
+        request = parse_request(BatchJobCreate, data, label=column_label(job))
         return index, plan_request(request)
     except SpecError as exc:
-        where = f" (field {exc.field})" if exc.field else ""
+        where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
         return index, {"error": f"{exc.message}{where}"}
+    except SystemExit:  # a model file that cannot be read: inline_model_file said why
+        return index, {"error": f"cannot read the model file {job.get('model')!r} (field model)"}
     except Exception as exc:  # one bad job must never sink the batch
         return index, {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -135,18 +136,17 @@ def _remote(
     import httpx
     from rich.progress import Progress
 
+    from app.cli.common import inline_model_file
+    from app.planning.convert import expand_text_lists
     from app.sdk import PlannerAPIError, PlannerClient
+    from planner.specs import SpecError
 
-    for item in items:  # the server never reads paths: send model files inline
-        model = item.get("model")
-        if (
-            isinstance(model, str)
-            and model.endswith((".json", ".yaml", ".yml"))
-            and Path(model).is_file()
-        ):
-            from app.cli.service import _read_spec
-
-            item["model"] = _read_spec(Path(model))
+    for i, item in enumerate(items):  # the server never reads paths: send model files inline
+        item["model"] = inline_model_file(item.get("model"))
+        # the text forms of lists ('1,2,4', '64-1024') as the API's lists; a job whose lists
+        # do not parse is sent as written, and the server fails it alone, saying why
+        with contextlib.suppress(SpecError):
+            items[i] = expand_text_lists(item)
     try:
         with (
             PlannerClient(server, api_key=api_key) as client,

@@ -31,9 +31,9 @@ def _values(request: dict[str, Any], many: str, one: str) -> list[int]:
     if value is None:
         return []
     if isinstance(value, str):
-        from app.planning.plan_request import _int_list
+        from app.planning.convert import int_list
 
-        return list(_int_list({many: value}, many, maximum=1 << 24) or [])
+        return int_list(value, many, maximum=1 << 24)
     items = value if isinstance(value, list | tuple) else [value]
     return sorted({int(v) for v in items})
 

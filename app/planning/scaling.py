@@ -21,14 +21,14 @@ PlanRunner = Callable[..., dict[str, Any]]
 
 def gpu_counts(request: dict[str, Any]) -> list[int]:
     """The GPU counts a request names: num_gpus_options (list, 'a,b' or 'lo-hi') or num_gpus."""
-    from app.planning.plan_request import _int_list
+    from app.planning.convert import int_list
 
     value = request.get("num_gpus_options")
     if value is None:
         value = request.get("num_gpus")
     if value is None:
         raise SpecError("num_gpus_options (a range such as 64-4096) is required", field="num_gpus")
-    counts = _int_list({"num_gpus": value}, "num_gpus", maximum=1 << 17) or []
+    counts = int_list(value, "num_gpus")
     if len(counts) > MAX_POINTS:
         raise SpecError(
             f"{len(counts)} GPU counts; a scaling curve has at most {MAX_POINTS} points",

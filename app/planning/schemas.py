@@ -15,6 +15,15 @@ from app.core.bounds import check_spec_numbers
 from app.core.schemas import Page, SlugRef
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+MAX_GPUS = 65_536
+"""The most GPUs one request may name (every interface: API, CLI, batch rows, web form)."""
+DEFAULT_MAX_TRIALS = 500
+"""Trials of the sampled search: the planner's own default (``SearchBudget.max_trials``)."""
+NETWORK_FIELDS = (
+    "inter_node_bandwidth_bytes_per_s",
+    "inter_node_latency_s",
+    "intra_node_latency_s",
+)
 Recompute = Literal["none", "selective", "full"]
 Sharding = Literal["none", "optimizer", "full"]
 Dispatcher = Literal["alltoall", "flex"]
@@ -74,7 +83,11 @@ class _Common(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: ModelRef
-    gpu: SlugRef | None = Field(default=None, description="GPU slug")
+    gpu: SlugRef | dict[str, Any] | None = Field(
+        default=None,
+        description="GPU slug or alias (h100), or an inline object of GPUSpec fields; "
+        "default: the cluster's",
+    )
     cluster: SlugRef | None = Field(
         default=None,
         description="cluster preset slug: sets gpu and gpus_per_node, and its newest calibration "
@@ -85,6 +98,11 @@ class _Common(BaseModel):
     seq_length: int = Field(ge=1, le=1_048_576)
     precision: Precision = "bf16"
     memory_threshold: float = Field(default=0.8, ge=0.05, le=1.0)
+    inter_node_bandwidth_bytes_per_s: float | None = Field(
+        default=None, ge=1e-9, le=1e15, description="a user cluster's network: per GPU"
+    )
+    inter_node_latency_s: float | None = Field(default=None, ge=1e-9, le=1e15)
+    intra_node_latency_s: float | None = Field(default=None, ge=1e-9, le=1e15)
 
     @field_validator("model")
     @classmethod
@@ -97,7 +115,7 @@ class EvaluationRequest(_Common):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [EVALUATION_EXAMPLE]})
 
-    num_gpus: int = Field(ge=1, le=65_536)
+    num_gpus: int = Field(ge=1, le=MAX_GPUS)
     global_batch_size: int = Field(ge=1, le=16_777_216)
     tp: Axis = 1
     pp: Axis = 1
@@ -118,8 +136,8 @@ class PlanJobCreate(_Common):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [PLAN_EXAMPLE]})
 
-    num_gpus: int | None = Field(default=None, ge=1, le=65_536)
-    num_gpus_options: list[Annotated[int, Field(ge=1, le=65_536)]] | None = Field(
+    num_gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    num_gpus_options: list[Annotated[int, Field(ge=1, le=MAX_GPUS)]] | None = Field(
         default=None, min_length=1, max_length=64
     )
     global_batch_size: int | None = Field(default=None, ge=1, le=16_777_216)
@@ -149,7 +167,7 @@ class PlanJobCreate(_Common):
     usd_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e4)
     top_k: int = Field(default=10, ge=1, le=1000)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
-    max_trials: int = Field(default=2000, ge=1, le=1_000_000)
+    max_trials: int = Field(default=DEFAULT_MAX_TRIALS, ge=1, le=1_000_000)
     exhaustive: bool = False
     pareto: bool = False
 

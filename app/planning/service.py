@@ -5,6 +5,7 @@ Services flush, never commit; the route's unit of work commits.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import time
@@ -19,10 +20,11 @@ from app.catalog.service import CatalogService
 from app.core.database import utcnow
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
 from app.planning.backend import PlanningBackend
-from app.planning.compute import NETWORK_FIELDS
+from app.planning.convert import RequestError, cluster_slug_for, parse_request
 from app.planning.models import FINISHED, PlanJobRow
 from app.planning.repository import PlanJobRepository
-from app.planning.schemas import PlanJobPage, PlanJobRead
+from app.planning.schemas import NETWORK_FIELDS, PlanJobCreate, PlanJobPage, PlanJobRead
+from planner.specs import SpecError
 
 
 def request_hash(body: dict[str, Any]) -> str:
@@ -36,19 +38,19 @@ def resolve_references(
     """The request that ``app.planning.compute`` can run, and what was resolved to build it.
 
     User-defined catalog entries (stored here, unknown to ``models_db``) are inlined; a cluster
-    preset fills in gpu and gpus_per_node, and its newest calibration becomes the profile.
+    (a user's, or a preset named by its slug or a GPU alias) becomes its gpu, gpus_per_node and
+    network numbers, and its newest calibration becomes the profile. Built-in model and GPU
+    names stay names for :mod:`app.planning.convert` (aliases and "did you mean" included).
     """
     catalog = CatalogService(session)
     req = {k: v for k, v in body.items() if v is not None}
     resolved: dict[str, Any] = {}
-    cluster = req.pop("cluster", None)
+    cluster = req.get("cluster")
     if cluster is not None:
+        cluster = _cluster_slug(catalog, cluster)
         found = catalog.find_spec("cluster", cluster)
-        if found is None:
-            raise InvalidInputError.for_field(
-                "cluster", f"no cluster named {cluster!r}; GET /v1/clusters lists them"
-            )
-        preset = found[0]
+        preset = found[0] if found is not None else _builtin_preset(cluster)
+        del req["cluster"]  # the runner gets plain numbers: the same for a preset or a user's
         req.setdefault("gpu", preset["gpu"])
         req.setdefault("gpus_per_node", preset["gpus_per_node"])
         for name in NETWORK_FIELDS:  # the cluster's own network numbers reach the planner
@@ -58,23 +60,39 @@ def resolve_references(
         calibration = CalibrationRepository(session).latest(cluster)
         if calibration is not None:
             resolved["profile"] = {"calibration_id": calibration.id, "profile": calibration.profile}
-    model = req.get("model")
-    if isinstance(model, str):
-        found = catalog.find_spec("model", model)
-        if found is not None:
-            spec, builtin = found
-            resolved["model"] = spec
-            if not builtin:
-                req["model"] = spec
-    gpu = req.get("gpu")
-    if isinstance(gpu, str):
-        found = catalog.find_spec("gpu", gpu)
-        if found is not None:
-            spec, builtin = found
-            resolved["gpu"] = spec
-            if not builtin:
-                req["gpu"] = spec
+    for kind in ("model", "gpu"):
+        ref = req.get(kind)
+        if isinstance(ref, str):
+            found = catalog.find_spec(kind, ref)
+            if found is not None:
+                spec, builtin = found
+                resolved[kind] = spec
+                if not builtin:
+                    req[kind] = spec
     return req, resolved
+
+
+def _cluster_slug(catalog: CatalogService, name: str) -> str:
+    """A user cluster's slug, or the built-in preset a name or alias means (did you mean...)."""
+    if catalog.find_spec("cluster", name) is not None:
+        return name
+    try:
+        return cluster_slug_for(name)
+    except SpecError as exc:
+        known = [entry.slug for entry in catalog.list("cluster")]
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise InvalidInputError.for_field(
+            "cluster", f"unknown cluster {name!r}; {hint}GET /v1/clusters lists them"
+        ) from exc
+
+
+def _builtin_preset(slug: str) -> dict[str, Any]:
+    """A built-in preset as the catalog stores it (a catalog not seeded yet: the CLI's)."""
+    import models_db
+    from app.catalog.service import cluster_preset_dict
+
+    return cluster_preset_dict(models_db.load_cluster_preset(slug))
 
 
 def to_read(row: PlanJobRow) -> PlanJobRead:
@@ -105,7 +123,14 @@ class PlanJobService:
         self.repo = PlanJobRepository(session)
 
     def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[PlanJobRow, bool]:
-        """Queue a job; returns (job, created). The same key with the same body is one job."""
+        """Queue a job; returns (job, created). The same key with the same body is one job.
+
+        ``body`` is a ``PlanJobCreate`` (from any interface: the API, the web form, a batch).
+        """
+        try:
+            body = parse_request(PlanJobCreate, body).model_dump(mode="json", exclude_none=True)
+        except RequestError as exc:
+            raise InvalidInputError(exc.message, errors=exc.errors) from exc
         digest = request_hash(body)
         if idempotency_key is not None:
             existing = self._same_key(idempotency_key, digest)

@@ -197,14 +197,13 @@ class ServiceBackend:
         return self._check_axes(req)
 
     def _check_axes(self, req: dict[str, Any]) -> dict[str, Any]:
-        try:  # the search stack (optuna) may be swapped out by a test's planning backend
-            from app.planning.plan_request import constraints_from_request, objective_from_request
-        except ImportError:
-            log.warning("app.planning.plan_request is unavailable; axis checks wait for the job")
-            return req
-        constraints_from_request(req)
-        objective_from_request(req)
-        return req
+        """The form's request as the one plan request (``PlanJobCreate``): its bounds and
+        messages, the same as the API's."""
+        from app.planning.convert import expand_text_lists, parse_request
+        from app.planning.schemas import PlanJobCreate
+
+        request = parse_request(PlanJobCreate, expand_text_lists(req))
+        return request.model_dump(mode="json", exclude_none=True)
 
     def submit_plan(self, request: dict[str, Any]) -> str:
         from app.core.errors import AppError
