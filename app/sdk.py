@@ -5,7 +5,8 @@
         job = planner.submit_plan({"model": "llama3.1-70b", "gpu": "h100-sxm-80gb",
                                    "num_gpus": 64, "seq_length": 8192, "global_batch_size": 128})
         job = planner.wait_for_job(job["id"], timeout=600)
-        plans = planner.get_plans(job["id"])
+        plans = planner.get_plans(job["id"])  # typed: plans.plans[0].performance.mfu
+        plans.raw  # the JSON, as `planner plan --json` prints it
 
 Every error comes back as :class:`PlannerAPIError` with the problem document.
 """
@@ -18,9 +19,11 @@ from typing import Any
 
 import httpx
 
-__all__ = ["PlannerAPIError", "PlannerClient"]
+from app.planning.reports import LayoutReport, PlanResult, ScalingCurve
+from app.planning.schemas import FINISHED
 
-FINISHED = ("succeeded", "failed", "cancelled")
+__all__ = ["LayoutReport", "PlanResult", "PlannerAPIError", "PlannerClient", "ScalingCurve"]
+
 JSON = dict[str, Any]
 
 
@@ -112,10 +115,9 @@ class PlannerClient:
         return items
 
     # --- evaluation and plan jobs ----------------------------------------------------------------
-    def evaluate(self, request: JSON) -> JSON:
-        """Evaluate one layout (``POST /v1/evaluations``)."""
-        result: JSON = self._request("POST", "/v1/evaluations", json=request)
-        return result
+    def evaluate(self, request: JSON) -> LayoutReport:
+        """Evaluate one layout (``POST /v1/evaluations``); ``.raw`` is the JSON."""
+        return LayoutReport.model_validate(self._request("POST", "/v1/evaluations", json=request))
 
     def submit_plan(
         self, request: JSON, *, idempotency_key: str | None = None, wait_s: float = 0
@@ -159,9 +161,9 @@ class PlannerClient:
                 raise TimeoutError(f"plan job {job_id} is still {job['status']} after {timeout} s")
             time.sleep(min(poll_s, max(0.01, deadline - time.monotonic())))
 
-    def get_plans(self, job_id: str) -> JSON:
-        result: JSON = self._request("GET", f"/v1/plan-jobs/{job_id}/plans")
-        return result
+    def get_plans(self, job_id: str) -> PlanResult:
+        """The ranked plans of a finished job; ``.raw`` is the JSON."""
+        return PlanResult.model_validate(self._request("GET", f"/v1/plan-jobs/{job_id}/plans"))
 
     # --- measurements and calibration -------------------------------------------------------------
     def add_measurements(self, cluster: str, rows: list[JSON]) -> JSON:
@@ -224,7 +226,7 @@ class PlannerClient:
             return response.text
         return self._request("GET", f"/v1/batches/{batch_id}/results", params={"format": "json"})
 
-    def scaling_curve(self, request: JSON, timeout: float = 300.0) -> JSON:
-        """The best plan at each GPU count of ``request['num_gpus_options']``."""
-        curve: JSON = self._request("POST", "/v1/scaling-curves", json=request, timeout=timeout)
-        return curve
+    def scaling_curve(self, request: JSON, timeout: float = 300.0) -> ScalingCurve:
+        """The best plan at each GPU count of ``request['num_gpus_options']``; ``.raw``: JSON."""
+        curve = self._request("POST", "/v1/scaling-curves", json=request, timeout=timeout)
+        return ScalingCurve.model_validate(curve)

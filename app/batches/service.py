@@ -20,7 +20,8 @@ from app.core.database import utcnow
 from app.core.errors import AppError, ConflictError, NotFoundError
 from app.planning.backend import PlanningBackend
 from app.planning.convert import RequestError, parse_request
-from app.planning.models import FINISHED, PlanJobRow
+from app.planning.models import PlanJobRow
+from app.planning.schemas import FINISHED
 from app.planning.service import PlanJobService, request_hash
 from planner.specs import SpecError
 

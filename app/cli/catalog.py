@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import fail, out_console, print_json
+from app.core.units import GIB
 
 catalog_cli = typer.Typer(help="Built-in models, GPUs and cluster presets.", no_args_is_help=True)
 KINDS = ("models", "gpus", "clusters")
@@ -33,7 +34,7 @@ def list_entries(
     elif kind == "gpus":
         rows = [models_db.load_gpu(slug).to_dict() for slug in models_db.list_gpus()]
         for row in rows:
-            row["memory_gib"] = round(row["hbm_bytes"] / 2**30, 1)
+            row["memory_gib"] = round(row["hbm_bytes"] / GIB, 1)
             row["bf16_tflops"] = round(row["peak_bf16_flop_per_s"] / 1e12)
         columns = ("name", "memory_gib", "bf16_tflops", "architecture")
     else:

@@ -39,7 +39,9 @@ def print_json(obj: Any) -> None:
 
 
 def gib(value: float | None) -> str:
-    return "-" if value is None else f"{value / 2**30:.1f}"
+    from app.core.units import GIB
+
+    return "-" if value is None else f"{value / GIB:.1f}"
 
 
 def request_from_options(**options: Any) -> dict[str, Any]:

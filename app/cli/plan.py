@@ -27,7 +27,6 @@ from app.cli.common import (
     out_console,
     print_json,
 )
-from app.planning.schemas import DEFAULT_MAX_TRIALS
 
 Opt = typer.Option
 AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
@@ -79,7 +78,7 @@ def plan(
     top_k: Annotated[int | None, Opt(help="Plans to return (10).")] = None,
     seed: Annotated[int | None, Opt(help="Seed of the sampled search (0).")] = None,
     max_trials: Annotated[
-        int | None, Opt(help=f"Trials of the sampled search, large spaces ({DEFAULT_MAX_TRIALS}).")
+        int | None, Opt(help="Trials of the sampled search, large spaces (500).")
     ] = None,
     exhaustive: Annotated[bool, Opt(help="Evaluate every feasible layout.")] = False,
     pareto: Annotated[bool, Opt(help="Also return the throughput/headroom Pareto front.")] = False,

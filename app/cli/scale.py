@@ -51,15 +51,15 @@ def scale(
 ) -> None:
     """Best plan, tokens/s, scaling efficiency, time to train and cost at each GPU count."""
     from app.cli.requests import build_request
-    from app.planning.schemas import PlanJobCreate
+    from app.planning.schemas import ScalingCurveCreate
 
-    options = {k: v for k, v in locals().items() if k in PlanJobCreate.model_fields}
+    options = {k: v for k, v in locals().items() if k in ScalingCurveCreate.model_fields}
     if isinstance(num_gpus, str) and num_gpus.strip().isdigit():
         options["num_gpus"] = [num_gpus]  # one count is a curve of one point
     if server and profile is not None:
         fail("--profile is for local curves; the server uses its clusters' calibrations")
     typed, run_profile = build_request(
-        PlanJobCreate, options, profile_file=profile, server_cluster=not server
+        ScalingCurveCreate, options, profile_file=profile, server_cluster=not server
     )
     request = typed.model_dump(mode="json", exclude_unset=True)
     curve = _remote(request, server, api_key) if server else _local(request, run_profile)
@@ -84,15 +84,15 @@ def _local(request: dict[str, Any], profile: Any) -> dict[str, Any]:
 def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[str, Any]:
     import httpx
 
-    from app.planning.scaling import MAX_POINTS
+    from app.planning.schemas import MAX_SCALING_POINTS
     from app.sdk import PlannerAPIError, PlannerClient
 
     counts = request.get("num_gpus_options") or []
-    if not counts or len(counts) > MAX_POINTS:
-        fail(f"give between 1 and {MAX_POINTS} GPU counts", field="num_gpus")
+    if not counts or len(counts) > MAX_SCALING_POINTS:
+        fail(f"give between 1 and {MAX_SCALING_POINTS} GPU counts", field="num_gpus")
     try:
         with PlannerClient(server, api_key=api_key) as client:
-            return client.scaling_curve(request)
+            return client.scaling_curve(request).raw
     except PlannerAPIError as exc:
         field = exc.errors[0]["field"] if exc.errors else None
         fail(str(exc.problem.get("detail", exc)), field=field)

@@ -132,7 +132,7 @@ def _submit(options: dict[str, Any]) -> None:
             job = client.wait_for_job(job["id"], timeout=wait_timeout)
             if job["status"] != "succeeded":
                 fail(f"plan job {job['id']} {job['status']}: {job.get('error') or ''}".strip())
-            result = client.get_plans(job["id"])
+            result = client.get_plans(job["id"]).raw
     except PlannerAPIError as exc:
         field = exc.errors[0]["field"] if exc.errors else None
         fail(str(exc.problem.get("detail", exc)), field=field)

@@ -19,11 +19,11 @@ from pydantic import BaseModel, ValidationError
 
 import models_db
 from app.core.messages import problem_fields
+from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
 from planner.measurements import gpu_slug
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
-GIB = 2**30
 Request = TypeVar("Request", bound=BaseModel)
 Label = Callable[[str], str]
 

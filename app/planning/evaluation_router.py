@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body
 
 from app.core.deps import BackendDep, SessionDep
 from app.core.schemas import problem_responses
+from app.planning.reports import LayoutReport
 from app.planning.schemas import EVALUATION_EXAMPLE, EvaluationRequest
 from app.planning.service import resolve_references
 
@@ -16,6 +17,8 @@ router = APIRouter(prefix="/v1", tags=["evaluations"])
 
 @router.post(
     "/evaluations",
+    response_model=LayoutReport,
+    response_model_exclude_unset=True,  # the planner's document as it is, no added nulls
     responses=problem_responses(422),
     summary="Evaluate one layout: Megatron's rules, memory, throughput and launch flags",
     operation_id="evaluate_layout",

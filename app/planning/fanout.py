@@ -16,8 +16,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.core.database import utcnow
-from app.planning.models import FINISHED, PlanJobRow
+from app.planning.models import PlanJobRow
 from app.planning.repository import PlanJobRepository
+from app.planning.schemas import FINISHED
 from app.planning.service import request_hash
 from planner.specs import SpecError
 

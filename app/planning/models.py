@@ -11,7 +11,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.core.database import Base, JSONType, utcnow
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-FINISHED = ("succeeded", "failed", "cancelled")
 
 
 class PlanJobRow(Base):

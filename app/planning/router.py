@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.core.deps import BackendDep, FactoryDep, PoolDep, SessionDep, SettingsDep
 from app.core.schemas import problem_responses
+from app.planning.reports import PlanResult
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate, PlanJobPage, PlanJobRead, Status
 from app.planning.service import PlanJobService, to_read, wait_until_finished
 
@@ -96,6 +97,8 @@ def get_job(job_id: JobId, session: SessionDep, backend: BackendDep) -> PlanJobR
 
 @router.get(
     "/{job_id}/plans",
+    response_model=PlanResult,
+    response_model_exclude_unset=True,  # the planner's document as it is, no added nulls
     responses=problem_responses(404, 409, 422),
     summary="The ranked plans of a finished job (as `planner plan --json`)",
     operation_id="get_plan_job_plans",

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from app.planning.schemas import MAX_SCALING_POINTS
 from planner.specs import SpecError
 
-MAX_POINTS = 24
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_HOUR = 3_600.0
 PlanRunner = Callable[..., dict[str, Any]]
@@ -29,9 +29,9 @@ def gpu_counts(request: dict[str, Any]) -> list[int]:
     if value is None:
         raise SpecError("num_gpus_options (a range such as 64-4096) is required", field="num_gpus")
     counts = int_list(value, "num_gpus")
-    if len(counts) > MAX_POINTS:
+    if len(counts) > MAX_SCALING_POINTS:
         raise SpecError(
-            f"{len(counts)} GPU counts; a scaling curve has at most {MAX_POINTS} points",
+            f"{len(counts)} GPU counts; a scaling curve has at most {MAX_SCALING_POINTS} points",
             field="num_gpus",
         )
     return counts

@@ -15,6 +15,8 @@ from app.core.bounds import check_spec_numbers
 from app.core.schemas import Page, SlugRef
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+FINISHED = ("succeeded", "failed", "cancelled")
+"""The statuses a plan job ends in."""
 MAX_GPUS = 65_536
 """The most GPUs one request may name (every interface: API, CLI, batch rows, web form)."""
 DEFAULT_MAX_TRIALS = 500
@@ -194,3 +196,25 @@ class PlanJobRead(BaseModel):
 
 class PlanJobPage(Page):
     items: list[PlanJobRead]
+
+
+MAX_SCALING_TRIALS = 5000
+"""Sampled trials per GPU count of a synchronous scaling curve (a few seconds of CPU)."""
+MAX_SCALING_POINTS = 24
+"""GPU counts of one scaling curve."""
+SCALING_EXAMPLE: dict[str, Any] = {
+    **{k: v for k, v in PLAN_EXAMPLE.items() if k not in ("num_gpus", "top_k")},
+    "num_gpus_options": [64, 128, 256, 512],
+    "global_batch_size": 512,
+    "token_budget": 1e12,
+    "usd_per_gpu_hour": 2.5,
+}
+
+
+class ScalingCurveCreate(PlanJobCreate):
+    """A plan request over a range of GPU counts (``num_gpus_options``), plus the run's size."""
+
+    num_gpus_options: list[Annotated[int, Field(ge=1, le=MAX_GPUS)]] | None = Field(
+        default=None, min_length=1, max_length=MAX_SCALING_POINTS
+    )
+    max_trials: int = Field(default=DEFAULT_MAX_TRIALS, ge=1, le=MAX_SCALING_TRIALS)

@@ -21,9 +21,9 @@ from app.core.database import utcnow
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
 from app.planning.backend import PlanningBackend
 from app.planning.convert import RequestError, cluster_slug_for, parse_request
-from app.planning.models import FINISHED, PlanJobRow
+from app.planning.models import PlanJobRow
 from app.planning.repository import PlanJobRepository
-from app.planning.schemas import NETWORK_FIELDS, PlanJobCreate, PlanJobPage, PlanJobRead
+from app.planning.schemas import FINISHED, NETWORK_FIELDS, PlanJobCreate, PlanJobPage, PlanJobRead
 from planner.specs import SpecError
 
 

@@ -29,8 +29,8 @@ from app.core.engine import unit_of_work
 from app.core.settings import Settings
 from app.planning import fanout, optuna_store
 from app.planning.backend import PlanningBackend
-from app.planning.models import FINISHED
 from app.planning.repository import PlanJobRepository
+from app.planning.schemas import FINISHED
 from planner.specs import SpecError
 
 log = logging.getLogger(__name__)

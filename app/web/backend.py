@@ -16,11 +16,10 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
 
+from app.planning.schemas import FINISHED
 from planner.specs import SpecError
 
 log = logging.getLogger(__name__)
-
-FINISHED = ("succeeded", "failed", "cancelled")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
