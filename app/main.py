@@ -10,7 +10,6 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
-from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app import health
@@ -38,7 +37,7 @@ from app.planning import evaluation_router as evaluations
 from app.planning import router as plan_jobs
 from app.planning import scaling_router as scaling
 from app.planning.backend import PlanningBackend, default_backend
-from app.planning.models import PlanJobRow
+from app.planning.repository import PlanJobRepository
 from app.planning.worker import WorkerPool
 from app.web import mount_static
 from app.web import router as web_router
@@ -108,13 +107,7 @@ def prepare_database(settings: Settings, catalog: CatalogSource = builtin_specs)
 def requeue_unfinished(factory: sessionmaker[Session], worker_prefix: str) -> int:
     """Put the jobs this process's workers still hold back in the queue (shutdown)."""
     with unit_of_work(factory) as session:
-        result = session.execute(
-            update(PlanJobRow)
-            .where(PlanJobRow.status == "running", PlanJobRow.worker_id.startswith(worker_prefix))
-            .values(status="queued", worker_id=None)
-            .execution_options(synchronize_session=False)
-        )
-        return int(getattr(result, "rowcount", 0) or 0)
+        return PlanJobRepository(session).requeue_held_by(worker_prefix)
 
 
 def create_app(

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.batches.rows import to_csv
 from app.batches.service import MAX_BATCH_JOBS, BatchService
-from app.core.deps import BackendDep, PoolDep, SessionDep
+from app.core.deps import BackendDep, FactoryDep, PoolDep, SessionDep
+from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
 from app.planning.schemas import PLAN_EXAMPLE
 
@@ -58,16 +59,16 @@ class BatchRead(BaseModel):
 )
 def submit(
     body: Annotated[BatchCreate, Body()],
-    session: SessionDep,
+    factory: FactoryDep,
     backend: BackendDep,
     pool: PoolDep,
 ) -> JSONResponse:
-    service = BatchService(session, backend)
-    batch = service.submit(body.jobs)
-    session.commit()  # the jobs must be visible to the workers
+    with unit_of_work(factory) as session:  # the jobs must be visible to the workers
+        batch = BatchService(session, backend).submit(body.jobs)
     if pool is not None:
         pool.wake()
-    read = service.read(batch.id)
+    with unit_of_work(factory) as session:
+        read = BatchService(session, backend).read(batch.id)
     return JSONResponse(
         read, status_code=status.HTTP_202_ACCEPTED, headers={"Location": read["links"]["self"]}
     )

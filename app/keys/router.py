@@ -8,7 +8,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, status
 
-from app.core.deps import SessionDep
+from app.core.deps import FactoryDep, SessionDep
+from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
 from app.keys.auth import get_authenticator
 from app.keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyRead
@@ -50,8 +51,8 @@ def list_keys(session: SessionDep) -> ApiKeyList:
     summary="Revoke an API key (it stops working at once here, within 5 s elsewhere)",
     operation_id="revoke_api_key",
 )
-def revoke_key(key_id: KeyId, session: SessionDep, request: Request) -> ApiKeyRead:
-    info = ApiKeyStore(session).revoke(key_id)
-    session.commit()
+def revoke_key(key_id: KeyId, factory: FactoryDep, request: Request) -> ApiKeyRead:
+    with unit_of_work(factory) as session:  # committed before the cached key is forgotten
+        info = ApiKeyStore(session).revoke(key_id)
     get_authenticator(request).forget()
     return ApiKeyRead(**info.to_dict())  # type: ignore[arg-type]

@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.core.database import utcnow
 from app.core.errors import InvalidInputError, NotFoundError
 from app.keys.models import ApiKeyRow
+from app.keys.repository import ApiKeyRepository
 
 SCOPES = ("read", "plan", "admin")
 """Each scope includes the ones before it: admin can plan, plan can read."""
@@ -104,7 +104,7 @@ class ApiKeyStore:
     """Keys in the database. Flushes, never commits (the caller's unit of work does)."""
 
     def __init__(self, session: Session) -> None:
-        self.session = session
+        self.repo = ApiKeyRepository(session)
 
     def create(self, scopes: Iterable[str], name: str = "") -> tuple[str, ApiKeyInfo]:
         """A new key: (the key, shown only now; its stored description)."""
@@ -119,25 +119,19 @@ class ApiKeyStore:
             scopes=" ".join(checked),
             created_at=utcnow(),
         )
-        self.session.add(row)
-        self.session.flush()
+        self.repo.add(row)
         return key, _info(row)
 
     def list(self, include_revoked: bool = True) -> list[ApiKeyInfo]:
-        stmt = select(ApiKeyRow).order_by(ApiKeyRow.created_at)
-        if not include_revoked:
-            stmt = stmt.where(ApiKeyRow.revoked_at.is_(None))
-        return [_info(r) for r in self.session.scalars(stmt)]
+        return [_info(r) for r in self.repo.list(include_revoked)]
 
     def revoke(self, key_id_or_prefix: str) -> ApiKeyInfo:
-        row = self.session.get(ApiKeyRow, key_id_or_prefix) or self.session.scalar(
-            select(ApiKeyRow).where(ApiKeyRow.prefix == key_id_or_prefix)
-        )
+        row = self.repo.by_id_or_prefix(key_id_or_prefix)
         if row is None:
             raise NotFoundError(f"no API key {key_id_or_prefix!r}; `planner keys list` shows them")
         if row.revoked_at is None:
             row.revoked_at = utcnow()
-            self.session.flush()
+            self.repo.flush()
         return _info(row)
 
     def verify(self, key: str) -> Principal | None:
@@ -145,7 +139,7 @@ class ApiKeyStore:
         match = KEY_PATTERN.match(key)
         if match is None:
             return None
-        row = self.session.scalar(select(ApiKeyRow).where(ApiKeyRow.prefix == match.group(1)))
+        row = self.repo.by_prefix(match.group(1))
         if row is None or row.revoked_at is not None:
             return None
         if not hmac.compare_digest(row.key_hash, hash_key(key)):

@@ -36,41 +36,15 @@ def _validate_plan(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_measurements(rows: list[dict[str, str]]) -> int:
-    """How many rows the calibration can use; SpecError naming the reasons when none."""
-    from app.planning.compute import gpu_from_type_string
-    from models_db.catalog import network_bytes_per_s
-    from models_db.measurement_models import model_for_measurement
-    from planner.measurements import parse_rows
-    from planner.specs import SpecError
+    from app.calibration.fit import check_measurements
 
-    measurements, skipped = parse_rows(
-        rows,
-        gpu_from_type_string,
-        network_bytes_per_s=network_bytes_per_s,
-        model_lookup=model_for_measurement,
-    )
-    if not measurements:
-        reasons = "; ".join(f"{s.row_id or '?'}: {s.reason}" for s in skipped[:5])
-        raise SpecError(f"no usable measurement row ({reasons})", field="rows")
-    return len(measurements)
+    return check_measurements(rows)
 
 
 def _calibrate(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Fit the profile of ``gpu`` to the rows: (profile JSON, report with CV error)."""
-    from app.calibration.fit import calibrate_rows
-    from planner.specs import SpecError
+    from app.calibration.fit import calibrate_gpu
 
-    report = calibrate_rows(rows, group_by="sweep")
-    if gpu not in report["profiles"]:
-        raise SpecError(
-            f"no usable measurement of GPU {gpu!r} (found: {', '.join(report['profiles'])})",
-            field="measurements",
-        )
-    return report["profiles"][gpu], {
-        "gpu": gpu,
-        **report["gpus"][gpu],
-        "skipped": report.get("skipped", []),
-    }
+    return calibrate_gpu(rows, gpu)
 
 
 def _profile(data: dict[str, Any]) -> Any:

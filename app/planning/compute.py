@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import models_db
 from app.planning.convert import Label, parse_request, resolve_model, to_evaluation
 from app.planning.schemas import EvaluationRequest, PlanJobCreate
 from models_db.profiles import load_profile
 from planner.evaluate import evaluate_layouts
-from planner.measurements import gpu_slug
 from planner.performance import PerformanceProfile
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError, TrainingJob
 
@@ -105,18 +103,3 @@ def validate_plan_request(request: PlanJobCreate | dict[str, Any]) -> tuple[Mode
 
     prepared = to_plan(parse_request(PlanJobCreate, request))
     return prepared.model, prepared.clusters[0].gpu
-
-
-def gpu_from_type_string(text: str) -> GPUSpec:
-    """The catalog GPU for a free-text GPU type as measurement files and logs write it.
-
-    Accepts catalog slugs and names such as 'A100-SXM4-80GB', 'H100 (DGX-H100)' or 'H200'.
-    """
-    slugs = models_db.list_gpus()
-    key = text.strip().lower()
-    slug = key if key in slugs else gpu_slug(key)  # the measurement loader's own mapping
-    if slug is not None:
-        return models_db.load_gpu(slug)
-    raise SpecError(
-        f"unknown GPU type {text!r}; use a catalog slug: {', '.join(slugs)}", field="gpu_type"
-    )

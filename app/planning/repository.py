@@ -154,6 +154,17 @@ class PlanJobRepository:
         )
         return rowcount(result) == 1
 
+    def requeue_held_by(self, worker_prefix: str) -> int:
+        """Put the running jobs of workers whose id starts with ``worker_prefix`` back in the
+        queue (their process is shutting down)."""
+        result = self.session.execute(
+            update(PlanJobRow)
+            .where(PlanJobRow.status == "running", PlanJobRow.worker_id.startswith(worker_prefix))
+            .values(status="queued", worker_id=None)
+            .execution_options(synchronize_session=False)
+        )
+        return rowcount(result)
+
     def requeue_stale(self, stale_after_s: float, max_attempts: int) -> tuple[int, int]:
         """Running jobs whose heartbeat stopped go back to the queue (or fail after too many
         attempts). Returns (requeued, failed)."""

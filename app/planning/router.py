@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Header, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from app.core.deps import BackendDep, FactoryDep, PoolDep, SessionDep, SettingsDep
+from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
 from app.planning.reports import PlanResult
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate, PlanJobPage, PlanJobRead, Status
@@ -30,7 +31,6 @@ JobId = Annotated[str, Path(max_length=64)]
 )
 def submit(
     body: Annotated[PlanJobCreate, Body(examples=[PLAN_EXAMPLE])],
-    session: SessionDep,
     backend: BackendDep,
     factory: FactoryDep,
     settings: SettingsDep,
@@ -47,10 +47,12 @@ def submit(
         float, Query(ge=0, le=600, description="seconds to wait for the result (bounded)")
     ] = 0,
 ) -> JSONResponse:
-    job, _created = PlanJobService(session, backend).submit(
-        body.model_dump(mode="json", exclude_none=True), idempotency_key
-    )
-    session.commit()  # the job must be visible to the workers before anything waits on it
+    # its own unit of work: the job must be committed (visible to the workers) before the
+    # route wakes them or waits on it
+    with unit_of_work(factory) as session:
+        job, _created = PlanJobService(session, backend).submit(
+            body.model_dump(mode="json", exclude_none=True), idempotency_key
+        )
     if pool is not None:
         pool.wake()
     location = f"/v1/plan-jobs/{job.id}"

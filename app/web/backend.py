@@ -147,10 +147,10 @@ class ServiceBackend:
         self, cluster: str, body: bytes, media_type: str, save: bool
     ) -> dict[str, Any]:
         """Fit the cluster's GPU profile to uploaded runs; with ``save``, store both."""
+        from app.calibration.fit import fit_preview
         from app.calibration.service import CalibrationService, rows_from_body
         from app.catalog.service import CatalogService
         from app.core.errors import AppError
-        from app.web.calibration import fit_preview
 
         try:
             with self._session() as session:
