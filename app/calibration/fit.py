@@ -34,7 +34,7 @@ def gpu_from_type_string(text: str) -> GPUSpec:
     """The catalog GPU for a free-text GPU type as measurement files and logs write it
     ('A100-SXM4-80GB', 'H100 (DGX-H100)', 'H200'): the request's aliases, named ``gpu_type``."""
     try:
-        return models_db.load_gpu(gpu_slug_for(text))
+        return models_db.load_gpu(gpu_slug_for(text, free_text=True))
     except SpecError as exc:
         raise SpecError(exc.message, field="gpu_type") from exc
 

@@ -66,7 +66,8 @@ def catalog_router(kind: str) -> APIRouter:
         session: SessionDep,
         response: Response,
     ) -> CatalogEntryRead:
-        entry = CatalogService(session).create(kind, body.slug, body.spec, body.metadata)
+        created: CatalogEntryCreate = body
+        entry = CatalogService(session).create(kind, created.slug, created.spec, created.metadata)
         response.headers["Location"] = f"/v1/{plural}/{entry.slug}"
         return entry
 
@@ -92,7 +93,8 @@ def catalog_router(kind: str) -> APIRouter:
         body: update_body,  # type: ignore[valid-type]
         session: SessionDep,
     ) -> CatalogEntryRead:
-        return CatalogService(session).update(kind, slug, body.spec, body.metadata)
+        changed: CatalogEntryUpdate = body
+        return CatalogService(session).update(kind, slug, changed.spec, changed.metadata)
 
     @router.delete(
         "/{slug}",

@@ -39,7 +39,7 @@ def cluster_preset_dict(preset: Any) -> dict[str, Any]:
     gpu = data.get("gpu")
     if isinstance(gpu, dict):
         data["gpu"] = gpu.get("name")
-    elif hasattr(gpu, "name"):
+    elif gpu is not None and hasattr(gpu, "name"):
         data["gpu"] = gpu.name
     known = set(ClusterPresetSpec.model_fields)
     return {k: v for k, v in data.items() if k in known}

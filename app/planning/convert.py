@@ -146,12 +146,16 @@ def _unknown(kind: str, name: str, known: list[str]) -> SpecError:
     return SpecError(f"unknown {kind} {name!r}; {hint}known: {', '.join(known)}", field=kind)
 
 
-def gpu_slug_for(name: str) -> str:
-    """The catalog slug of a GPU name or alias (``h100``, ``H100-SXM``); SpecError if none."""
+def gpu_slug_for(name: str, *, free_text: bool = False) -> str:
+    """The catalog slug of a GPU name or alias (``h100``, ``H100-SXM``); SpecError if none.
+
+    An alias must be the start of the slug it means (``h1000`` is not ``h100``); ``free_text``
+    accepts what measurement files and logs write ('H100 (DGX-H100)', 'A100-SXM4-80GB').
+    """
     known = models_db.list_gpus()
     key = name.strip().lower()
     slug = key if key in known else gpu_slug(key)  # the measurement loader's alias table
-    if slug is None or slug not in known:
+    if slug is None or slug not in known or not (free_text or slug.startswith(key)):
         raise _unknown("gpu", name, known)
     return slug
 

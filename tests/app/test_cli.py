@@ -176,8 +176,10 @@ def test_catalog_list_and_show() -> None:
     assert code == 0
     names = {row["name"] for row in json.loads(out)}
     assert {"llama3.1-405b", "deepseek-v3", "gpt-oss-120b"} <= names
-    code, out, _ = run("catalog", "show", "h100-sxm-80gb")
+    code, out, _ = run("catalog", "show", "h100-sxm-80gb", "--json")
     assert code == 0 and json.loads(out)["hbm_bytes"] > 80e9
+    code, out, _ = run("catalog", "show", "h100")  # a person's view, by alias
+    assert code == 0 and "hbm_bytes" in out and "GiB" in out and "nvidia-smi" in out
     code, _, err = run("catalog", "show", "h1000")
     assert code == 2 and "h1000" in err
 
