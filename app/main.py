@@ -31,8 +31,6 @@ from app.core.schemas import problem_responses
 from app.core.settings import Settings
 from app.keys import Authenticator, require_scope
 from app.keys import router as key_routes
-from app.keys.web import router as login_router
-from app.keys.web import web_guard
 from app.planning import evaluation_router as evaluations
 from app.planning import router as plan_jobs
 from app.planning import scaling_router as scaling
@@ -41,6 +39,8 @@ from app.planning.repository import PlanJobRepository
 from app.planning.worker import WorkerPool
 from app.web import mount_static
 from app.web import router as web_router
+from app.web.login import router as login_router
+from app.web.login import web_guard
 from app.web.templating import static_url
 
 log = logging.getLogger(__name__)

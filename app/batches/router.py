@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.batches.rows import to_csv
 from app.batches.service import MAX_BATCH_JOBS, BatchService
-from app.core.deps import BackendDep, FactoryDep, PoolDep, SessionDep
+from app.core.deps import FactoryDep, SessionDep
 from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
+from app.planning.deps import BackendDep, PoolDep
 from app.planning.schemas import PLAN_EXAMPLE
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 import models_db
-from app.planning.convert import gpu_slug_for
+from app.catalog.names import gpu_slug_for
 from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile

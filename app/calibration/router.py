@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, status
 from starlette.concurrency import run_in_threadpool
 
+from app.calibration.deps import CalibrationBackendDep as BackendDep
 from app.calibration.schemas import (
     CalibrationList,
     CalibrationRead,
@@ -14,7 +15,7 @@ from app.calibration.schemas import (
     MeasurementsCreated,
 )
 from app.calibration.service import CalibrationService
-from app.core.deps import BackendDep, SessionDep
+from app.core.deps import SessionDep
 from app.core.errors import AppError
 from app.core.schemas import problem_responses
 

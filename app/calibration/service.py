@@ -13,12 +13,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.calibration.deps import CalibrationBackend
 from app.calibration.models import CalibrationRow
 from app.calibration.repository import CalibrationRepository, MeasurementRepository
 from app.calibration.schemas import CalibrationRead, MeasurementRead
 from app.catalog.service import CatalogService
 from app.core.errors import ConflictError, InvalidInputError, UnsupportedMediaError
-from app.planning.backend import PlanningBackend
 from planner.specs import SpecError
 
 MAX_ROWS = 10_000
@@ -109,7 +109,7 @@ def _report_dict(report: Any) -> dict[str, Any]:
 
 
 class CalibrationService:
-    def __init__(self, session: Session, backend: PlanningBackend) -> None:
+    def __init__(self, session: Session, backend: CalibrationBackend) -> None:
         self.session = session
         self.backend = backend
         self.catalog = CatalogService(session)

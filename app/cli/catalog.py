@@ -80,7 +80,7 @@ def show(
 
 def _entry(slug: str) -> tuple[dict[str, Any], str]:
     import models_db
-    from app.planning.convert import cluster_slug_for, gpu_slug_for
+    from app.catalog.names import cluster_slug_for, gpu_slug_for
     from planner.specs import SpecError
 
     if slug in models_db.list_models():

@@ -1,4 +1,4 @@
-"""Dependencies: settings, the request's unit of work, the worker pool (all from app.state)."""
+"""Dependencies: settings and the request's unit of work (from app.state)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.engine import unit_of_work
 from app.core.settings import Settings
-from app.planning.backend import PlanningBackend
-from app.planning.worker import WorkerPool
 
 
 def get_settings(request: Request) -> Settings:
@@ -30,18 +28,6 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
-def get_pool(request: Request) -> WorkerPool | None:
-    pool: WorkerPool | None = request.app.state.worker_pool
-    return pool
-
-
-def get_backend(request: Request) -> PlanningBackend:
-    backend: PlanningBackend = request.app.state.backend
-    return backend
-
-
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 FactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
-PoolDep = Annotated[WorkerPool | None, Depends(get_pool)]
-BackendDep = Annotated[PlanningBackend, Depends(get_backend)]

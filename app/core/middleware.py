@@ -19,12 +19,14 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.errors import _TITLES, PROBLEM_MEDIA_TYPE
 from app.core.logging_config import REQUEST_ID
-from app.planning.backend import PlanningBackend
 from planner.specs import SpecError
+
+if TYPE_CHECKING:  # core never imports a domain at run time
+    from app.planning.backend import PlanningBackend
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -86,7 +86,7 @@ class Settings(BaseSettings):
                 "PLANNER_ENV=production requires PLANNER_AUTH=api-key (auth=none is only for "
                 "local development)"
             )
-        from app.keys.session import check_secret_key
+        from app.core.session import check_secret_key
 
         check_secret_key(self.secret_key.get_secret_value())
         return self

@@ -22,10 +22,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.errors import AppError
+from app.core.session import SESSION_COOKIE, SessionSigner, WebSession
 from app.core.settings import Settings
 from app.keys.models import ApiKeyRow
 from app.keys.service import ANONYMOUS_ADMIN, ApiKeyStore, Principal, hash_key
-from app.keys.session import SESSION_COOKIE, SessionSigner, WebSession
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CACHE_TTL_S = 5.0

@@ -11,17 +11,16 @@ you mean" for the unknown ones. Bad input raises :class:`RequestError` (a ``Spec
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 import models_db
+from app.catalog.names import cluster_slug_for, gpu_slug_for
 from app.core.messages import problem_fields
 from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
-from planner.measurements import gpu_slug
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
 Request = TypeVar("Request", bound=BaseModel)
@@ -137,45 +136,7 @@ def column_label(given: Mapping[str, Any]) -> Label:
     return label
 
 
-# --- catalog names ----------------------------------------------------------------------------
-def _unknown(kind: str, name: str, known: list[str]) -> SpecError:
-    key = name.strip().lower()
-    close = [k for k in known if key and k.startswith(key)][:3]
-    close = close or difflib.get_close_matches(key, known, n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(close)}? " if close else ""
-    return SpecError(f"unknown {kind} {name!r}; {hint}known: {', '.join(known)}", field=kind)
-
-
-def gpu_slug_for(name: str, *, free_text: bool = False) -> str:
-    """The catalog slug of a GPU name or alias (``h100``, ``H100-SXM``); SpecError if none.
-
-    An alias must be the start of the slug it means (``h1000`` is not ``h100``); ``free_text``
-    accepts what measurement files and logs write ('H100 (DGX-H100)', 'A100-SXM4-80GB').
-    """
-    known = models_db.list_gpus()
-    key = name.strip().lower()
-    slug = key if key in known else gpu_slug(key)  # the measurement loader's alias table
-    if slug is None or slug not in known or not (free_text or slug.startswith(key)):
-        raise _unknown("gpu", name, known)
-    return slug
-
-
-def cluster_slug_for(name: str) -> str:
-    """The preset slug of a cluster name, or of the GPU alias a preset is built on."""
-    known = models_db.list_clusters()
-    key = name.strip().lower()
-    if key in known:
-        return key
-    try:
-        gpu = gpu_slug_for(key)
-    except SpecError:
-        raise _unknown("cluster", name, known) from None
-    for slug in known:
-        if models_db.load_cluster_preset(slug).gpu == gpu:
-            return slug
-    raise _unknown("cluster", name, known)
-
-
+# --- catalog names (aliases and did-you-mean: app.catalog.names) ----------------------------
 def resolve_model(ref: Any) -> ModelSpec:
     if isinstance(ref, ModelSpec):
         return ref

@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 
-from app.core.deps import BackendDep, SessionDep
+from app.core.deps import SessionDep
 from app.core.schemas import problem_responses
+from app.planning.deps import BackendDep
 from app.planning.reports import LayoutReport
 from app.planning.schemas import EVALUATION_EXAMPLE, EvaluationRequest
 from app.planning.service import resolve_references

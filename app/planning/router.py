@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
-from app.core.deps import BackendDep, FactoryDep, PoolDep, SessionDep, SettingsDep
+from app.core.deps import FactoryDep, SessionDep, SettingsDep
 from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
+from app.planning.deps import BackendDep, PoolDep
 from app.planning.reports import PlanResult
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate, PlanJobPage, PlanJobRead, Status
 from app.planning.service import PlanJobService, to_read, wait_until_finished

@@ -10,8 +10,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 
-from app.core.deps import BackendDep, SessionDep
+from app.core.deps import SessionDep
 from app.core.schemas import problem_responses
+from app.planning.deps import BackendDep
 from app.planning.reports import ScalingCurve
 from app.planning.scaling import scaling_curve
 from app.planning.schemas import SCALING_EXAMPLE, ScalingCurveCreate

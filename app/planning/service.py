@@ -16,11 +16,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.calibration.repository import CalibrationRepository
+from app.catalog.names import cluster_slug_for
 from app.catalog.service import CatalogService
 from app.core.database import utcnow
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
 from app.planning.backend import PlanningBackend
-from app.planning.convert import RequestError, cluster_slug_for, parse_request
+from app.planning.convert import RequestError, parse_request
 from app.planning.models import PlanJobRow
 from app.planning.repository import PlanJobRepository
 from app.planning.schemas import FINISHED, NETWORK_FIELDS, PlanJobCreate, PlanJobPage, PlanJobRead

@@ -12,8 +12,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.core.errors import AppError
+from app.core.session import CSRF_FIELD, SESSION_COOKIE, csrf_ok
 from app.keys.auth import READ_METHODS, ForbiddenError, get_authenticator
-from app.keys.session import CSRF_FIELD, SESSION_COOKIE, csrf_ok
 
 router = APIRouter(include_in_schema=False)
 ADMIN_PAGES = ("/catalog", "/calibration")
