@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.skipif(not POSTGRES_URL, reason="set PLANNER_TEST_POSTGRES_URL"),
 ]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 FAKE_RUNNER = """
 import os, time

@@ -26,7 +26,7 @@ from app.web import forms, mount_static, router, views
 from planner.specs import SpecError
 
 _spec = importlib.util.spec_from_file_location(
-    "web_fake_planning", Path(__file__).parents[1] / "e2e" / "fake_planning.py"
+    "web_fake_planning", Path(__file__).parents[2] / "e2e" / "fake_planning.py"
 )
 assert _spec is not None and _spec.loader is not None
 fake = importlib.util.module_from_spec(_spec)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-SHARED_CSV = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-throughput.csv"
-LOGS = Path(__file__).resolve().parents[1] / "planner" / "data" / "megatron_logs"
+SHARED_CSV = Path(__file__).resolve().parents[4] / "shared" / "data" / "measured-throughput.csv"
+LOGS = Path(__file__).resolve().parents[2] / "planner" / "data" / "megatron_logs"
 
 
 def _h100_rows(limit_sweeps: int = 2) -> list[dict[str, str]]:

@@ -16,7 +16,7 @@ runner = CliRunner()
 CASE_A = ["--model", "llama3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "16",
           "--seq-length", "8192", "--global-batch-size", "128", "--tp", "2", "--pp", "2",
           "--recompute", "selective"]  # fmt: skip
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "measured-throughput.csv"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "data" / "measured-throughput.csv"
 
 
 def run(*args: str) -> tuple[int, str, str]:
