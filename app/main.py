@@ -118,9 +118,7 @@ def create_app(
 ) -> FastAPI:
     """The service app. ``backend`` and ``catalog`` replace planning and models_db (tests)."""
     settings = settings or Settings()
-    backend = with_time_budget(
-        backend or default_backend(settings.job_runner), settings.job_time_budget_s
-    )
+    backend = with_time_budget(backend or default_backend(), settings.job_time_budget_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

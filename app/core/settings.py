@@ -31,8 +31,6 @@ class Settings(BaseSettings):
     """A running job whose heartbeat is older than this is taken to be orphaned and re-queued."""
     job_max_attempts: int = Field(default=5, ge=1, le=100)
     """A job that has been claimed this many times without finishing is failed."""
-    job_runner: str = "app.planning.compute:plan_request"
-    """``module:function`` that runs a plan request (plan_request's signature)."""
     fan_out_min_scenarios: int = Field(default=0, ge=0, le=4096)
     """A plan job over at least this many (GPU count x batch size) combinations is split into
     one queued part per combination that any worker can run; its result merges the parts

@@ -1,12 +1,11 @@
 """The planning functions the service calls, passed in rather than imported globally.
 
-The default backend is ``app.planning.compute`` (loaded on first use); tests and scale-out
-deployments can hand ``create_app`` another one.
+The default backend is ``app.planning.compute`` (a plain import, loaded on first use); tests
+hand ``create_app`` (or ``run_worker``) another one, or ``default_backend(plan=fake)``.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,11 +13,10 @@ from typing import Any
 Runner = Callable[..., dict[str, Any]]
 
 
-def load_callable(path: str) -> Runner:
-    """``module:function`` -> the function."""
-    module_name, _, attr = path.partition(":")
-    func: Runner = getattr(importlib.import_module(module_name), attr)
-    return func
+def _plan(request: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    from app.planning.compute import plan_request  # the search stack loads optuna: lazily
+
+    return plan_request(request, **kwargs)
 
 
 def _evaluate(request: dict[str, Any], *, profile: Any = None) -> dict[str, Any]:
@@ -79,8 +77,6 @@ class PlanningBackend:
         return self.load_profile(data["profile"]) if data else None
 
 
-def default_backend(job_runner: str = "app.planning.compute:plan_request") -> PlanningBackend:
-    def plan(request: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return load_callable(job_runner)(request, **kwargs)
-
-    return PlanningBackend(evaluate=_evaluate, plan=plan, validate_plan=_validate_plan)
+def default_backend(plan: Runner | None = None) -> PlanningBackend:
+    """The planner's functions; ``plan`` replaces the search (a test's fake runner)."""
+    return PlanningBackend(evaluate=_evaluate, plan=plan or _plan, validate_plan=_validate_plan)

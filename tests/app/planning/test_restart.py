@@ -19,6 +19,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
+LAUNCH = str(Path(__file__).resolve().parents[2] / "support" / "launch.py")
 SLOW_RUNNER = """
 import time
 
@@ -55,7 +56,6 @@ class Server:
             **os.environ,
             "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
             "PLANNER_DATABASE_URL": f"sqlite:///{tmp}/planner.db",
-            "PLANNER_JOB_RUNNER": "slow_runner:plan_request",
             "PLANNER_JOB_HEARTBEAT_S": "0.2",
             "PLANNER_JOB_STALE_AFTER_S": "1.5",
             "PLANNER_JOB_POLL_S": "0.1",
@@ -64,7 +64,7 @@ class Server:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [PLANNER, "serve", "--port", str(self.port), "--log-level", "warning"],
+            [sys.executable, LAUNCH, "serve", "slow_runner:plan_request", str(self.port)],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

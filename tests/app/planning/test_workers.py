@@ -33,6 +33,7 @@ pytestmark = [
     pytest.mark.skipif(not POSTGRES_URL, reason="set PLANNER_TEST_POSTGRES_URL"),
 ]
 REPO = Path(__file__).resolve().parents[3]
+LAUNCH = str(REPO / "tests" / "support" / "launch.py")
 
 FAKE_RUNNER = """
 import os, time
@@ -105,7 +106,6 @@ class Cluster:
             "PYTHONPATH": f"{tmp}{os.pathsep}{REPO}",
             "PLANNER_DATABASE_URL": url,
             "PLANNER_DATA_DIR": str(tmp),
-            "PLANNER_JOB_RUNNER": "fake_runner:plan_request",
             "PLANNER_JOB_POLL_S": "0.05",
             "PLANNER_JOB_HEARTBEAT_S": "0.2",
             "PLANNER_JOB_STALE_AFTER_S": "1.5",
@@ -122,7 +122,7 @@ class Cluster:
             stderr = (self.log.parent / f"worker-{len(self.workers)}.log").open("wb")
             self.workers.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "app.cli.worker", "--log-level", "warning"],
+                    [sys.executable, LAUNCH, "worker", "fake_runner:plan_request"],
                     env=self.env,
                     cwd=REPO,
                     stdout=subprocess.DEVNULL,
