@@ -18,13 +18,35 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 
 from app.planning.reports import LayoutReport, PlanResult, ScalingCurve
-from app.planning.schemas import FINISHED
+from app.planning.schemas import (
+    FINISHED,
+    EvaluationRequest,
+    PlanJobCreate,
+    ScalingCurveCreate,
+)
 
-__all__ = ["LayoutReport", "PlanResult", "PlannerAPIError", "PlannerClient", "ScalingCurve"]
+__all__ = [
+    "EvaluationRequest",
+    "LayoutReport",
+    "PlanJobCreate",
+    "PlanResult",
+    "PlannerAPIError",
+    "PlannerClient",
+    "ScalingCurve",
+    "ScalingCurveCreate",
+]
 
 JSON = dict[str, Any]
+
+
+def _body(request: BaseModel | JSON) -> JSON:
+    """A typed request (the API's own schema, checked here) or its JSON, as the body to send."""
+    if isinstance(request, BaseModel):
+        return request.model_dump(mode="json", exclude_unset=True)
+    return request
 
 
 class PlannerAPIError(Exception):
@@ -115,12 +137,17 @@ class PlannerClient:
         return items
 
     # --- evaluation and plan jobs ----------------------------------------------------------------
-    def evaluate(self, request: JSON) -> LayoutReport:
+    def evaluate(self, request: EvaluationRequest | JSON) -> LayoutReport:
         """Evaluate one layout (``POST /v1/evaluations``); ``.raw`` is the JSON."""
-        return LayoutReport.model_validate(self._request("POST", "/v1/evaluations", json=request))
+        body = _body(request)
+        return LayoutReport.model_validate(self._request("POST", "/v1/evaluations", json=body))
 
     def submit_plan(
-        self, request: JSON, *, idempotency_key: str | None = None, wait_s: float = 0
+        self,
+        request: PlanJobCreate | JSON,
+        *,
+        idempotency_key: str | None = None,
+        wait_s: float = 0,
     ) -> JSON:
         """Queue a plan job; with ``wait_s`` the server holds the answer until it finishes."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
@@ -128,7 +155,7 @@ class PlannerClient:
         job: JSON = self._request(
             "POST",
             "/v1/plan-jobs",
-            json=request,
+            json=_body(request),
             headers=headers,
             params=params,
             timeout=max(self._http.timeout.read or 30.0, wait_s + 30.0),
@@ -226,7 +253,9 @@ class PlannerClient:
             return response.text
         return self._request("GET", f"/v1/batches/{batch_id}/results", params={"format": "json"})
 
-    def scaling_curve(self, request: JSON, timeout: float = 300.0) -> ScalingCurve:
+    def scaling_curve(
+        self, request: ScalingCurveCreate | JSON, timeout: float = 300.0
+    ) -> ScalingCurve:
         """The best plan at each GPU count of ``request['num_gpus_options']``; ``.raw``: JSON."""
-        curve = self._request("POST", "/v1/scaling-curves", json=request, timeout=timeout)
+        curve = self._request("POST", "/v1/scaling-curves", json=_body(request), timeout=timeout)
         return ScalingCurve.model_validate(curve)

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from app.batches.rows import LAYOUT_COLUMNS, OUTPUT_COLUMNS, rows_for
-from app.cli.common import err_console, fail
+from app.cli.common import ProfileOpt, err_console, fail
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -76,10 +76,13 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
     return list(data)
 
 
-def _plan_one(index: int, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _plan_one(
+    index: int, job: dict[str, Any], profile_file: Path | None = None
+) -> tuple[int, dict[str, Any]]:
     """One batch row through the one plan request; errors name its column or key."""
     from app.batches.schemas import BatchJobCreate
     from app.cli.common import inline_model_file
+    from app.cli.requests import load_profile_file
     from app.planning.compute import plan_request
     from app.planning.convert import column_label, expand_text_lists, parse_request
     from planner.specs import SpecError
@@ -87,7 +90,8 @@ def _plan_one(index: int, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     try:
         data = expand_text_lists({**job, "model": inline_model_file(job.get("model"))})
         request = parse_request(BatchJobCreate, data, label=column_label(job))
-        return index, plan_request(request)
+        profile = load_profile_file(profile_file, request) if profile_file else None
+        return index, plan_request(request, profile=profile)
     except SpecError as exc:
         where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
         return index, {"error": f"{exc.message}{where}"}
@@ -106,6 +110,7 @@ def batch(
     ] = None,
     api_key: Annotated[str | None, Opt(help="Bearer token, if the server wants one.")] = None,
     timeout: Annotated[float, Opt(help="Seconds to wait for the server's batch.")] = 86400.0,
+    profile: ProfileOpt = None,
 ) -> None:
     """Plan every job in a file on all cores; a bad job gets an error row, the rest still run."""
     if output.suffix.lower() not in (".csv", ".json"):
@@ -114,9 +119,11 @@ def batch(
     if not items:
         fail(f"{jobs}: no jobs", field="jobs")
     if server is not None:
+        if profile is not None:
+            fail("--profile is for local batches; the server uses its clusters' calibrations")
         _remote(items, output, server, api_key, timeout)
         return
-    _local(items, output, workers)
+    _local(items, output, workers, profile)
 
 
 def _write(rows: list[dict[str, Any]], output: Path) -> None:
@@ -180,7 +187,9 @@ def _remote(
         raise SystemExit(1)
 
 
-def _local(items: list[dict[str, Any]], output: Path, workers: int) -> None:
+def _local(
+    items: list[dict[str, Any]], output: Path, workers: int, profile: Path | None = None
+) -> None:
     from rich.progress import Progress
 
     names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(items)]
@@ -189,7 +198,7 @@ def _local(items: list[dict[str, Any]], output: Path, workers: int) -> None:
     with Progress(disable=not sys.stderr.isatty(), console=err_console) as bar:
         task = bar.add_task("planning", total=len(items))
         with ProcessPoolExecutor(max_workers=min(processes, len(items))) as pool:
-            futures = [pool.submit(_plan_one, i, job) for i, job in enumerate(items)]
+            futures = [pool.submit(_plan_one, i, job, profile) for i, job in enumerate(items)]
             for future in as_completed(futures):
                 index, result = future.result()
                 results[index] = result

@@ -17,7 +17,7 @@ import httpx
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 LAUNCH = str(Path(__file__).resolve().parents[1] / "support" / "launch.py")
-RUNNER = "fault_runner:plan_request"
+RUNNER_REF = "fault_runner:plan_request"
 RUNNER = """
 import os, time
 
@@ -84,7 +84,7 @@ class Service:
 
     def start(self, timeout_s: float = 60) -> None:
         self.server = subprocess.Popen(
-            [sys.executable, LAUNCH, "serve", RUNNER, str(self.port)],
+            [sys.executable, LAUNCH, "serve", RUNNER_REF, str(self.port)],
             env=self.env,
             stdout=self.log,
             stderr=self.log,
@@ -103,7 +103,7 @@ class Service:
         env = {**self.env, "PLANNER_WORKERS": "1"}
         self.workers.append(
             subprocess.Popen(
-                [sys.executable, LAUNCH, "worker", RUNNER],
+                [sys.executable, LAUNCH, "worker", RUNNER_REF],
                 env=env,
                 stdout=self.log,
                 stderr=self.log,

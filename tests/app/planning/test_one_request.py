@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from app.core.settings import Settings
 from app.main import create_app
+from app.planning.schemas import EvaluationRequest
 from app.sdk import PlannerAPIError, PlannerClient
 
 JOB_8B = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 16, "seq_length": 4096,
@@ -67,7 +68,7 @@ def test_cli_api_and_sdk_give_identical_numbers(
         response = real_client.post("/v1/evaluations", json=request)
         assert response.status_code == 200, response.text
         from_api = response.json()
-        from_sdk = sdk.evaluate(request).raw
+        from_sdk = sdk.evaluate(EvaluationRequest.model_validate(request)).raw
         assert cli_result.pop("line") >= 1
         assert cli_result == from_api == from_sdk
         assert from_api["performance"]["tokens_per_s_per_gpu"] > 0
