@@ -23,7 +23,7 @@ from app.planning.convert import RequestError, parse_request
 from app.planning.models import PlanJobRow
 from app.planning.schemas import FINISHED
 from app.planning.service import PlanJobService, request_hash
-from planner.specs import SpecError
+from planner import SpecError
 
 MAX_BATCH_JOBS = 2000
 

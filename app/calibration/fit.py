@@ -19,6 +19,7 @@ from app.catalog.names import gpu_slug_for
 from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile
+from planner import GPUSpec, SpecError
 from planner.calibration import (
     ErrorStats,
     cross_validate,
@@ -27,7 +28,6 @@ from planner.calibration import (
     usable,
 )
 from planner.measurements import Measurement, SkippedRow, parse_rows
-from planner.specs import GPUSpec, SpecError
 
 
 def gpu_from_type_string(text: str) -> GPUSpec:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import difflib
 
 import models_db
+from planner import SpecError
 from planner.measurements import gpu_slug
-from planner.specs import SpecError
 
 
 def _unknown(kind: str, name: str, known: list[str]) -> SpecError:

@@ -85,7 +85,7 @@ def _plan_one(
     from app.cli.requests import load_profile_file
     from app.planning.compute import plan_request
     from app.planning.convert import column_label, expand_text_lists, parse_request
-    from planner.specs import SpecError
+    from planner import SpecError
 
     try:
         data = expand_text_lists({**job, "model": inline_model_file(job.get("model"))})
@@ -146,7 +146,7 @@ def _remote(
     from app.cli.common import inline_model_file
     from app.planning.convert import expand_text_lists
     from app.sdk import PlannerAPIError, PlannerClient
-    from planner.specs import SpecError
+    from planner import SpecError
 
     for i, item in enumerate(items):  # the server never reads paths: send model files inline
         item["model"] = inline_model_file(item.get("model"))

@@ -81,7 +81,7 @@ def show(
 def _entry(slug: str) -> tuple[dict[str, Any], str]:
     import models_db
     from app.catalog.names import cluster_slug_for, gpu_slug_for
-    from planner.specs import SpecError
+    from planner import SpecError
 
     if slug in models_db.list_models():
         data = models_db.load_model(slug).to_dict()

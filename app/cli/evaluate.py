@@ -102,7 +102,7 @@ def evaluate(
     from app.cli.requests import build_request
     from app.planning.compute import evaluate_requests
     from app.planning.schemas import EvaluationRequest
-    from planner.specs import SpecError
+    from planner import SpecError
 
     if input is not None:
         outputs = _evaluate_lines(_read_jsonl(input), profile)
@@ -138,7 +138,7 @@ def _evaluate_lines(
     from app.planning.compute import evaluate_requests
     from app.planning.convert import parse_request
     from app.planning.schemas import EvaluationRequest
-    from planner.specs import SpecError
+    from planner import SpecError
 
     outputs: dict[int, dict[str, Any]] = {}
     groups: dict[int, tuple[Any, list[tuple[int, EvaluationRequest]]]] = {}

@@ -89,7 +89,7 @@ def plan(
     from app.cli.requests import build_request
     from app.planning.compute import plan_request
     from app.planning.schemas import PlanJobCreate
-    from planner.specs import SpecError
+    from planner import SpecError
 
     options = {k: v for k, v in locals().items() if k in PlanJobCreate.model_fields}
     request, run_profile = build_request(PlanJobCreate, options, profile_file=profile)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from app.cli.common import fail, inline_model_file
 
 if TYPE_CHECKING:
-    from planner.performance import PerformanceProfile
+    from planner import PerformanceProfile
 
 Request = TypeVar("Request", bound=BaseModel)
 
@@ -36,7 +36,7 @@ def build_request(
     """
     from app.planning.convert import expand_text_lists, flag_label, parse_request
     from app.planning.schemas import PlanJobCreate
-    from planner.specs import SpecError
+    from planner import SpecError
 
     data = {k: v for k, v in options.items() if v is not None}
     if "model" in data:
@@ -69,8 +69,7 @@ def with_server_cluster(data: dict[str, Any]) -> tuple[dict[str, Any], Performan
     from app.core.engine import make_engine, make_session_factory, unit_of_work
     from app.core.errors import AppError
     from app.planning.service import resolve_references
-    from planner.performance import PerformanceProfile
-    from planner.specs import SpecError
+    from planner import PerformanceProfile, SpecError
 
     engine = make_engine(url)
     try:
@@ -90,8 +89,7 @@ def with_server_cluster(data: dict[str, Any]) -> tuple[dict[str, Any], Performan
 def load_profile_file(path: Path, request: BaseModel) -> PerformanceProfile:
     """A profile JSON: one profile, or ``planner calibrate --output``'s ``{gpu: profile}``."""
     from app.planning.convert import resolve_gpu
-    from planner.performance import PerformanceProfile
-    from planner.specs import SpecError
+    from planner import PerformanceProfile, SpecError
 
     try:
         data = json.loads(path.expanduser().read_text(encoding="utf-8"))

@@ -46,7 +46,7 @@ def _calibrate(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any], di
 
 
 def _profile(data: dict[str, Any]) -> Any:
-    from planner.performance import PerformanceProfile
+    from planner import PerformanceProfile
 
     return PerformanceProfile.from_dict(data)
 

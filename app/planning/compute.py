@@ -14,9 +14,15 @@ from typing import Any
 from app.planning.convert import Label, parse_request, resolve_model, to_evaluation
 from app.planning.schemas import EvaluationRequest, PlanJobCreate
 from models_db.profiles import load_profile
-from planner.evaluate import evaluate_layouts
-from planner.performance import PerformanceProfile
-from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError, TrainingJob
+from planner import (
+    ClusterSpec,
+    GPUSpec,
+    ModelSpec,
+    PerformanceProfile,
+    SpecError,
+    TrainingJob,
+    evaluate_layouts,
+)
 
 Progress = Callable[[int, int], None]
 

@@ -21,7 +21,7 @@ from app.catalog.names import cluster_slug_for, gpu_slug_for
 from app.core.messages import problem_fields
 from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
-from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+from planner import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
 Request = TypeVar("Request", bound=BaseModel)
 Label = Callable[[str], str]

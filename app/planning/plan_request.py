@@ -9,11 +9,18 @@ from typing import Any
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
 from app.planning.schemas import PlanJobCreate
 from models_db.profiles import load_profile
-from planner.megatron import launch_spec
-from planner.performance import PerformanceProfile
-from planner.search import Objective, SearchBudget, plan
-from planner.space import SearchConstraints
-from planner.specs import ClusterSpec, ModelSpec, SpecError, TrainingJob
+from planner import (
+    ClusterSpec,
+    ModelSpec,
+    Objective,
+    PerformanceProfile,
+    SearchBudget,
+    SearchConstraints,
+    SpecError,
+    TrainingJob,
+    launch_spec,
+    plan,
+)
 
 Progress = Callable[[int, int], None]
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")

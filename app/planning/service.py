@@ -25,7 +25,7 @@ from app.planning.convert import RequestError, parse_request
 from app.planning.models import PlanJobRow
 from app.planning.repository import PlanJobRepository
 from app.planning.schemas import FINISHED, NETWORK_FIELDS, PlanJobCreate, PlanJobPage, PlanJobRead
-from planner.specs import SpecError
+from planner import SpecError
 
 
 def request_hash(body: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Protocol
 from fastapi import Depends, Request
 
 from app.planning.schemas import FINISHED
-from planner.specs import SpecError
+from planner import SpecError
 
 log = logging.getLogger(__name__)
 
