@@ -7,11 +7,10 @@ from logging.config import fileConfig
 from sqlalchemy import pool
 from sqlalchemy.engine import create_engine
 
+import app.models  # noqa: F401  (registers every row on the metadata)
 from alembic import context
-from app.auth import models as auth_models  # noqa: F401  (the api_key row)
-from app.db import models  # noqa: F401  (registers the rows on the metadata)
-from app.db.base import Base
-from app.db.engine import make_engine
+from app.core.database import Base
+from app.core.engine import make_engine
 
 config = context.config
 if config.config_file_name and config.attributes.get("configure_logger", True):
@@ -19,7 +18,7 @@ if config.config_file_name and config.attributes.get("configure_logger", True):
 
 target_metadata = Base.metadata
 
-# Optuna's RDB storage tables (app.jobs.optuna_store keeps them in their own schema or file;
+# Optuna's RDB storage tables (app.planning.optuna_store keeps them in their own schema or file;
 # should someone point it at the app's schema anyway, `alembic check` must not flag them).
 OPTUNA_TABLES = frozenset(
     {
@@ -56,7 +55,7 @@ def _url() -> str:
     url = config.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     return Settings().database_url
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from alembic import op
 import sqlalchemy as sa
-import app.db.base
+import app.core.database
 ${imports if imports else ""}
 
 # revision identifiers, used by Alembic.

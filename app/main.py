@@ -10,33 +10,37 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
-from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.api import batches, calibration, evaluations, health, plan_jobs, scaling
-from app.api import catalog as catalog_routes
-from app.api import keys as key_routes
-from app.api.catalog_service import builtin_specs, seed_builtins
-from app.auth import Authenticator, require_scope
-from app.auth.web import router as login_router
-from app.auth.web import web_guard
-from app.db.engine import make_engine, make_session_factory, unit_of_work
-from app.db.migrate import upgrade
-from app.db.models import PlanJobRow
-from app.errors import install_error_handlers
-from app.jobs.backend import PlanningBackend, default_backend
-from app.jobs.worker import WorkerPool
-from app.logging_config import configure_logging
-from app.middleware import (
+from app import health
+from app.batches import router as batches
+from app.calibration import router as calibration
+from app.catalog import router as catalog_routes
+from app.catalog.service import builtin_specs, seed_builtins
+from app.core.engine import make_engine, make_session_factory, unit_of_work
+from app.core.errors import install_error_handlers
+from app.core.logging_config import configure_logging
+from app.core.middleware import (
     BodyLimitMiddleware,
     RateLimitMiddleware,
     RequestContextMiddleware,
     with_time_budget,
 )
-from app.schemas.common import problem_responses
-from app.settings import Settings
+from app.core.migrate import upgrade
+from app.core.schemas import problem_responses
+from app.core.settings import Settings
+from app.keys import Authenticator, require_scope
+from app.keys import router as key_routes
+from app.planning import evaluation_router as evaluations
+from app.planning import router as plan_jobs
+from app.planning import scaling_router as scaling
+from app.planning.backend import PlanningBackend, default_backend
+from app.planning.repository import PlanJobRepository
+from app.planning.worker import WorkerPool
 from app.web import mount_static
 from app.web import router as web_router
+from app.web.login import router as login_router
+from app.web.login import web_guard
 from app.web.templating import static_url
 
 log = logging.getLogger(__name__)
@@ -103,13 +107,7 @@ def prepare_database(settings: Settings, catalog: CatalogSource = builtin_specs)
 def requeue_unfinished(factory: sessionmaker[Session], worker_prefix: str) -> int:
     """Put the jobs this process's workers still hold back in the queue (shutdown)."""
     with unit_of_work(factory) as session:
-        result = session.execute(
-            update(PlanJobRow)
-            .where(PlanJobRow.status == "running", PlanJobRow.worker_id.startswith(worker_prefix))
-            .values(status="queued", worker_id=None)
-            .execution_options(synchronize_session=False)
-        )
-        return int(getattr(result, "rowcount", 0) or 0)
+        return PlanJobRepository(session).requeue_held_by(worker_prefix)
 
 
 def create_app(
@@ -118,11 +116,9 @@ def create_app(
     backend: PlanningBackend | None = None,
     catalog: CatalogSource = builtin_specs,
 ) -> FastAPI:
-    """The service app. ``backend`` and ``catalog`` replace app.planning and models_db (tests)."""
+    """The service app. ``backend`` and ``catalog`` replace planning and models_db (tests)."""
     settings = settings or Settings()
-    backend = with_time_budget(
-        backend or default_backend(settings.job_runner), settings.job_time_budget_s
-    )
+    backend = with_time_budget(backend or default_backend(), settings.job_time_budget_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -179,7 +175,7 @@ def create_app(
     app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)
 
-    # scopes (app/auth/deps.py): GETs need read; planning writes (evaluations, plan jobs,
+    # scopes (app/keys/auth.py): GETs need read; planning writes (evaluations, plan jobs,
     # batches, scaling) need plan; writes that change what everyone plans with (catalog,
     # measurements, calibrations) and key management need admin
     auth: dict[str, Any] = {

@@ -5,7 +5,8 @@
         job = planner.submit_plan({"model": "llama3.1-70b", "gpu": "h100-sxm-80gb",
                                    "num_gpus": 64, "seq_length": 8192, "global_batch_size": 128})
         job = planner.wait_for_job(job["id"], timeout=600)
-        plans = planner.get_plans(job["id"])
+        plans = planner.get_plans(job["id"])  # typed: plans.plans[0].performance.mfu
+        plans.raw  # the JSON, as `planner plan --json` prints it
 
 Every error comes back as :class:`PlannerAPIError` with the problem document.
 """
@@ -17,11 +18,35 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 
-__all__ = ["PlannerAPIError", "PlannerClient"]
+from app.planning.reports import LayoutReport, PlanResult, ScalingCurve
+from app.planning.schemas import (
+    FINISHED,
+    EvaluationRequest,
+    PlanJobCreate,
+    ScalingCurveCreate,
+)
 
-FINISHED = ("succeeded", "failed", "cancelled")
+__all__ = [
+    "EvaluationRequest",
+    "LayoutReport",
+    "PlanJobCreate",
+    "PlanResult",
+    "PlannerAPIError",
+    "PlannerClient",
+    "ScalingCurve",
+    "ScalingCurveCreate",
+]
+
 JSON = dict[str, Any]
+
+
+def _body(request: BaseModel | JSON) -> JSON:
+    """A typed request (the API's own schema, checked here) or its JSON, as the body to send."""
+    if isinstance(request, BaseModel):
+        return request.model_dump(mode="json", exclude_unset=True)
+    return request
 
 
 class PlannerAPIError(Exception):
@@ -112,13 +137,17 @@ class PlannerClient:
         return items
 
     # --- evaluation and plan jobs ----------------------------------------------------------------
-    def evaluate(self, request: JSON) -> JSON:
-        """Evaluate one layout (``POST /v1/evaluations``)."""
-        result: JSON = self._request("POST", "/v1/evaluations", json=request)
-        return result
+    def evaluate(self, request: EvaluationRequest | JSON) -> LayoutReport:
+        """Evaluate one layout (``POST /v1/evaluations``); ``.raw`` is the JSON."""
+        body = _body(request)
+        return LayoutReport.model_validate(self._request("POST", "/v1/evaluations", json=body))
 
     def submit_plan(
-        self, request: JSON, *, idempotency_key: str | None = None, wait_s: float = 0
+        self,
+        request: PlanJobCreate | JSON,
+        *,
+        idempotency_key: str | None = None,
+        wait_s: float = 0,
     ) -> JSON:
         """Queue a plan job; with ``wait_s`` the server holds the answer until it finishes."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
@@ -126,7 +155,7 @@ class PlannerClient:
         job: JSON = self._request(
             "POST",
             "/v1/plan-jobs",
-            json=request,
+            json=_body(request),
             headers=headers,
             params=params,
             timeout=max(self._http.timeout.read or 30.0, wait_s + 30.0),
@@ -159,9 +188,9 @@ class PlannerClient:
                 raise TimeoutError(f"plan job {job_id} is still {job['status']} after {timeout} s")
             time.sleep(min(poll_s, max(0.01, deadline - time.monotonic())))
 
-    def get_plans(self, job_id: str) -> JSON:
-        result: JSON = self._request("GET", f"/v1/plan-jobs/{job_id}/plans")
-        return result
+    def get_plans(self, job_id: str) -> PlanResult:
+        """The ranked plans of a finished job; ``.raw`` is the JSON."""
+        return PlanResult.model_validate(self._request("GET", f"/v1/plan-jobs/{job_id}/plans"))
 
     # --- measurements and calibration -------------------------------------------------------------
     def add_measurements(self, cluster: str, rows: list[JSON]) -> JSON:
@@ -224,7 +253,9 @@ class PlannerClient:
             return response.text
         return self._request("GET", f"/v1/batches/{batch_id}/results", params={"format": "json"})
 
-    def scaling_curve(self, request: JSON, timeout: float = 300.0) -> JSON:
-        """The best plan at each GPU count of ``request['num_gpus_options']``."""
-        curve: JSON = self._request("POST", "/v1/scaling-curves", json=request, timeout=timeout)
-        return curve
+    def scaling_curve(
+        self, request: ScalingCurveCreate | JSON, timeout: float = 300.0
+    ) -> ScalingCurve:
+        """The best plan at each GPU count of ``request['num_gpus_options']``; ``.raw``: JSON."""
+        curve = self._request("POST", "/v1/scaling-curves", json=_body(request), timeout=timeout)
+        return ScalingCurve.model_validate(curve)

@@ -30,6 +30,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+LAUNCH = ROOT / "tests" / "support" / "launch.py"  # the service with the fake runner
 PLANNER = str(Path(sys.executable).with_name("planner"))
 FAKE_RUNNER = """
 def plan_request(request, *, profile=None, progress=None):
@@ -120,7 +121,6 @@ def run_load(duration_s: int, connections: int, threads: int) -> dict[str, Any]:
             "PLANNER_AUTH": "api-key",
             "PLANNER_SECRET_KEY": "Zq3v9Lr2Wm8Kx1Tb7Nc4Hd6Pf0Gj5Ys-RuAeIoQ-load",
             "PLANNER_RATE_LIMIT_PER_S": "0",
-            "PLANNER_JOB_RUNNER": "load_runner:plan_request",
             "PLANNER_WORKERS": "1",
             "PLANNER_LOG_LEVEL": "warning",
         }
@@ -134,7 +134,13 @@ def run_load(duration_s: int, connections: int, threads: int) -> dict[str, Any]:
         key = json.loads(created.stdout)["key"]
         port = free_port()
         server = subprocess.Popen(
-            [PLANNER, "serve", "--port", str(port), "--log-level", "warning"],
+            [
+                sys.executable,
+                str(ROOT / "tests" / "support" / "launch.py"),
+                "serve",
+                "load_runner:plan_request",
+                str(port),
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

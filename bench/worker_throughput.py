@@ -90,8 +90,8 @@ def drop_database(url: str) -> None:
 def run_service(workers: int, workload: str, tmp: Path) -> dict[str, Any]:
     from fastapi.testclient import TestClient
 
+    from app.core.settings import Settings
     from app.main import create_app
-    from app.settings import Settings
 
     url = fresh_database(tmp)
     settings = Settings(database_url=url, data_dir=tmp, workers=0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 from planner.performance.step_time import PerformanceProfile, default_profile
 from planner.specs import GPUSpec
@@ -18,7 +19,7 @@ from planner.specs import GPUSpec
 __all__ = ["available_profiles", "load_profile"]
 
 
-def _folder():  # type: ignore[no-untyped-def]
+def _folder() -> Traversable:
     return resources.files("models_db").joinpath("profiles")
 
 

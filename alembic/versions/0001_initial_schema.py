@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from alembic import op
 import sqlalchemy as sa
-import app.db.base
+import app.core.database
 from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
@@ -27,7 +27,7 @@ def upgrade() -> None:
     sa.Column('num_measurements', sa.Integer(), nullable=False),
     sa.Column('profile', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('report', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
-    sa.Column('created_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_calibration'))
     )
     with op.batch_alter_table('calibration', schema=None) as batch_op:
@@ -39,8 +39,8 @@ def upgrade() -> None:
     sa.Column('slug', sa.String(length=128), nullable=False),
     sa.Column('builtin', sa.Boolean(), nullable=False),
     sa.Column('version', sa.Integer(), nullable=False),
-    sa.Column('created_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_catalog_entry')),
     sa.UniqueConstraint('kind', 'slug', name=op.f('uq_catalog_entry_kind_slug'))
     )
@@ -49,7 +49,7 @@ def upgrade() -> None:
     sa.Column('cluster_slug', sa.String(length=128), nullable=False),
     sa.Column('source', sa.String(length=16), nullable=False),
     sa.Column('data', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
-    sa.Column('created_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_measurement'))
     )
     with op.batch_alter_table('measurement', schema=None) as batch_op:
@@ -70,10 +70,10 @@ def upgrade() -> None:
     sa.Column('result', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=True),
     sa.Column('error', sa.Text(), nullable=True),
     sa.Column('worker_id', sa.String(length=128), nullable=True),
-    sa.Column('created_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('started_at', app.db.base.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('heartbeat_at', app.db.base.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('finished_at', app.db.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('started_at', app.core.database.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('heartbeat_at', app.core.database.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('finished_at', app.core.database.UTCDateTime(timezone=True), nullable=True),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_plan_job')),
     sa.UniqueConstraint('idempotency_key', name=op.f('uq_plan_job_idempotency_key'))
     )
@@ -86,7 +86,7 @@ def upgrade() -> None:
     sa.Column('version', sa.Integer(), nullable=False),
     sa.Column('spec', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('meta', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
-    sa.Column('created_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['entry_id'], ['catalog_entry.id'], name=op.f('fk_catalog_version_entry_id_catalog_entry'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_catalog_version')),
     sa.UniqueConstraint('entry_id', 'version', name=op.f('uq_catalog_version_entry_id_version'))

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from alembic import op
 import sqlalchemy as sa
-import app.db.base
+import app.core.database
 from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
@@ -25,7 +25,7 @@ def upgrade() -> None:
     sa.Column('id', sa.String(length=36), nullable=False),
     sa.Column('names', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('total', sa.Integer(), nullable=False),
-    sa.Column('created_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_batch'))
     )
     with op.batch_alter_table('plan_job', schema=None) as batch_op:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from alembic import op
 import sqlalchemy as sa
-import app.db.base
+import app.core.database
 
 
 # revision identifiers, used by Alembic.
@@ -27,8 +27,8 @@ def upgrade() -> None:
     sa.Column('key_hash', sa.String(length=64), nullable=False),
     sa.Column('name', sa.String(length=128), nullable=False),
     sa.Column('scopes', sa.String(length=64), nullable=False),
-    sa.Column('created_at', app.db.base.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('revoked_at', app.db.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', app.core.database.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('revoked_at', app.core.database.UTCDateTime(timezone=True), nullable=True),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_api_key')),
     sa.UniqueConstraint('prefix', name=op.f('uq_api_key_prefix'))
     )

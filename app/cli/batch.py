@@ -7,6 +7,7 @@ columns either way.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -17,14 +18,14 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import err_console, fail
-from app.jobs.batch_rows import (
+from app.batches.rows import (
     LAYOUT_COLUMNS,
     OUTPUT_COLUMNS,
     outcome_counts,
     outcome_line,
     rows_for,
 )
+from app.cli.common import ProfileOpt, err_console, fail
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -81,23 +82,27 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
     return list(data)
 
 
-def _plan_one(index: int, job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    import models_db
-    from app.planning import plan_request
-    from planner.specs import SpecError
+def _plan_one(
+    index: int, job: dict[str, Any], profile_file: Path | None = None
+) -> tuple[int, dict[str, Any]]:
+    """One batch row through the one plan request; errors name its column or key."""
+    from app.batches.schemas import BatchJobCreate
+    from app.cli.common import inline_model_file
+    from app.cli.requests import load_profile_file
+    from app.planning.compute import plan_request
+    from app.planning.convert import column_label, expand_text_lists, parse_request
+    from planner import SpecError
 
-    request = {k: v for k, v in job.items() if k != "name"}
-    model = request.get("model")
-    if isinstance(model, str) and model.endswith((".json", ".yaml", ".yml")):
-        try:  # a local spec or config.json file, read here (planning takes slugs and objects)
-            request["model"] = models_db.resolve_model(Path(model)).to_dict()
-        except SpecError as exc:
-            return index, {"error": f"{model}: {exc.message} (field model)"}
     try:
-        return index, plan_request(request)
+        data = expand_text_lists({**job, "model": inline_model_file(job.get("model"))})
+        request = parse_request(BatchJobCreate, data, label=column_label(job))
+        profile = load_profile_file(profile_file, request) if profile_file else None
+        return index, plan_request(request, profile=profile)
     except SpecError as exc:
-        where = f" (field {exc.field})" if exc.field else ""
+        where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
         return index, {"error": f"{exc.message}{where}"}
+    except SystemExit:  # a model file that cannot be read: inline_model_file said why
+        return index, {"error": f"cannot read the model file {job.get('model')!r} (field model)"}
     except Exception as exc:  # one bad job must never sink the batch
         return index, {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -111,6 +116,7 @@ def batch(
     ] = None,
     api_key: Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")] = None,
     timeout: Annotated[float, Opt(help="Seconds to wait for the server's batch.")] = 86400.0,
+    profile: ProfileOpt = None,
 ) -> None:
     """Plan every job in a file on all cores; a bad job gets an error row, the rest still run."""
     if output.suffix.lower() not in (".csv", ".json"):
@@ -119,9 +125,11 @@ def batch(
     if not items:
         fail(f"{jobs}: no jobs", field="jobs")
     if server is not None:
+        if profile is not None:
+            fail("--profile is for local batches; the server uses its clusters' calibrations")
         _remote(items, output, server, api_key, timeout)
         return
-    _local(items, output, workers)
+    _local(items, output, workers, profile)
 
 
 def _write(rows: list[dict[str, Any]], output: Path) -> None:
@@ -140,18 +148,17 @@ def _remote(
     """Submit the jobs as one batch, follow its progress, and write its results."""
     from rich.progress import Progress
 
+    from app.cli.common import inline_model_file
+    from app.planning.convert import expand_text_lists
     from app.sdk import PlannerClient
+    from planner import SpecError
 
-    for item in items:  # the server never reads paths: send model files inline
-        model = item.get("model")
-        if (
-            isinstance(model, str)
-            and model.endswith((".json", ".yaml", ".yml"))
-            and Path(model).is_file()
-        ):
-            from app.cli.service import _read_spec
-
-            item["model"] = _read_spec(Path(model))
+    for i, item in enumerate(items):  # the server never reads paths: send model files inline
+        item["model"] = inline_model_file(item.get("model"))
+        # the text forms of lists ('1,2,4', '64-1024') as the API's lists; a job whose lists
+        # do not parse is sent as written, and the server fails it alone, saying why
+        with contextlib.suppress(SpecError):
+            items[i] = expand_text_lists(item)
     with (  # a refused connection, a bad key or a problem answer: app/cli/errors.py
         PlannerClient(server, api_key=api_key) as client,
         Progress(disable=not sys.stderr.isatty(), console=err_console) as bar,
@@ -176,7 +183,9 @@ def _remote(
         raise SystemExit(1)
 
 
-def _local(items: list[dict[str, Any]], output: Path, workers: int) -> None:
+def _local(
+    items: list[dict[str, Any]], output: Path, workers: int, profile: Path | None = None
+) -> None:
     from rich.progress import Progress
 
     names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(items)]
@@ -185,7 +194,7 @@ def _local(items: list[dict[str, Any]], output: Path, workers: int) -> None:
     with Progress(disable=not sys.stderr.isatty(), console=err_console) as bar:
         task = bar.add_task("planning", total=len(items))
         with ProcessPoolExecutor(max_workers=min(processes, len(items))) as pool:
-            futures = [pool.submit(_plan_one, i, job) for i, job in enumerate(items)]
+            futures = [pool.submit(_plan_one, i, job, profile) for i, job in enumerate(items)]
             for future in as_completed(futures):
                 index, result = future.result()
                 results[index] = result

@@ -65,7 +65,7 @@ def calibrate(
     json_output: Annotated[bool, Opt("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Fit the throughput model's coefficients to measured runs; report cross-validated error."""
-    from app.calibration import calibrate_rows
+    from app.calibration.fit import calibrate_rows
     from planner.specs import SpecError
 
     if not measurements and not log:

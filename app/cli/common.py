@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -22,7 +23,13 @@ EXIT_NOTHING_FEASIBLE = 3
 
 
 def fail(message: str, *, field: str | None = None, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    where = f" (field: {field.replace('_', '-')})" if field else ""
+    """Print the error naming the flag to fix (``--num-gpus``) and exit with ``code``."""
+    flag = None
+    if field:
+        from app.planning.convert import flag_label
+
+        flag = field if field.startswith("--") else flag_label(field)
+    where = f" (field: {flag})" if flag and not message.startswith(flag) else ""
     err_console.print(f"[bold red]error:[/] {message}{where}", highlight=False, markup=True)
     raise SystemExit(code)
 
@@ -32,7 +39,9 @@ def print_json(obj: Any) -> None:
 
 
 def gib(value: float | None) -> str:
-    return "-" if value is None else f"{value / 2**30:.1f}"
+    from app.core.units import GIB
+
+    return "-" if value is None else f"{value / GIB:.1f}"
 
 
 def request_from_options(**options: Any) -> dict[str, Any]:
@@ -46,8 +55,6 @@ def inline_model_file(ref: object) -> object:
     The planning layer itself takes only catalog slugs and inline objects, so that the service
     never opens a file named in a request.
     """
-    from pathlib import Path
-
     if not isinstance(ref, str) or not (ref.endswith((".json", ".yaml", ".yml")) or "/" in ref):
         return ref
     path = Path(ref).expanduser()
@@ -64,7 +71,18 @@ def inline_model_file(ref: object) -> object:
 
 # options shared by `evaluate`, `plan` and the commands built like them
 ModelOpt = Annotated[str | None, typer.Option(help="Catalog slug, spec/config.json path.")]
-GpuOpt = Annotated[str | None, typer.Option(help="GPU slug, e.g. h100-sxm-80gb.")]
+GpuOpt = Annotated[str | None, typer.Option(help="GPU slug or alias, e.g. h100-sxm-80gb, h100.")]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Cluster: a preset (dgx-h100) or a user cluster in the server's database; sets "
+        "the GPU and node size, and its newest calibration becomes the profile."
+    ),
+]
+ProfileOpt = Annotated[
+    Path | None,
+    typer.Option(help="Fitted profile JSON (`planner calibrate --output`) to predict with."),
+]
 GpusPerNodeOpt = Annotated[int | None, typer.Option(help="GPUs per node (default: preset's).")]
 GpuMemoryOpt = Annotated[float | None, typer.Option(help="Override GPU memory (GiB).")]
 SeqLengthOpt = Annotated[int | None, typer.Option(help="Sequence length.")]

@@ -93,7 +93,7 @@ def _database(exc: BaseException) -> Explained | None:
     sa_exc = sys.modules.get("sqlalchemy.exc")
     if sa_exc is None or not isinstance(exc, sa_exc.OperationalError | sa_exc.ArgumentError):
         return None
-    from app.logging_config import mask_secrets
+    from app.core.logging_config import mask_secrets
 
     first = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
     return Explained(

@@ -12,12 +12,14 @@ from rich.table import Table
 
 from app.cli.common import (
     A2AOverlapOpt,
+    ClusterOpt,
     DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
     ModelOpt,
     PrecisionOpt,
+    ProfileOpt,
     SeqLengthOpt,
     ThresholdOpt,
     err_console,
@@ -26,7 +28,6 @@ from app.cli.common import (
     inline_model_file,
     out_console,
     print_json,
-    request_from_options,
 )
 
 Opt = typer.Option
@@ -69,6 +70,7 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
 def evaluate(
     model: ModelOpt = None,
     gpu: GpuOpt = None,
+    cluster: ClusterOpt = None,
     num_gpus: Annotated[int | None, Opt(help="GPUs in the job.")] = None,
     gpus_per_node: GpusPerNodeOpt = None,
     gpu_memory_gib: GpuMemoryOpt = None,
@@ -90,56 +92,25 @@ def evaluate(
     moe_a2a_overlap: A2AOverlapOpt = None,
     moe_dispatcher: DispatcherOpt = None,
     memory_threshold: ThresholdOpt = None,
+    profile: ProfileOpt = None,
     input: Annotated[
         Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")
     ] = None,
     json_output: Annotated[bool, Opt("--json", help="One JSON object per layout.")] = False,
 ) -> None:
     """Check one layout (or many): Megatron's rules, memory per GPU, speed, launch flags."""
-    from app.planning import evaluate_requests
-    from planner.specs import SpecError
+    from app.cli.requests import build_request
+    from app.planning.compute import evaluate_requests
+    from app.planning.schemas import EvaluationRequest
+    from planner import SpecError
 
     if input is not None:
-        items = _read_jsonl(input)
-        good = [
-            {**item, "model": inline_model_file(item.get("model"))}
-            for _, item in items
-            if isinstance(item, dict)
-        ]
-        results = iter(evaluate_requests(good, errors_inline=True))
-        outputs = []
-        for number, item in items:
-            out = next(results) if isinstance(item, dict) else {"error": {"message": item}}
-            out["line"] = number
-            if "error" in out:
-                out["error"]["message"] = f"line {number}: {out['error']['message']}"
-            outputs.append(out)
+        outputs = _evaluate_lines(_read_jsonl(input), profile)
     else:
-        request = request_from_options(
-            model=inline_model_file(model),
-            gpu=gpu,
-            num_gpus=num_gpus,
-            gpus_per_node=gpus_per_node,
-            gpu_memory_gib=gpu_memory_gib,
-            seq_length=seq_length,
-            global_batch_size=global_batch_size,
-            precision=precision,
-            tp=tp,
-            pp=pp,
-            vpp=vpp,
-            cp=cp,
-            ep=ep,
-            etp=etp,
-            micro_batch_size=micro_batch_size,
-            recompute=recompute,
-            sequence_parallel=sequence_parallel,
-            optimizer_sharding=optimizer_sharding,
-            moe_a2a_overlap=moe_a2a_overlap,
-            moe_dispatcher=moe_dispatcher,
-            memory_threshold=memory_threshold,
-        )
+        options = {k: v for k, v in locals().items() if k in EvaluationRequest.model_fields}
+        request, run_profile = build_request(EvaluationRequest, options, profile_file=profile)
         try:
-            outputs = evaluate_requests([request])
+            outputs = evaluate_requests([request], profile=run_profile)
         except SpecError as exc:
             fail(exc.message, field=exc.field)
     if json_output:
@@ -155,6 +126,46 @@ def evaluate(
             f"{failed} of {len(outputs)} lines could not be evaluated", highlight=False
         )
         raise SystemExit(1)
+
+
+def _evaluate_lines(
+    items: list[tuple[int, dict[str, Any] | str]], profile_file: Path | None
+) -> list[dict[str, Any]]:
+    """Each JSON line through the one evaluation request; a bad line gets its error inline,
+    naming the JSON key, and the others are still evaluated (lines that share a profile, in
+    one batch)."""
+    from app.cli.requests import load_profile_file, with_server_cluster
+    from app.planning.compute import evaluate_requests
+    from app.planning.convert import parse_request
+    from app.planning.schemas import EvaluationRequest
+    from planner import SpecError
+
+    outputs: dict[int, dict[str, Any]] = {}
+    groups: dict[int, tuple[Any, list[tuple[int, EvaluationRequest]]]] = {}
+    for number, item in items:
+        try:
+            if not isinstance(item, dict):
+                raise SpecError(item)
+            data = {**item, "model": inline_model_file(item.get("model"))}
+            profile = None
+            if data.get("cluster") is not None:
+                data, profile = with_server_cluster(data)
+            request = parse_request(EvaluationRequest, data)
+            if profile_file is not None:
+                profile = load_profile_file(profile_file, request)
+        except SpecError as exc:
+            outputs[number] = {"error": {"message": exc.message, "field": exc.field}}
+            continue
+        groups.setdefault(id(profile), (profile, []))[1].append((number, request))
+    for profile, members in groups.values():
+        requests: list[EvaluationRequest | dict[str, Any]] = [r for _, r in members]
+        results = evaluate_requests(requests, profile=profile, errors_inline=True)
+        outputs.update(zip((n for n, _ in members), results, strict=True))
+    for number, out in outputs.items():
+        out["line"] = number
+        if "error" in out:
+            out["error"]["message"] = f"line {number}: {out['error']['message']}"
+    return [outputs[number] for number, _ in items]
 
 
 def _print_table(outputs: list[dict[str, Any]]) -> None:

@@ -18,9 +18,9 @@ def register(cli: typer.Typer) -> None:
 
 
 def _factory() -> sessionmaker[Session]:
-    from app.db.engine import make_engine, make_session_factory
-    from app.db.migrate import upgrade
-    from app.settings import Settings
+    from app.core.engine import make_engine, make_session_factory
+    from app.core.migrate import upgrade
+    from app.core.settings import Settings
 
     settings = Settings()
     upgrade(settings.database_url)  # the api_key table must exist
@@ -36,10 +36,10 @@ def create(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create a key and print it (the only time it is shown)."""
-    from app.auth.keys import ApiKeyStore
     from app.cli.common import fail, print_json
-    from app.db.engine import unit_of_work
-    from app.errors import AppError
+    from app.core.engine import unit_of_work
+    from app.core.errors import AppError
+    from app.keys.service import ApiKeyStore
 
     try:
         with unit_of_work(_factory()) as session:
@@ -62,8 +62,8 @@ def list_keys(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The keys: id, prefix, scopes, created, revoked (never the keys themselves)."""
-    from app.auth.keys import ApiKeyStore
     from app.cli.common import print_json
+    from app.keys.service import ApiKeyStore
 
     with _factory()() as session:
         infos = ApiKeyStore(session).list()
@@ -83,10 +83,10 @@ def revoke(
     key_id: Annotated[str, typer.Argument(help="The key's id (or its public prefix).")],
 ) -> None:
     """Revoke a key: it stops working within seconds."""
-    from app.auth.keys import ApiKeyStore
     from app.cli.common import fail
-    from app.db.engine import unit_of_work
-    from app.errors import AppError
+    from app.core.engine import unit_of_work
+    from app.core.errors import AppError
+    from app.keys.service import ApiKeyStore
 
     try:
         with unit_of_work(_factory()) as session:

@@ -12,20 +12,20 @@ from rich.table import Table
 from app.cli.common import (
     EXIT_NOTHING_FEASIBLE,
     A2AOverlapOpt,
+    ClusterOpt,
     DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
     ModelOpt,
     PrecisionOpt,
+    ProfileOpt,
     SeqLengthOpt,
     ThresholdOpt,
     fail,
     gib,
-    inline_model_file,
     out_console,
     print_json,
-    request_from_options,
 )
 from app.cli.ranges import print_expansions
 
@@ -38,19 +38,10 @@ def register(cli: typer.Typer) -> None:
     cli.command("plan")(plan)
 
 
-def _split_gpus(value: str | None) -> tuple[int | None, str | None]:
-    """'64' -> (64, None); '64-1024' or '64,128' -> (None, the range)."""
-    if value is None:
-        return None, None
-    text = value.strip()
-    if text.isdigit():
-        return int(text), None
-    return None, text
-
-
 def plan(
     model: ModelOpt = None,
     gpu: GpuOpt = None,
+    cluster: ClusterOpt = None,
     num_gpus: Annotated[str | None, Opt(help="GPUs: 64, a list 64,128 or a range 64-1024.")] = None,
     gpus_per_node: GpusPerNodeOpt = None,
     gpu_memory_gib: GpuMemoryOpt = None,
@@ -81,70 +72,36 @@ def plan(
     ] = None,
     moe_a2a_overlap: A2AOverlapOpt = None,
     moe_dispatcher: DispatcherOpt = None,
-    objective: Annotated[str, Opt(help="throughput, time_to_train or cost.")] = "throughput",
+    objective: Annotated[str | None, Opt(help="throughput, time_to_train or cost.")] = None,
     token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,
     memory_threshold: ThresholdOpt = None,
-    top_k: Annotated[int, Opt(help="Plans to return.")] = 10,
-    seed: Annotated[int, Opt(help="Seed of the sampled search.")] = 0,
-    max_trials: Annotated[int, Opt(help="Trials of the sampled search (large spaces).")] = 500,
+    top_k: Annotated[int | None, Opt(help="Plans to return (10).")] = None,
+    seed: Annotated[int | None, Opt(help="Seed of the sampled search (0).")] = None,
+    max_trials: Annotated[
+        int | None, Opt(help="Trials of the sampled search, large spaces (500).")
+    ] = None,
     exhaustive: Annotated[bool, Opt(help="Evaluate every feasible layout.")] = False,
     pareto: Annotated[bool, Opt(help="Also return the throughput/headroom Pareto front.")] = False,
+    profile: ProfileOpt = None,
     json_output: Annotated[bool, Opt("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Rank the feasible layouts by predicted speed and print the best with launch flags."""
-    from app.planning import plan_request
-    from planner.specs import SpecError
+    from app.cli.requests import build_request
+    from app.planning.compute import plan_request
+    from app.planning.schemas import PlanJobCreate
+    from planner import SpecError
 
-    gpus, gpus_range = _split_gpus(num_gpus)
-    batch, batch_range = _split_gpus(global_batch_size)
     if not json_output:
-        print_expansions(num_gpus=gpus_range, global_batch_size=batch_range)
-    request = request_from_options(
-        model=inline_model_file(model),
-        gpu=gpu,
-        num_gpus=gpus,
-        num_gpus_options=gpus_range,
-        gpus_per_node=gpus_per_node,
-        gpu_memory_gib=gpu_memory_gib,
-        seq_length=seq_length,
-        global_batch_size=batch,
-        global_batch_size_options=batch_range,
-        precision=precision,
-        tp=tp,
-        pp=pp,
-        vpp=vpp,
-        cp=cp,
-        ep=ep,
-        etp=etp,
-        micro_batch_size=micro_batch_size,
-        max_tp=max_tp,
-        max_pp=max_pp,
-        max_vpp=max_vpp,
-        max_cp=max_cp,
-        max_ep=max_ep,
-        max_micro_batch_size=max_micro_batch_size,
-        recompute=recompute,
-        sequence_parallel=sequence_parallel,
-        optimizer_sharding=optimizer_sharding,
-        moe_a2a_overlap=moe_a2a_overlap,
-        moe_dispatcher=moe_dispatcher,
-        objective=objective,
-        token_budget=token_budget,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-        memory_threshold=memory_threshold,
-        top_k=top_k,
-        seed=seed,
-        max_trials=max_trials,
-        exhaustive=exhaustive,
-        pareto=pareto,
-    )
+        print_expansions(num_gpus=num_gpus, global_batch_size=global_batch_size)
+    options = {k: v for k, v in locals().items() if k in PlanJobCreate.model_fields}
+    request, run_profile = build_request(PlanJobCreate, options, profile_file=profile)
     show_progress = not json_output and sys.stderr.isatty()
     try:
         if show_progress:
-            result = _plan_with_progress(plan_request, request)
+            result = _plan_with_progress(plan_request, request, run_profile)
         else:
-            result = plan_request(request)
+            result = plan_request(request, profile=run_profile)
     except SpecError as exc:
         fail(exc.message, field=exc.field)
     if json_output:
@@ -157,7 +114,7 @@ def plan(
         raise SystemExit(EXIT_NOTHING_FEASIBLE)
 
 
-def _plan_with_progress(plan_request: Any, request: dict[str, Any]) -> dict[str, Any]:
+def _plan_with_progress(plan_request: Any, request: Any, profile: Any) -> dict[str, Any]:
     from rich.progress import Progress
 
     with Progress(transient=True) as bar:
@@ -166,7 +123,7 @@ def _plan_with_progress(plan_request: Any, request: dict[str, Any]) -> dict[str,
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        out: dict[str, Any] = plan_request(request, progress=progress)
+        out: dict[str, Any] = plan_request(request, profile=profile, progress=progress)
         return out
 
 

@@ -1,6 +1,6 @@
 """Say what a range option such as ``--num-gpus 64-4096`` expands to.
 
-``LOW-HIGH`` means LOW doubled until HIGH, plus HIGH itself (``app.plan_request._int_list``):
+``LOW-HIGH`` means LOW doubled until HIGH, plus HIGH itself (``app.planning.convert.int_list``):
 64-4096 is seven GPU counts, not 4 033. The commands print the expansion, so nobody has to
 guess.
 """
@@ -14,11 +14,11 @@ def expansion(option: str, text: str | None) -> str | None:
     """``--num-gpus 64-512 means 64, 128, 256, 512``, or None when ``text`` is not a range."""
     if text is None or "-" not in text or "," in text:
         return None
-    from app.plan_request import _int_list
+    from app.planning.convert import int_list
     from planner.specs import SpecError
 
     try:
-        values = _int_list({option: text}, option, maximum=1 << 24)
+        values = int_list(text, option, maximum=1 << 24)
     except (SpecError, ValueError):
         return None  # the request's own validation names the field and the fix
     if not values:

@@ -67,7 +67,7 @@ def result(
             )
         if job["status"] != "succeeded":
             fail(f"plan job {job_id} {job['status']}: {job.get('error') or ''}".strip(), code=1)
-        plans = client.get_plans(job_id)
+        plans = client.get_plans(job_id).raw
     if json_output:
         print_json(plans)
     else:

@@ -10,7 +10,19 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import EXIT_NOTHING_FEASIBLE, fail, out_console, print_json
+from app.cli.common import (
+    EXIT_NOTHING_FEASIBLE,
+    ClusterOpt,
+    GpuOpt,
+    GpusPerNodeOpt,
+    ModelOpt,
+    PrecisionOpt,
+    ProfileOpt,
+    SeqLengthOpt,
+    fail,
+    out_console,
+    print_json,
+)
 from app.cli.ranges import print_expansions
 
 Opt = typer.Option
@@ -21,40 +33,40 @@ def register(cli: typer.Typer) -> None:
 
 
 def scale(
-    model: Annotated[str | None, Opt(help="Catalog slug, spec/config.json path.")] = None,
-    gpu: Annotated[str | None, Opt(help="GPU slug, e.g. h100-sxm-80gb.")] = None,
+    model: ModelOpt = None,
+    gpu: GpuOpt = None,
+    cluster: ClusterOpt = None,
     num_gpus: Annotated[
         str | None, Opt(help="GPU counts: a range 64-4096 (powers of two) or a list 64,96,128.")
     ] = None,
-    gpus_per_node: Annotated[int | None, Opt(help="GPUs per node (default: preset's).")] = None,
-    seq_length: Annotated[int | None, Opt(help="Sequence length.")] = None,
+    gpus_per_node: GpusPerNodeOpt = None,
+    seq_length: SeqLengthOpt = None,
     global_batch_size: Annotated[int | None, Opt(help="Sequences per iteration.")] = None,
-    precision: Annotated[str | None, Opt(help="bf16 or fp8.")] = None,
+    precision: PrecisionOpt = None,
     token_budget: Annotated[float | None, Opt(help="Tokens to train on (time and cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price of one GPU-hour in USD.")] = None,
-    max_trials: Annotated[int, Opt(help="Sampled trials per GPU count (large spaces).")] = 500,
+    max_trials: Annotated[int | None, Opt(help="Sampled trials per GPU count (500).")] = None,
+    profile: ProfileOpt = None,
     server: Annotated[str | None, Opt(help="Ask this planner service instead.")] = None,
     api_key: Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")] = None,
     json_output: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
 ) -> None:
     """Best plan, tokens/s, scaling efficiency, time to train and cost at each GPU count."""
-    from app.cli.common import request_from_options
+    from app.cli.requests import build_request
+    from app.planning.schemas import ScalingCurveCreate
 
-    request = request_from_options(
-        model=model,
-        gpu=gpu,
-        num_gpus_options=num_gpus,
-        gpus_per_node=gpus_per_node,
-        seq_length=seq_length,
-        global_batch_size=global_batch_size,
-        precision=precision,
-        token_budget=token_budget,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-        max_trials=max_trials,
+    options = {k: v for k, v in locals().items() if k in ScalingCurveCreate.model_fields}
+    if isinstance(num_gpus, str) and num_gpus.strip().isdigit():
+        options["num_gpus"] = [num_gpus]  # one count is a curve of one point
+    if server and profile is not None:
+        fail("--profile is for local curves; the server uses its clusters' calibrations")
+    typed, run_profile = build_request(
+        ScalingCurveCreate, options, profile_file=profile, server_cluster=not server
     )
     if not json_output:
         print_expansions(num_gpus=num_gpus)
-    curve = _remote(request, server, api_key) if server else _local(request)
+    request = typed.model_dump(mode="json", exclude_unset=True)
+    curve = _remote(request, server, api_key) if server else _local(request, run_profile)
     if json_output:
         print_json(curve)
     else:
@@ -63,30 +75,25 @@ def scale(
         raise SystemExit(EXIT_NOTHING_FEASIBLE)
 
 
-def _local(request: dict[str, Any]) -> dict[str, Any]:
-    from app.scaling import scaling_curve
+def _local(request: dict[str, Any], profile: Any) -> dict[str, Any]:
+    from app.planning.scaling import scaling_curve
     from planner.specs import SpecError
 
     try:
-        return scaling_curve(request)
+        return scaling_curve(request, profile=profile)
     except SpecError as exc:
         fail(exc.message, field=exc.field)
 
 
 def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[str, Any]:
-    from app.plan_request import _int_list
-    from app.scaling import MAX_POINTS
+    from app.planning.schemas import MAX_SCALING_POINTS
     from app.sdk import PlannerClient
-    from planner.specs import SpecError
 
-    try:
-        counts = _int_list(request, "num_gpus_options", maximum=1 << 17)
-    except SpecError as exc:
-        fail(exc.message, field="num_gpus")
-    if counts is None or len(counts) > MAX_POINTS:
-        fail(f"give between 1 and {MAX_POINTS} GPU counts", field="num_gpus")
+    counts = request.get("num_gpus_options") or []
+    if not counts or len(counts) > MAX_SCALING_POINTS:
+        fail(f"give between 1 and {MAX_SCALING_POINTS} GPU counts", field="num_gpus")
     with PlannerClient(server, api_key=api_key) as client:  # errors: app/cli/errors.py
-        return client.scaling_curve({**request, "num_gpus_options": counts})
+        return client.scaling_curve(request).raw
 
 
 def _fmt(value: Any, spec: str) -> str:

@@ -10,7 +10,6 @@ import inspect
 import json
 import sys
 import typing
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,7 +17,6 @@ import typer
 from app.cli.common import err_console
 
 Opt = typer.Option
-LIST_AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
 
 
 def register(cli: typer.Typer) -> None:
@@ -36,9 +34,9 @@ def serve(
     """Run the HTTP API (migrates and seeds the database at start-up)."""
     import uvicorn
 
-    from app.logging_config import mask_secrets
+    from app.core.logging_config import mask_secrets
+    from app.core.settings import Settings
     from app.main import prepare_database
-    from app.settings import Settings
 
     settings = Settings()
     prepare_database(settings)  # once, before the worker processes start
@@ -61,45 +59,12 @@ def serve(
 
 def migrate() -> None:
     """Bring the database (PLANNER_DATABASE_URL) to the latest schema."""
-    from app.db.migrate import upgrade
-    from app.settings import Settings
+    from app.core.migrate import upgrade
+    from app.core.settings import Settings
 
     settings = Settings()
     upgrade(settings.database_url)
     typer.echo(f"database at {settings.database_url} is up to date")
-
-
-def _as_lists(request: dict[str, Any]) -> dict[str, Any]:
-    """CLI strings ('1,2,4', '64-1024') -> the API's lists."""
-    from app.plan_request import _int_list
-
-    out = dict(request)
-    for name in LIST_AXES:
-        if isinstance(out.get(name), str):
-            values = _int_list(out, name, maximum=1 << 16) or []
-            out[name] = values[0] if len(values) == 1 else values
-    for name in ("num_gpus_options", "global_batch_size_options"):
-        if isinstance(out.get(name), str):
-            out[name] = _int_list(out, name, maximum=1 << 24)
-    for name in ("recompute", "optimizer_sharding"):
-        if isinstance(out.get(name), str):
-            out[name] = [x.strip() for x in out[name].split(",") if x.strip()]
-    return out
-
-
-def _read_spec(path: Path) -> dict[str, Any]:
-    from app.cli.common import fail
-
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
-    if not isinstance(data, dict):
-        fail(f"{path} does not hold a JSON/YAML object", field="model")
-    return data
 
 
 def _build_submit() -> Any:
@@ -133,7 +98,7 @@ def _build_submit() -> Any:
     ]
 
     def submit(**options: Any) -> None:
-        _submit(options, plan_cli)
+        _submit(options)
 
     submit.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     submit.__annotations__ = {p.name: p.annotation for p in params}
@@ -141,9 +106,11 @@ def _build_submit() -> Any:
     return submit
 
 
-def _submit(options: dict[str, Any], plan_cli: Any) -> None:
-    from app.cli.common import fail, print_json, request_from_options
+def _submit(options: dict[str, Any]) -> None:
+    from app.cli.common import fail, print_json
+    from app.cli.requests import build_request
     from app.cli.result import print_queued
+    from app.planning.schemas import PlanJobCreate
     from app.sdk import PlannerClient
 
     server = options.pop("server")
@@ -152,20 +119,11 @@ def _submit(options: dict[str, Any], plan_cli: Any) -> None:
     wait_timeout = options.pop("wait_timeout")
     key = options.pop("idempotency_key")
     json_output = options.pop("json_output", False)
-    gpus, gpus_range = plan_cli._split_gpus(options.pop("num_gpus"))
-    batch, batch_range = plan_cli._split_gpus(options.pop("global_batch_size"))
-    model = options.get("model")
-    if model and Path(model).is_file():  # the server never reads paths: send the spec inline
-        options["model"] = _read_spec(Path(model))
-    request = _as_lists(
-        request_from_options(
-            num_gpus=gpus,
-            num_gpus_options=gpus_range,
-            global_batch_size=batch,
-            global_batch_size_options=batch_range,
-            **options,
-        )
-    )
+    if options.pop("profile", None) is not None:
+        fail("--profile is for local plans; the server uses its clusters' calibrations")
+    fields = {k: v for k, v in options.items() if k in PlanJobCreate.model_fields}
+    typed, _ = build_request(PlanJobCreate, fields, server_cluster=False)  # checked here first
+    request = typed.model_dump(mode="json", exclude_unset=True)
     with PlannerClient(server, api_key=api_key) as client:  # errors: app/cli/errors.py
         job = client.submit_plan(request, idempotency_key=key)
         if not wait:
@@ -174,7 +132,7 @@ def _submit(options: dict[str, Any], plan_cli: Any) -> None:
         job = client.wait_for_job(job["id"], timeout=wait_timeout)
         if job["status"] != "succeeded":
             fail(f"plan job {job['id']} {job['status']}: {job.get('error') or ''}".strip())
-        result = client.get_plans(job["id"])
+        result = client.get_plans(job["id"]).raw
     if json_output:
         print_json(result)
     else:

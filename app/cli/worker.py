@@ -33,16 +33,23 @@ def worker(
     log_level: Annotated[str, Opt(help="Logging level.")] = "info",
 ) -> None:
     """Run plan jobs from the database queue until stopped (SIGTERM / Ctrl-C)."""
-    from app.db.engine import make_engine, make_session_factory
-    from app.db.migrate import upgrade
-    from app.jobs.backend import default_backend
-    from app.jobs.worker import WorkerPool
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    settings = Settings()
+    run_worker(Settings(), threads=threads, migrate=migrate)
+
+
+def run_worker(
+    settings: Any, *, threads: int | None = None, migrate: bool = False, backend: Any = None
+) -> None:
+    """The worker loop; ``backend`` replaces the planner (a test's fake runner)."""
+    from app.core.engine import make_engine, make_session_factory
+    from app.core.migrate import upgrade
+    from app.planning.backend import default_backend
+    from app.planning.worker import WorkerPool
+
     count = threads if threads is not None else settings.workers
     settings = settings.model_copy(update={"workers": max(1, count)})
     if migrate:
@@ -52,7 +59,7 @@ def worker(
         make_session_factory(engine),
         settings,
         skip_locked=not settings.is_sqlite,
-        backend=default_backend(settings.job_runner),
+        backend=backend or default_backend(),
     )
     stop = threading.Event()
 

@@ -16,11 +16,10 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
 
-from planner.specs import SpecError
+from app.planning.schemas import FINISHED
+from planner import SpecError
 
 log = logging.getLogger(__name__)
-
-FINISHED = ("succeeded", "failed", "cancelled")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -91,13 +90,13 @@ class ServiceBackend:
         self._app = app
 
     def _session(self) -> Any:
-        from app.db.engine import unit_of_work
+        from app.core.engine import unit_of_work
 
         return unit_of_work(self._app.state.session_factory)
 
     # --- catalog ---------------------------------------------------------------------------
     def _entries(self, kind: str) -> list[Any]:
-        from app.api.catalog_service import CatalogService
+        from app.catalog.service import CatalogService
 
         with self._session() as session:
             return list(CatalogService(session).list(kind))
@@ -130,8 +129,8 @@ class ServiceBackend:
 
     def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]:
         """Add a model to the catalog from its config.json (a new user entry)."""
-        from app.api.catalog_service import CatalogService
-        from app.errors import AppError
+        from app.catalog.service import CatalogService
+        from app.core.errors import AppError
 
         try:
             with self._session() as session:
@@ -148,10 +147,10 @@ class ServiceBackend:
         self, cluster: str, body: bytes, media_type: str, save: bool
     ) -> dict[str, Any]:
         """Fit the cluster's GPU profile to uploaded runs; with ``save``, store both."""
-        from app.api.calibration_service import CalibrationService, rows_from_body
-        from app.api.catalog_service import CatalogService
-        from app.errors import AppError
-        from app.web.calibration import fit_preview
+        from app.calibration.fit import fit_preview
+        from app.calibration.service import CalibrationService, rows_from_body
+        from app.catalog.service import CatalogService
+        from app.core.errors import AppError
 
         try:
             with self._session() as session:
@@ -197,18 +196,17 @@ class ServiceBackend:
         return self._check_axes(req)
 
     def _check_axes(self, req: dict[str, Any]) -> dict[str, Any]:
-        try:  # the search stack (optuna) may be swapped out by a test's planning backend
-            from app.plan_request import constraints_from_request, objective_from_request
-        except ImportError:
-            log.warning("app.plan_request is unavailable; axis checks wait for the job")
-            return req
-        constraints_from_request(req)
-        objective_from_request(req)
-        return req
+        """The form's request as the one plan request (``PlanJobCreate``): its bounds and
+        messages, the same as the API's."""
+        from app.planning.convert import expand_text_lists, parse_request
+        from app.planning.schemas import PlanJobCreate
+
+        request = parse_request(PlanJobCreate, expand_text_lists(req))
+        return request.model_dump(mode="json", exclude_none=True)
 
     def submit_plan(self, request: dict[str, Any]) -> str:
-        from app.errors import AppError
-        from app.jobs.service import PlanJobService
+        from app.core.errors import AppError
+        from app.planning.service import PlanJobService
 
         try:
             with self._session() as session:
@@ -224,7 +222,7 @@ class ServiceBackend:
         return job_id
 
     def get_plan(self, job_id: str) -> JobView | None:
-        from app.db.repositories import PlanJobRepository
+        from app.planning.repository import PlanJobRepository
 
         with self._session() as session:
             row = PlanJobRepository(session).get(job_id)

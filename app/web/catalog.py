@@ -9,7 +9,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.schemas.common import SLUG_PATTERN
+from app.core.schemas import SLUG_PATTERN
+from app.core.units import GIB
 from app.web.backend import Backend
 from app.web.templating import templates
 from planner.specs import SpecError
@@ -44,7 +45,7 @@ def _fmt(key: str, value: Any) -> str:
         return "–"
     if isinstance(value, int | float) and not isinstance(value, bool):
         if key.endswith("_bytes"):
-            return f"{value / 2**30:,.0f} GiB"
+            return f"{value / GIB:,.0f} GiB"
         if key.endswith("flop_per_s"):
             return f"{value / 1e12:,.0f} TFLOP/s"
         if key.endswith("bytes_per_s"):

@@ -57,7 +57,7 @@ def chart_data(curve: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/scaling", response_class=HTMLResponse)
 async def scaling_page(request: Request) -> Response:
-    from app.scaling import scaling_curve
+    from app.planning.scaling import scaling_curve
 
     query = dict(request.query_params)
     ctx: dict[str, Any] = {"nav": "scaling", "curve": None, "error": None}

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
-GIB = 2**30
+from app.core.units import GIB
 
 MEMORY_LABELS = {
     "weights_bytes": "Weights",

@@ -14,9 +14,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.jobs.backend import PlanningBackend
+from app.core.settings import Settings
 from app.main import create_app
-from app.settings import Settings
+from app.planning.backend import PlanningBackend
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
 LLAMA = ModelSpec(
@@ -66,7 +66,7 @@ def fake_catalog() -> dict[str, dict[str, dict[str, Any]]]:
 
 
 class FakePlanner:
-    """Stands in for app.planning: records calls; seed 999 is slow, seed 13 fails."""
+    """Stands in for app.planning.compute: records calls; seed 999 is slow, seed 13 fails."""
 
     def __init__(self) -> None:
         self.plan_calls: list[dict[str, Any]] = []

@@ -49,7 +49,7 @@ def test_optuna_lives_in_its_own_schema_that_the_dashboard_opens(compose: dict[s
 
 
 def test_settings_accept_the_compose_environment(compose: dict[str, Any]) -> None:
-    from app.settings import Settings
+    from app.core.settings import Settings
 
     env = compose["services"]["api"]["environment"]
     settings = Settings(**{k.removeprefix("PLANNER_").lower(): v for k, v in env.items()})

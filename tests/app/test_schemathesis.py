@@ -11,10 +11,10 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from app.auth.keys import ApiKeyStore
-from app.db.engine import make_engine, make_session_factory, unit_of_work
+from app.core.engine import make_engine, make_session_factory, unit_of_work
+from app.core.settings import Settings
+from app.keys.service import ApiKeyStore
 from app.main import create_app, prepare_database
-from app.settings import Settings
 
 schemathesis.experimental.OPEN_API_3_1.enable()  # FastAPI emits OpenAPI 3.1
 

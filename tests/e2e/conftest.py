@@ -72,7 +72,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def real_server(tmp_path: Path) -> Iterator[str]:
     """A server running the real planner (skips while the planning stack cannot load)."""
     try:
-        import app.plan_request  # noqa: F401  (loads planner.search.planning, optuna, models_db)
+        import app.planning.plan_request  # noqa: F401  (loads planner.search, optuna, models_db)
     except ImportError as exc:
         pytest.skip(f"the planning stack is not importable yet: {exc}")
     proc, url = start_server(tmp_path, real=True)

@@ -10,7 +10,7 @@ import dataclasses
 import threading
 from typing import Any
 
-from app.jobs.backend import PlanningBackend
+from app.planning.backend import PlanningBackend
 from planner.specs import SpecError
 
 GIB = 2**30
@@ -141,13 +141,13 @@ def fake_backend(gate: threading.Event | None = None) -> PlanningBackend:
 
 def catalog_source() -> dict[str, dict[str, dict[str, Any]]]:
     """The built-in catalog as the service seeds it (working around presets without to_dict)."""
-    from app.api.catalog_service import builtin_specs
+    from app.catalog.service import builtin_specs
 
     try:
         return builtin_specs()
     except TypeError:
         import models_db
-        from app.api.catalog_service import _jsonable
+        from app.catalog.service import _jsonable
 
         out: dict[str, dict[str, dict[str, Any]]] = {"model": {}, "gpu": {}, "cluster": {}}
         for slug in models_db.list_models():
@@ -169,8 +169,8 @@ def catalog_source() -> dict[str, dict[str, dict[str, Any]]]:
 
 def real_stack_available() -> bool:
     try:
-        import app.plan_request
-        import app.planning  # noqa: F401
+        import app.planning.compute
+        import app.planning.plan_request  # noqa: F401
     except ImportError:
         return False
     return True

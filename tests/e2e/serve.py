@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from fake_planning import catalog_source, fake_backend
 
+from app.core.settings import Settings
 from app.main import create_app
-from app.settings import Settings
 from app.web import mount_static, router
 
 

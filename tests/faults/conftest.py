@@ -1,6 +1,6 @@
 """A real ``planner serve`` (and ``planner worker``, where it exists) on a real database, with a
-fake job runner (``PLANNER_JOB_RUNNER``) that appends one line per finished run to a file, so
-the fault tests can count how often each job ran to the end."""
+fake job runner (handed to the processes by tests/support/launch.py) that appends one line per
+finished run to a file, so the fault tests can count how often each job ran to the end."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
+LAUNCH = str(Path(__file__).resolve().parents[1] / "support" / "launch.py")
+RUNNER_REF = "fault_runner:plan_request"
 RUNNER = """
 import os, time
 
@@ -65,7 +67,6 @@ class Service:
             **os.environ,
             "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
             "PLANNER_DATABASE_URL": database_url,
-            "PLANNER_JOB_RUNNER": "fault_runner:plan_request",
             "PLANNER_WORKERS": "2",
             "PLANNER_JOB_HEARTBEAT_S": "0.2",
             # 15 missed heartbeats: a worker starved of CPU on a loaded 2-core machine must not
@@ -83,7 +84,7 @@ class Service:
 
     def start(self, timeout_s: float = 60) -> None:
         self.server = subprocess.Popen(
-            [PLANNER, "serve", "--port", str(self.port), "--log-level", "warning"],
+            [sys.executable, LAUNCH, "serve", RUNNER_REF, str(self.port)],
             env=self.env,
             stdout=self.log,
             stderr=self.log,
@@ -101,7 +102,12 @@ class Service:
     def start_worker(self) -> None:
         env = {**self.env, "PLANNER_WORKERS": "1"}
         self.workers.append(
-            subprocess.Popen([PLANNER, "worker"], env=env, stdout=self.log, stderr=self.log)
+            subprocess.Popen(
+                [sys.executable, LAUNCH, "worker", RUNNER_REF],
+                env=env,
+                stdout=self.log,
+                stderr=self.log,
+            )
         )
 
     def kill9(self) -> None:

@@ -1,0 +1,1 @@
+"""Batches: many plan requests from one CSV, run as plan jobs."""

@@ -1,0 +1,111 @@
+"""Batch routes: submit N plan jobs at once (202 + id), follow them, fetch results as CSV/JSON."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Path, Query, status
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.batches.rows import to_csv
+from app.batches.service import MAX_BATCH_JOBS, BatchService
+from app.core.deps import FactoryDep, SessionDep
+from app.core.engine import unit_of_work
+from app.core.schemas import problem_responses
+from app.planning.deps import BackendDep, PoolDep
+from app.planning.schemas import PLAN_EXAMPLE
+
+router = APIRouter(prefix="/v1/batches", tags=["batches"])
+BatchId = Annotated[str, Path(max_length=64)]
+
+
+class BatchCreate(BaseModel):
+    """Plan jobs (the body of ``POST /v1/plan-jobs``, plus an optional ``name`` each)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"jobs": [{"name": "70b-64", **PLAN_EXAMPLE}]}]},
+    )
+
+    jobs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+
+
+class BatchJob(BaseModel):
+    name: str
+    id: str
+    status: str
+    error: str | None = None
+
+
+class BatchRead(BaseModel):
+    id: str
+    status: Literal["queued", "running", "finished"]
+    total: int
+    finished: int
+    counts: dict[str, int]
+    progress: float
+    created_at: str
+    jobs: list[BatchJob]
+    links: dict[str, str]
+
+
+@router.post(
+    "",
+    response_model=BatchRead,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=problem_responses(422),
+    summary="Queue a batch of plan jobs (a bad job fails on its own, the rest still run)",
+    operation_id="submit_batch",
+)
+def submit(
+    body: Annotated[BatchCreate, Body()],
+    factory: FactoryDep,
+    backend: BackendDep,
+    pool: PoolDep,
+) -> JSONResponse:
+    with unit_of_work(factory) as session:  # the jobs must be visible to the workers
+        batch = BatchService(session, backend).submit(body.jobs)
+    if pool is not None:
+        pool.wake()
+    with unit_of_work(factory) as session:
+        read = BatchService(session, backend).read(batch.id)
+    return JSONResponse(
+        read, status_code=status.HTTP_202_ACCEPTED, headers={"Location": read["links"]["self"]}
+    )
+
+
+@router.get(
+    "/{batch_id}",
+    response_model=BatchRead,
+    responses=problem_responses(404, 422),
+    summary="A batch's status, progress and jobs",
+    operation_id="get_batch",
+)
+def get_batch(batch_id: BatchId, session: SessionDep, backend: BackendDep) -> dict[str, Any]:
+    return BatchService(session, backend).read(batch_id)
+
+
+@router.get(
+    "/{batch_id}/results",
+    responses={
+        200: {
+            "description": "One row per job and rank (the columns of `planner batch`)",
+            "content": {"text/csv": {}, "application/json": {}},
+        },
+        **problem_responses(404, 409, 422),
+    },
+    summary="The results of a finished batch as CSV or JSON",
+    operation_id="get_batch_results",
+)
+def get_results(
+    batch_id: BatchId,
+    session: SessionDep,
+    backend: BackendDep,
+    format: Annotated[Literal["csv", "json"], Query()] = "json",
+    partial: Annotated[bool, Query(description="rows of the jobs finished so far")] = False,
+) -> Response:
+    rows = BatchService(session, backend).results(batch_id, partial=partial)
+    if format == "csv":
+        return PlainTextResponse(to_csv(rows), media_type="text/csv")
+    return JSONResponse(rows)

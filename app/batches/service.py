@@ -1,0 +1,140 @@
+"""Batches: N plan jobs submitted together, run by the ordinary workers, grouped by a batch row.
+
+A job that cannot run (bad field, unknown model) does not sink the batch: it becomes a failed
+plan job with the reason, and its own row in the results. Services flush, never commit.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.batches.models import BatchRow
+from app.batches.repository import BatchRepository
+from app.batches.rows import rows_for
+from app.batches.schemas import BatchJobCreate
+from app.core.database import utcnow
+from app.core.errors import AppError, ConflictError, NotFoundError
+from app.planning.backend import PlanningBackend
+from app.planning.convert import RequestError, parse_request
+from app.planning.models import PlanJobRow
+from app.planning.schemas import FINISHED
+from app.planning.service import PlanJobService, request_hash
+from planner import SpecError
+
+MAX_BATCH_JOBS = 2000
+
+
+class BatchService:
+    def __init__(self, session: Session, backend: PlanningBackend) -> None:
+        self.session = session
+        self.backend = backend
+        self.repo = BatchRepository(session)
+
+    def submit(self, jobs: list[dict[str, Any]]) -> BatchRow:
+        """Queue every job of the batch; a job that cannot run is stored as failed."""
+        names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(jobs)]
+        batch = self.repo.add(
+            BatchRow(id=str(uuid.uuid4()), names={"names": names}, total=len(jobs))
+        )
+        plan_jobs = PlanJobService(self.session, self.backend)
+        for index, job in enumerate(jobs):
+            body = {k: v for k, v in job.items() if k != "name"}
+            error: str | None = None
+            try:
+                parsed = parse_request(BatchJobCreate, job)
+                with self.session.begin_nested():
+                    row, _ = plan_jobs.submit(
+                        parsed.model_dump(mode="json", exclude_none=True, exclude={"name"}), None
+                    )
+            except RequestError as exc:
+                error = exc.message
+            except SpecError as exc:
+                error = exc.message + (f" (field {exc.field})" if exc.field else "")
+            except AppError as exc:
+                error = exc.message
+            if error is not None:
+                row = PlanJobRow(
+                    id=str(uuid.uuid4()),
+                    status="failed",
+                    request_hash=request_hash(body),
+                    request=body,
+                    resolved={},
+                    error=error,
+                    finished_at=utcnow(),
+                )
+                self.session.add(row)
+            row.batch_id, row.batch_index = batch.id, index
+        self.session.flush()
+        return batch
+
+    def get(self, batch_id: str) -> BatchRow:
+        batch = self.repo.get(batch_id)
+        if batch is None:
+            raise NotFoundError(f"no batch {batch_id!r}")
+        return batch
+
+    def read(self, batch_id: str) -> dict[str, Any]:
+        """Status, progress and the jobs of a batch (the JSON of ``GET /v1/batches/{id}``)."""
+        batch = self.get(batch_id)
+        jobs = self.repo.jobs(batch_id)
+        names = batch.names["names"]
+        counts = Counter(j.status for j in jobs)
+        finished = sum(counts[s] for s in FINISHED)
+        running = sum(j.progress for j in jobs if j.status == "running")
+        if finished == batch.total:
+            status = "finished"
+        elif counts["queued"] == batch.total:
+            status = "queued"
+        else:
+            status = "running"
+        base = f"/v1/batches/{batch.id}"
+        return {
+            "id": batch.id,
+            "status": status,
+            "total": batch.total,
+            "finished": finished,
+            "counts": {s: counts[s] for s in ("queued", "running", *FINISHED)},
+            "progress": round((finished + running) / batch.total, 4) if batch.total else 1.0,
+            "created_at": batch.created_at.isoformat(),
+            "jobs": [
+                {
+                    "name": names[j.batch_index or 0],
+                    "id": j.id,
+                    "status": j.status,
+                    "error": j.error,
+                }
+                for j in jobs
+            ],
+            "links": {
+                "self": base,
+                "results_csv": f"{base}/results?format=csv",
+                "results_json": f"{base}/results?format=json",
+            },
+        }
+
+    def results(self, batch_id: str, *, partial: bool = False) -> list[dict[str, Any]]:
+        """One row per job and rank, in submission order (the columns of ``planner batch``)."""
+        batch = self.get(batch_id)
+        jobs = self.repo.jobs(batch_id)
+        pending = [j for j in jobs if j.status not in FINISHED]
+        if pending and not partial:
+            raise ConflictError(
+                f"batch {batch_id} has {len(pending)} of {batch.total} jobs still queued or "
+                f"running; results exist once it has finished (or ask with ?partial=true)"
+            )
+        names = batch.names["names"]
+        rows: list[dict[str, Any]] = []
+        for job in jobs:
+            name = names[job.batch_index or 0]
+            if job.status == "succeeded" and job.result is not None:
+                result = job.result
+            elif job.status in FINISHED:
+                result = {"error": job.error or f"the job was {job.status}"}
+            else:
+                result = {"error": f"still {job.status}"}
+            rows.extend(rows_for(name, result))
+        return rows

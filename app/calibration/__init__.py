@@ -1,0 +1,1 @@
+"""Calibration: uploaded measurements and the performance profiles fitted to them."""

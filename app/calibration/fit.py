@@ -1,0 +1,192 @@
+"""Calibration: measured rows -> fitted performance profiles with honest errors.
+
+The one orchestration (parse the rows, keep the usable ones, fit, report) shared by
+``planner calibrate``, the calibration endpoints (through the planning backend) and the web
+UI's preview. "Before" is the
+profile the planner uses today for that GPU (shipped default or architecture priors); "after"
+is the profile fitted on the rows. Both errors are cross-validated: each group (source or
+sweep) is predicted by a profile fitted without it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+import models_db
+from app.catalog.names import gpu_slug_for
+from models_db.catalog import network_bytes_per_s
+from models_db.measurement_models import model_for_measurement
+from models_db.profiles import load_profile
+from planner import GPUSpec, SpecError
+from planner.calibration import (
+    ErrorStats,
+    cross_validate,
+    fit_profile,
+    predict_tokens_per_s,
+    usable,
+)
+from planner.calibration.measurements import Measurement, SkippedRow, parse_rows
+
+
+def gpu_from_type_string(text: str) -> GPUSpec:
+    """The catalog GPU for a free-text GPU type as measurement files and logs write it
+    ('A100-SXM4-80GB', 'H100 (DGX-H100)', 'H200'): the request's aliases, named ``gpu_type``."""
+    try:
+        return models_db.load_gpu(gpu_slug_for(text, free_text=True))
+    except SpecError as exc:
+        raise SpecError(exc.message, field="gpu_type") from exc
+
+
+def parse_measurement_rows(
+    rows: list[dict[str, str]],
+) -> tuple[list[Measurement], list[SkippedRow]]:
+    """Rows with the shared CSV's columns -> measurements, and the rows skipped with reasons."""
+    return parse_rows(
+        rows,
+        gpu_from_type_string,
+        network_bytes_per_s=network_bytes_per_s,
+        model_lookup=model_for_measurement,
+    )
+
+
+def check_measurements(rows: list[dict[str, str]]) -> int:
+    """How many rows the calibration can use; SpecError naming the reasons when none."""
+    measurements, skipped = parse_measurement_rows(rows)
+    if not measurements:
+        reasons = "; ".join(f"{s.row_id or '?'}: {s.reason}" for s in skipped[:5])
+        raise SpecError(f"no usable measurement row ({reasons})", field="rows")
+    return len(measurements)
+
+
+def calibrate_gpu(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Fit the profile of ``gpu`` to the rows: (profile JSON, report with CV error)."""
+    report = calibrate_rows(rows, group_by="sweep")
+    if gpu not in report["profiles"]:
+        raise SpecError(
+            f"no usable measurement of GPU {gpu!r} (found: {', '.join(report['profiles'])})",
+            field="measurements",
+        )
+    return report["profiles"][gpu], {
+        "gpu": gpu,
+        **report["gpus"][gpu],
+        "skipped": report.get("skipped", []),
+    }
+
+
+def _stats(stats: ErrorStats) -> dict[str, float | int | None]:
+    def num(x: float) -> float | None:
+        return None if math.isnan(x) else round(x, 4)
+
+    return {"n": stats.n, "median_ape": num(stats.median_ape), "p90_ape": num(stats.p90_ape)}
+
+
+def calibrate_measurements(
+    measurements: list[Measurement], *, group_by: str = "sweep"
+) -> dict[str, Any]:
+    """Fit one profile per GPU type; report in-sample fit and cross-validated error."""
+    by_gpu: dict[str, list[Measurement]] = defaultdict(list)
+    for m in usable(measurements):
+        by_gpu[m.cluster.gpu.name].append(m)
+    if not by_gpu:
+        raise SpecError(
+            "no usable measurement: each row needs the model shape, the layout and a measured "
+            "tokens/s per GPU, step time or TFLOP/s, and reliability other than 'low'",
+            field="measurements",
+        )
+    gpus: dict[str, Any] = {}
+    profiles: dict[str, Any] = {}
+    for gpu_name, rows in sorted(by_gpu.items()):
+        base = load_profile(rows[0].cluster.gpu)
+        profile, fit = fit_profile(rows, base)
+        groups = {m.source_id if group_by == "source" else (m.sweep_id or m.row_id) for m in rows}
+        cv: dict[str, Any]
+        if len(groups) >= 2:
+            report = cross_validate(rows, lambda gpu: load_profile(gpu), group_by=group_by)
+            cv = {
+                "group_by": group_by,
+                "groups": len(groups),
+                "before": _stats(report.before),
+                "after": _stats(report.after),
+                "median_ape_before": _stats(report.before)["median_ape"],
+                "median_ape_after": _stats(report.after)["median_ape"],
+                "p90_ape_before": _stats(report.before)["p90_ape"],
+                "p90_ape_after": _stats(report.after)["p90_ape"],
+                "predictions": report.predictions,
+            }
+        else:
+            cv = {
+                "group_by": group_by,
+                "groups": len(groups),
+                "note": f"cross-validation needs rows from at least two {group_by}s",
+            }
+        gpus[gpu_name] = {
+            "rows": len(rows),
+            "fit": {
+                "before": _stats(fit.before),
+                "after": _stats(fit.after),
+                "coefficients_before": fit.values_before,
+                "coefficients_after": fit.values_after,
+                "success": fit.success,
+            },
+            "cross_validation": cv,
+        }
+        profiles[gpu_name] = profile.to_dict()
+    return {"gpus": gpus, "profiles": profiles}
+
+
+def calibrate_rows(rows: list[dict[str, str]], *, group_by: str = "sweep") -> dict[str, Any]:
+    """Parse rows with the shared CSV's columns, then :func:`calibrate_measurements`."""
+    if group_by not in ("source", "sweep"):
+        raise SpecError(f"group_by={group_by!r} is not one of source, sweep", field="group_by")
+    measurements, skipped = parse_measurement_rows(rows)
+    report = calibrate_measurements(measurements, group_by=group_by)
+    report["skipped"] = [f"{s.row_id or '?'}: {s.reason}" for s in skipped]
+    return report
+
+
+def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
+    """Fit the profile of ``gpu_slug`` to ``rows``; the points and errors before and after."""
+    gpu = gpu_from_type_string(gpu_slug)
+    parsed, skipped = parse_measurement_rows(rows)
+    measurements = [m for m in parsed if m.cluster.gpu.name == gpu.name]
+    others = len(parsed) - len(measurements)
+    rows_used = usable(measurements)
+    if not rows_used:
+        reasons = "; ".join(f"{s.row_id or '?'}: {s.reason}" for s in skipped[:3])
+        raise SpecError(
+            f"no usable measurement rows ({reasons})" if reasons else "no usable measurement rows",
+            field="file",
+        )
+    base = load_profile(gpu)
+    fitted, report = fit_profile(rows_used, base)
+    before = predict_tokens_per_s(rows_used, base)
+    after = predict_tokens_per_s(rows_used, fitted)
+    points_before, points_after = [], []
+    for m, b, a in zip(rows_used, before, after, strict=True):
+        measured = float(m.tokens_per_s_per_gpu or 0.0)
+        label = f"{m.row_id} {m.model.name} {m.cluster.num_gpus} GPUs"
+        points_before.append({"x": round(measured, 1), "y": round(float(b), 1), "label": label})
+        points_after.append({"x": round(measured, 1), "y": round(float(a), 1), "label": label})
+    return {
+        "chart": {"kind": "calibration", "before": points_before, "after": points_after},
+        "n_rows": report.n_rows,
+        "before": _percent(report.before),
+        "after": _percent(report.after),
+        "coefficients": [
+            (name, report.values_before[name], report.values_after[name])
+            for name in report.coefficients
+        ],
+        "skipped": [(s.row_id, s.reason) for s in skipped],
+        "other_gpus": others,
+        "gpu": gpu.name,
+        "message": report.message,
+    }
+
+
+def _percent(stats: ErrorStats) -> dict[str, str]:
+    def pct(v: float) -> str:
+        return "–" if math.isnan(v) else f"{100 * v:.1f} %"
+
+    return {"median": pct(stats.median_ape), "p90": pct(stats.p90_ape)}

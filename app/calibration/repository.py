@@ -1,0 +1,47 @@
+"""Measurement and calibration repositories. They flush, never commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.calibration.models import CalibrationRow, MeasurementRow
+from app.core.database import utcnow
+
+
+class MeasurementRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add_many(self, cluster_slug: str, source: str, rows: list[dict[str, Any]]) -> int:
+        now = utcnow()
+        self.session.add_all(
+            MeasurementRow(cluster_slug=cluster_slug, source=source, data=row, created_at=now)
+            for row in rows
+        )
+        self.session.flush()
+        return len(rows)
+
+    def list(self, cluster_slug: str) -> list[MeasurementRow]:
+        stmt = select(MeasurementRow).where(MeasurementRow.cluster_slug == cluster_slug)
+        return list(self.session.scalars(stmt.order_by(MeasurementRow.id)))
+
+
+class CalibrationRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, row: CalibrationRow) -> CalibrationRow:
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def list(self, cluster_slug: str) -> list[CalibrationRow]:
+        stmt = select(CalibrationRow).where(CalibrationRow.cluster_slug == cluster_slug)
+        return list(self.session.scalars(stmt.order_by(CalibrationRow.id.desc())))
+
+    def latest(self, cluster_slug: str) -> CalibrationRow | None:
+        rows = self.list(cluster_slug)
+        return rows[0] if rows else None

@@ -1,0 +1,119 @@
+"""Measurement and calibration routes of a cluster preset."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request, status
+from starlette.concurrency import run_in_threadpool
+
+from app.calibration.deps import CalibrationBackendDep as BackendDep
+from app.calibration.schemas import (
+    CalibrationList,
+    CalibrationRead,
+    MeasurementList,
+    MeasurementsCreated,
+)
+from app.calibration.service import CalibrationService
+from app.core.deps import SessionDep
+from app.core.errors import AppError
+from app.core.schemas import problem_responses
+
+router = APIRouter(prefix="/v1/clusters/{slug}", tags=["calibration"])
+Slug = Annotated[str, Path(max_length=128)]
+MAX_BODY_BYTES = 8 * 2**20
+
+ROW_EXAMPLE = {
+    "model_name": "llama3.1-70b",
+    "num_layers": "80",
+    "hidden_size": "8192",
+    "ffn_hidden_size": "28672",
+    "num_attention_heads": "64",
+    "num_query_groups": "8",
+    "vocab_size": "128256",
+    "seq_length": "8192",
+    "num_gpus": "64",
+    "tp": "4",
+    "pp": "4",
+    "cp": "1",
+    "micro_batch_size": "1",
+    "global_batch_size": "128",
+    "precision": "bf16",
+    "tokens_per_sec_per_gpu": "1200",
+}
+CELL_SCHEMA = {"type": ["string", "number", "boolean", "null"]}
+MEASUREMENT_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "array",
+                "maxItems": 10000,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+                },
+            },
+            "example": [ROW_EXAMPLE],
+        },
+        "text/csv": {"schema": {"type": "string"}},
+        "text/plain": {"schema": {"type": "string", "description": "a Megatron-LM training log"}},
+    },
+}
+
+
+@router.post(
+    "/measurements",
+    response_model=MeasurementsCreated,
+    status_code=status.HTTP_201_CREATED,
+    responses=problem_responses(404, 413, 415, 422),
+    openapi_extra={"requestBody": MEASUREMENT_BODY},
+    summary="Upload measured runs: JSON rows, CSV (text/csv) or a Megatron-LM log (text/plain)",
+    operation_id="add_measurements",
+)
+async def add_measurements(
+    slug: Slug, request: Request, session: SessionDep, backend: BackendDep
+) -> MeasurementsCreated:
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise AppError(f"the body is over {MAX_BODY_BYTES} bytes; upload in parts", status_code=413)
+    content_type = request.headers.get("content-type", "application/json")
+    service = CalibrationService(session, backend)
+    added, total = await run_in_threadpool(service.add_measurements, slug, body, content_type)
+    return MeasurementsCreated(cluster=slug, added=added, total=total)
+
+
+@router.get(
+    "/measurements",
+    response_model=MeasurementList,
+    responses=problem_responses(404, 422),
+    summary="A cluster's measurements",
+    operation_id="list_measurements",
+)
+def list_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> MeasurementList:
+    return MeasurementList(
+        cluster=slug, items=CalibrationService(session, backend).list_measurements(slug)
+    )
+
+
+@router.post(
+    "/calibrations",
+    response_model=CalibrationRead,
+    status_code=status.HTTP_201_CREATED,
+    responses=problem_responses(404, 409, 422),
+    summary="Fit a performance profile to the cluster's measurements",
+    operation_id="calibrate_cluster",
+)
+def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationRead:
+    return CalibrationService(session, backend).calibrate(slug)
+
+
+@router.get(
+    "/calibrations",
+    response_model=CalibrationList,
+    responses=problem_responses(404, 422),
+    summary="A cluster's calibrations, newest first",
+    operation_id="list_calibrations",
+)
+def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationList:
+    return CalibrationList(items=CalibrationService(session, backend).list_calibrations(slug))

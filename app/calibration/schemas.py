@@ -1,0 +1,39 @@
+"""Schemas of uploaded measurements and fitted calibrations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class MeasurementsCreated(BaseModel):
+    cluster: str
+    added: int
+    total: int
+
+
+class MeasurementRead(BaseModel):
+    id: int
+    source: str
+    data: dict[str, Any]
+    created_at: datetime
+
+
+class MeasurementList(BaseModel):
+    cluster: str
+    items: list[MeasurementRead]
+
+
+class CalibrationRead(BaseModel):
+    id: int
+    cluster: str
+    num_measurements: int
+    profile: dict[str, Any]
+    report: dict[str, Any]
+    created_at: datetime
+
+
+class CalibrationList(BaseModel):
+    items: list[CalibrationRead]

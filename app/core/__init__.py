@@ -1,0 +1,1 @@
+"""Shared service plumbing: settings, database engine and unit of work, errors, middleware."""

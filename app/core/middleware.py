@@ -1,0 +1,267 @@
+"""Pure ASGI middleware of the service, and the plan-job time budget.
+
+* :class:`RequestContextMiddleware` - a request id (``X-Request-ID`` in and out) in every log
+  line of the request, and one structured access-log line per request (path, never the query);
+* :class:`RateLimitMiddleware` - a token bucket per API key (or client IP without one): 429 with
+  ``Retry-After``;
+* :class:`BodyLimitMiddleware` - counts the body's bytes as they arrive (not only the
+  Content-Length header): 413 above the limit;
+* :func:`with_time_budget` - a planning backend whose plan jobs fail once they run too long.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from app.core.errors import _TITLES, PROBLEM_MEDIA_TYPE
+from app.core.logging_config import REQUEST_ID
+from planner.specs import SpecError
+
+if TYPE_CHECKING:  # core never imports a domain at run time
+    from app.planning.backend import PlanningBackend
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+access_log = logging.getLogger("app.access")
+_REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_KEY_PREFIX = re.compile(r"pp_([0-9a-f]{12})_")
+OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/static/")
+"""Paths no rate limit applies to (probes, scrapes, static files)."""
+UPLOAD_PATH = re.compile(r"^/v1/clusters/[^/]+/measurements$")
+
+
+async def send_problem(
+    send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
+    """A problem-JSON response sent straight from ASGI middleware."""
+    body = json.dumps(
+        {
+            "type": f"https://parallel-planner.dev/problems/{status}",
+            "title": _TITLES.get(status, "Error"),
+            "status": status,
+            "detail": detail,
+            "errors": [],
+        }
+    ).encode()
+    raw = [
+        (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+# --- request id and access log ---------------------------------------------------------------
+class RequestContextMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = _header(scope, b"x-request-id")
+        request_id = given if given and _REQUEST_ID_OK.match(given) else uuid.uuid4().hex
+        token = REQUEST_ID.set(request_id)
+        status = 500
+        start = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            access_log.info(
+                "%s %s %d",
+                scope.get("method", "?"),
+                scope.get("path", "?"),
+                status,
+                extra={
+                    "method": scope.get("method"),
+                    "path": scope.get("path"),
+                    "status": status,
+                    "duration_ms": round((time.perf_counter() - start) * 1000, 2),
+                },
+            )
+            REQUEST_ID.reset(token)
+
+
+# --- rate limit ------------------------------------------------------------------------------
+class TokenBuckets:
+    """Token buckets by identity: ``rate`` tokens a second, up to ``burst`` saved up."""
+
+    def __init__(self, rate_per_s: float, burst: int, max_identities: int = 100_000) -> None:
+        self.rate = rate_per_s
+        self.burst = float(burst)
+        self.max_identities = max_identities
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, identity: str, now: float | None = None) -> float:
+        """0 if a request may go now, else the seconds until it may."""
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets.get(identity, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        if tokens >= 1.0:
+            self._remember(identity, tokens - 1.0, now)
+            return 0.0
+        self._remember(identity, tokens, now)
+        return (1.0 - tokens) / self.rate
+
+    def _remember(self, identity: str, tokens: float, now: float) -> None:
+        if identity not in self._buckets and len(self._buckets) >= self.max_identities:
+            full_after = self.burst / self.rate
+            self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
+            if len(self._buckets) >= self.max_identities:
+                self._buckets.clear()
+        self._buckets[identity] = (tokens, now)
+
+
+def client_identity(scope: Scope) -> str:
+    """The API key's public prefix if the request names one, else the client's address."""
+    key = _header(scope, b"x-api-key") or _header(scope, b"authorization") or ""
+    match = _KEY_PREFIX.search(key)
+    if match:
+        return f"key:{match.group(1)}"
+    client = scope.get("client")
+    return f"ip:{client[0] if client else 'unknown'}"
+
+
+class RateLimitMiddleware:
+    def __init__(self, app: ASGIApp, *, rate_per_s: float, burst: int) -> None:
+        self.app = app
+        self.buckets = TokenBuckets(rate_per_s, burst) if rate_per_s > 0 else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            self.buckets is None
+            or scope["type"] != "http"
+            or str(scope.get("path", "")).startswith(OPEN_PATHS)
+        ):
+            await self.app(scope, receive, send)
+            return
+        wait_s = self.buckets.take(client_identity(scope))
+        if wait_s > 0:
+            retry = max(1, math.ceil(wait_s))
+            await send_problem(
+                send,
+                429,
+                f"rate limit of {self.buckets.rate:g} requests/s (burst "
+                f"{self.buckets.burst:g}) exceeded; retry in {retry} s",
+                {"Retry-After": str(retry)},
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+# --- body size -------------------------------------------------------------------------------
+def too_large(limit: int) -> str:
+    return f"the request body is over the limit of {limit} bytes; send less (or in parts)"
+
+
+class BodyLimitMiddleware:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, max_upload_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.max_upload_bytes = max_upload_bytes
+
+    def limit_for(self, path: str) -> int:
+        return self.max_upload_bytes if UPLOAD_PATH.match(path) else self.max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(str(scope.get("path", "")))
+        declared = _header(scope, b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await send_problem(send, 413, too_large(limit))
+            return
+        received = 0
+        over = False
+        replaced = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, over
+            if over:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:  # the app sees a disconnect; its answer becomes a 413
+                    over = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def replacing_send(message: Message) -> None:
+            nonlocal replaced
+            if not over:
+                await send(message)
+            elif message["type"] == "http.response.start" and not replaced:
+                replaced = True
+                await send_problem(send, 413, too_large(limit))
+
+        try:
+            await self.app(scope, counting_receive, replacing_send)
+        except Exception:
+            if not over:
+                raise
+        if over and not replaced:
+            await send_problem(send, 413, too_large(limit))
+
+
+# --- plan-job time budget --------------------------------------------------------------------
+class JobTimeBudgetExceeded(SpecError):
+    """A plan job ran longer than ``PLANNER_JOB_TIME_BUDGET_S``."""
+
+
+def with_time_budget(backend: PlanningBackend, budget_s: float) -> PlanningBackend:
+    """``backend`` whose plan runs raise :class:`JobTimeBudgetExceeded` (the job fails with its
+    message) at the first progress report after ``budget_s`` seconds."""
+    inner = backend.plan
+
+    def plan(request: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        deadline = time.monotonic() + budget_s
+        outer = kwargs.get("progress")
+
+        def progress(done: int, total: int) -> None:
+            if outer is not None:
+                outer(done, total)
+            if time.monotonic() > deadline:
+                raise JobTimeBudgetExceeded(
+                    f"the plan job ran out of its time budget of {budget_s:g} s "
+                    f"(PLANNER_JOB_TIME_BUDGET_S) after {done} of {total} layouts; narrow the "
+                    "search (fix some axes, lower max_trials) or raise the budget",
+                    field="max_trials",
+                )
+
+        kwargs["progress"] = progress
+        return inner(request, **kwargs)
+
+    return dataclasses.replace(backend, plan=plan)

@@ -1,1 +1,0 @@
-"""Storage: rows, engine, migrations and repositories (the only place that builds SQL)."""

@@ -1,0 +1,1 @@
+"""Planning: one-layout evaluations, asynchronous plan jobs and their workers, scaling curves."""

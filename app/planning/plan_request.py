@@ -1,0 +1,140 @@
+"""Plan requests: a ``PlanJobCreate`` into a search, and its result into JSON with launch flags."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.planning.convert import resolve_cluster, resolve_job, resolve_model
+from app.planning.schemas import PlanJobCreate
+from models_db.profiles import load_profile
+from planner import (
+    ClusterSpec,
+    ModelSpec,
+    Objective,
+    PerformanceProfile,
+    SearchBudget,
+    SearchConstraints,
+    SpecError,
+    TrainingJob,
+    launch_spec,
+    plan,
+)
+
+Progress = Callable[[int, int], None]
+AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
+MAX_AXES = ("max_tp", "max_pp", "max_vpp", "max_cp", "max_ep", "max_micro_batch_size")
+EXHAUSTIVE_TRIALS = 1_000_000_000
+
+
+def to_constraints(req: PlanJobCreate) -> SearchConstraints:
+    """The axes a plan request fixes or bounds; the rest are searched."""
+    kwargs: dict[str, Any] = {}
+    for axis in AXES:
+        value = getattr(req, axis)
+        if value is not None:
+            kwargs[axis] = tuple(sorted(set(value if isinstance(value, list) else [value])))
+    for name in MAX_AXES:
+        if getattr(req, name) is not None:
+            kwargs[name] = getattr(req, name)
+    if req.recompute is not None:
+        kwargs["recompute"] = tuple(dict.fromkeys(req.recompute))
+    if req.optimizer_sharding is not None:
+        kwargs["optimizer_sharding"] = tuple(dict.fromkeys(req.optimizer_sharding))
+    if req.sequence_parallel is not None:
+        kwargs["sequence_parallel"] = (req.sequence_parallel,)
+    return SearchConstraints(
+        **kwargs, moe_a2a_overlap=req.moe_a2a_overlap, moe_dispatcher=req.moe_dispatcher
+    )
+
+
+def to_objective(req: PlanJobCreate) -> Objective:
+    kwargs: dict[str, Any] = {"kind": req.objective}
+    if req.token_budget is not None:
+        kwargs["token_budget"] = req.token_budget
+    if req.usd_per_gpu_hour is not None:
+        kwargs["usd_per_gpu_hour"] = req.usd_per_gpu_hour
+    try:
+        return Objective(**kwargs)
+    except SpecError as exc:
+        raise SpecError(exc.message, field=exc.field or "objective") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPlan:
+    """Everything a plan request resolves to before the search runs."""
+
+    model: ModelSpec
+    clusters: list[ClusterSpec]
+    jobs: list[TrainingJob]
+    constraints: SearchConstraints
+    objective: Objective
+    budget: SearchBudget
+    threshold: float
+    top_k: int
+    pareto: bool
+
+
+def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
+    """Resolve and validate a plan request without searching; SpecError names the bad field."""
+    model = model or resolve_model(req.model)
+    gpu_counts = req.num_gpus_options or ([req.num_gpus] if req.num_gpus is not None else [])
+    if not gpu_counts:
+        raise SpecError("num_gpus (or num_gpus_options) is required", field="num_gpus")
+    batches = req.global_batch_size_options or (
+        [req.global_batch_size] if req.global_batch_size is not None else []
+    )
+    if not batches:
+        raise SpecError(
+            "global_batch_size (or global_batch_size_options) is required",
+            field="global_batch_size",
+        )
+    return PreparedPlan(
+        model=model,
+        clusters=[resolve_cluster(req, n) for n in sorted(set(gpu_counts))],
+        jobs=[resolve_job(req, b) for b in sorted(set(batches))],
+        constraints=to_constraints(req),
+        objective=to_objective(req),
+        budget=SearchBudget(
+            max_trials=EXHAUSTIVE_TRIALS if req.exhaustive else req.max_trials, seed=req.seed
+        ),
+        threshold=req.memory_threshold,
+        top_k=req.top_k,
+        pareto=req.pareto,
+    )
+
+
+def run_plan(
+    req: PlanJobCreate,
+    *,
+    profile: PerformanceProfile | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Search for the best layouts of ``req``; the result's JSON with each plan's launch flags."""
+    p = to_plan(req)
+    result = plan(
+        p.model,
+        p.clusters if len(p.clusters) > 1 else p.clusters[0],
+        p.jobs if len(p.jobs) > 1 else p.jobs[0],
+        constraints=p.constraints,
+        objective=p.objective,
+        profile=profile if profile is not None else load_profile(p.clusters[0].gpu),
+        budget=p.budget,
+        threshold=p.threshold,
+        top_k=p.top_k,
+        pareto=p.pareto,
+        progress=progress,
+    )
+    out = result.to_dict()
+    for plan_json, found in zip(out["plans"], result.plans, strict=True):
+        launch = launch_spec(found.model, found.cluster, found.job, found.layout)
+        plan_json["megatron"] = {
+            "args": launch.args,
+            "command": launch.command,
+            "env": launch.env,
+            "notes": list(launch.notes),
+        }
+    out["model"] = p.model.name
+    out["gpu"] = p.clusters[0].gpu.name
+    return out

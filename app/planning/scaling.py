@@ -1,0 +1,121 @@
+"""Scaling curves: the best plan at each GPU count of a range, and what it means for a run.
+
+For each count: tokens/s of the best layout, scaling efficiency (tokens/s per GPU relative to
+the smallest count that has a feasible layout), and, given a token budget, days and GPU-hours
+to train and the cost at a price per GPU-hour. Shared by the CLI (``planner scale``), the API
+(``POST /v1/scaling-curves``) and the web page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from app.planning.schemas import MAX_SCALING_POINTS
+from planner.specs import SpecError
+
+SECONDS_PER_DAY = 86_400.0
+SECONDS_PER_HOUR = 3_600.0
+PlanRunner = Callable[..., dict[str, Any]]
+
+
+def gpu_counts(request: dict[str, Any]) -> list[int]:
+    """The GPU counts a request names: num_gpus_options (list, 'a,b' or 'lo-hi') or num_gpus."""
+    from app.planning.convert import int_list
+
+    value = request.get("num_gpus_options")
+    if value is None:
+        value = request.get("num_gpus")
+    if value is None:
+        raise SpecError("num_gpus_options (a range such as 64-4096) is required", field="num_gpus")
+    counts = int_list(value, "num_gpus")
+    if len(counts) > MAX_SCALING_POINTS:
+        raise SpecError(
+            f"{len(counts)} GPU counts; a scaling curve has at most {MAX_SCALING_POINTS} points",
+            field="num_gpus",
+        )
+    return counts
+
+
+def _point(n: int, result: dict[str, Any]) -> dict[str, Any]:
+    plans = result.get("plans") or []
+    if not plans:
+        reasons = sorted(result.get("rejections", {}).items(), key=lambda kv: -kv[1])[:3]
+        why = "; ".join(f"{count} x {reason}" for reason, count in reasons)
+        return {"num_gpus": n, "feasible": False, "error": f"no feasible layout: {why}"}
+    best = plans[0]
+    perf = best.get("performance") or {}
+    per_gpu = float(perf.get("tokens_per_s_per_gpu") or 0.0)
+    return {
+        "num_gpus": n,
+        "feasible": True,
+        "tokens_per_s": per_gpu * n,
+        "tokens_per_s_per_gpu": per_gpu,
+        "mfu": perf.get("mfu"),
+        "step_time_s": perf.get("step_time_s"),
+        "layout": best.get("layout"),
+        "megatron_command": (best.get("megatron") or {}).get("command"),
+        "error": None,
+    }
+
+
+def scaling_curve(
+    request: dict[str, Any],
+    *,
+    plan: PlanRunner | None = None,
+    profile: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """The scaling curve of ``request`` (plan fields, with a range of GPU counts).
+
+    ``plan`` runs one plan request (``app.planning.plan_request`` by default).
+    """
+    if plan is None:
+        from app.planning.compute import plan_request
+
+        plan = plan_request
+    counts = gpu_counts(request)
+    budget = request.get("token_budget")
+    price = request.get("usd_per_gpu_hour")
+    base = {
+        k: v
+        for k, v in request.items()
+        if k not in ("num_gpus", "num_gpus_options", "top_k", "pareto")
+    }
+    points: list[dict[str, Any]] = []
+    for i, n in enumerate(counts):
+        try:
+            result = plan({**base, "num_gpus": n, "top_k": 1}, profile=profile)
+        except SpecError as exc:
+            if exc.field not in (None, "num_gpus", "global_batch_size"):
+                raise
+            points.append({"num_gpus": n, "feasible": False, "error": exc.message})
+        else:
+            points.append(_point(n, result))
+        if progress is not None:
+            progress(i + 1, len(counts))
+    feasible = [p for p in points if p["feasible"]]
+    reference = feasible[0] if feasible else None
+    for p in feasible:
+        assert reference is not None
+        ref_per_gpu = float(reference["tokens_per_s_per_gpu"])
+        per_gpu, total = float(p["tokens_per_s_per_gpu"]), float(p["tokens_per_s"])
+        # scaling efficiency = (tokens/s per GPU) / (tokens/s per GPU at the smallest count)
+        p["scaling_efficiency"] = per_gpu / ref_per_gpu if ref_per_gpu else None
+        p["speedup"] = total / float(reference["tokens_per_s"]) if ref_per_gpu else None
+        if budget is not None and total > 0:
+            seconds = float(budget) / total  # time to train = tokens / throughput
+            p["days"] = seconds / SECONDS_PER_DAY
+            p["gpu_hours"] = seconds * int(p["num_gpus"]) / SECONDS_PER_HOUR
+            if price is not None:
+                p["usd"] = p["gpu_hours"] * float(price)  # cost = GPU-hours x $/GPU-hour
+    return {
+        "model": request.get("model") if isinstance(request.get("model"), str) else None,
+        "gpu": request.get("gpu") if isinstance(request.get("gpu"), str) else None,
+        "seq_length": request.get("seq_length"),
+        "global_batch_size": request.get("global_batch_size"),
+        "token_budget": budget,
+        "usd_per_gpu_hour": price,
+        "reference_num_gpus": reference["num_gpus"] if reference else None,
+        "points": points,
+    }
