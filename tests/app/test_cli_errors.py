@@ -147,13 +147,16 @@ def test_result_of_a_running_job_says_to_wait(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_result_prints_the_plans_of_a_finished_job(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.app.test_batches import full_plan
+    from tests.app.batches.test_batches import full_plan
 
     plans = {"plans": [full_plan(1, 8)], "search": {"evaluated": 3, "feasible": 1},
              "rejections": {}, "model": "m", "gpu": "g"}  # fmt: skip
     monkeypatch.setattr(
         PlannerClient, "get_job", lambda self, job_id: {"id": job_id, "status": "succeeded"}
     )
-    monkeypatch.setattr(PlannerClient, "get_plans", lambda self, job_id: plans)
+    from app.planning.reports import PlanResult
+
+    typed = PlanResult.model_validate(plans)  # the SDK returns typed results
+    monkeypatch.setattr(PlannerClient, "get_plans", lambda self, job_id: typed)
     code, out, _ = run("result", "job-9", "--json")
     assert code == 0 and json.loads(out)["plans"][0]["layout"]["tp"] == 8
