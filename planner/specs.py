@@ -14,16 +14,30 @@ from typing import Any, Literal, TypeVar
 
 Normalization = Literal["LayerNorm", "RMSNorm"]
 PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
-Precision = Literal["bf16", "fp8"]
+Precision = Literal["bf16", "fp8", "fp16"]
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
+GradReduceDtype = Literal["fp32", "bf16"]
+OptimizerStateDtype = Literal["fp32", "bf16"]
+CudaGraphs = Literal["none", "partial", "full_iteration"]
+RecomputeModule = Literal[
+    "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
+]
+GRAD_REDUCE_DTYPE_CHOICES: tuple[GradReduceDtype, ...] = ("fp32", "bf16")
+OPTIMIZER_STATE_DTYPE_CHOICES: tuple[OptimizerStateDtype, ...] = ("fp32", "bf16")
+CUDA_GRAPHS_CHOICES: tuple[CudaGraphs, ...] = ("none", "partial", "full_iteration")
+RECOMPUTE_MODULE_CHOICES: tuple[RecomputeModule, ...] = (
+    "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
+)
+"""``--recompute-modules`` values the planner prices (megatron-facts §1.6, mechanisms-facts §6.4);
+the order is the bit order of :class:`planner.layout_settings.SettingsColumns`."""
 
 _T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
 OPTIMIZER_SHARDING_CHOICES: tuple[OptimizerSharding, ...] = ("none", "optimizer", "full")
-PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8")
+PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8", "fp16")
 MOE_DISPATCHER_CHOICES: tuple[MoeDispatcher, ...] = ("alltoall", "flex")
 
 
@@ -374,6 +388,12 @@ class GPUSpec:
     """Dense fp8 peak; None where the GPU has no fp8 tensor cores (A100)."""
     intra_node_bandwidth_bytes_per_s: float
     """Scale-up link bandwidth per GPU, one direction (NVLink / Infinity Fabric)."""
+    bf16_supported: bool = True
+    """False for GPUs without bf16 tensor cores (V100): their jobs train in fp16 with loss
+    scaling, and ``peak_bf16_flop_per_s`` then holds the fp16 peak."""
+    host_link_bandwidth_bytes_per_s: float | None = None
+    """GPU-to-host link per direction (PCIe Gen4/Gen5 x16, NVLink-C2C): prices CPU offload.
+    None means unknown; offloading then cannot be planned."""
     vendor: str = "nvidia"
     architecture: str = "hopper"
     """ampere | hopper | blackwell | cdna3: decides kernels and env vars."""
@@ -389,6 +409,12 @@ class GPUSpec:
         ):
             if not getattr(self, name) > 0:
                 raise SpecError(f"{name} must be positive", field=name)
+        link = self.host_link_bandwidth_bytes_per_s
+        if link is not None and not link > 0:
+            raise SpecError(
+                "host_link_bandwidth_bytes_per_s must be positive or null",
+                field="host_link_bandwidth_bytes_per_s",
+            )
         if self.peak_fp8_flop_per_s is not None and self.peak_fp8_flop_per_s <= 0:
             raise SpecError(
                 "peak_fp8_flop_per_s must be positive or null", field="peak_fp8_flop_per_s"
@@ -420,6 +446,9 @@ class ClusterSpec:
     """Network bandwidth per GPU, one direction (8 x 400 Gb/s NICs per 8 GPUs = 50 GB/s)."""
     inter_node_latency_s: float = 5e-6
     intra_node_latency_s: float = 2e-6
+    host_memory_bytes_per_gpu: float | None = None
+    """Host DRAM available to each GPU's process for offloaded optimizer state and activations
+    (node DRAM / GPUs per node); None means unknown, and offloading cannot be planned."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -429,6 +458,12 @@ class ClusterSpec:
                 f"num_gpus={self.num_gpus} is not a whole number of nodes of "
                 f"gpus_per_node={self.gpus_per_node}; use a multiple of {self.gpus_per_node}",
                 field="num_gpus",
+            )
+        host = self.host_memory_bytes_per_gpu
+        if host is not None and not host > 0:
+            raise SpecError(
+                "host_memory_bytes_per_gpu must be positive or null",
+                field="host_memory_bytes_per_gpu",
             )
         if not self.inter_node_bandwidth_bytes_per_s > 0:
             raise SpecError(
@@ -464,7 +499,9 @@ class TrainingJob:
         _positive(self, "seq_length", "global_batch_size")
         if self.precision not in PRECISION_CHOICES:
             raise SpecError(
-                f"precision={self.precision!r} is not supported; use bf16 or fp8", field="precision"
+                f"precision={self.precision!r} is not supported; use bf16, fp8 or fp16 (fp16 with "
+                "loss scaling, for GPUs without bf16 such as V100)",
+                field="precision",
             )
 
     @property
@@ -499,6 +536,37 @@ class Layout:
     """MoE token dispatcher: 'alltoall' (NCCL) or 'flex' (DeepEP, which sends a token once per
     destination node). None means 'flex where the expert group spans nodes on Hopper or
     Blackwell, else alltoall' (:mod:`planner.space.comm_flags`)."""
+    # --- memory settings (issue 13; mechanisms-facts §6) ------------------------------------
+    grad_reduce_dtype: GradReduceDtype = "fp32"
+    """Gradient buffer and data-parallel reduction dtype: 'fp32' (Megatron's bf16 default,
+    4 bytes per parameter) or 'bf16' (``--grad-reduce-in-bf16``: 2 bytes, half the DP traffic;
+    changes numerics)."""
+    optimizer_state_dtype: OptimizerStateDtype = "fp32"
+    """Adam moments: 'fp32' (12 bytes per parameter with the fp32 master weight) or 'bf16'
+    (``--use-precision-aware-optimizer`` with bf16 moments and the master weight kept as a 16-bit
+    remainder: 6 bytes; mechanisms-facts §6.6; changes numerics)."""
+    fp8_param_gather: bool | None = None
+    """``--fp8-param-gather``: fp8 weights only (no bf16 copy), gathered in fp8. None means on
+    for fp8 jobs with the distributed optimizer or FSDP (NVIDIA's recipes), else off."""
+    recompute_modules: tuple[RecomputeModule, ...] | None = None
+    """``--recompute-modules`` with recompute='selective'; None means Megatron's default
+    ('core_attn',). Each module frees what mechanisms-facts §6.4 says and replays its forward."""
+    recompute_num_layers: int | None = None
+    """With recompute='full': the first N decoder layers of every model chunk are recomputed
+    (``--recompute-method block``); None recomputes every layer (uniform, 1)."""
+    cuda_graphs: CudaGraphs = "none"
+    """'partial': per-layer TE graphs (attention, and the router/preprocess of MoE layers);
+    'full_iteration': one graph per forward-backward. Priced here by their static buffers."""
+    activation_offload_layers: int = 0
+    """``--cpu-offloading-num-layers N``: the activations of the first N decoder layers go to
+    host memory over the host link (pp=1, no recompute: megatron-facts rule 50)."""
+    optimizer_offload_fraction: float = 0.0
+    """``--optimizer-cpu-offload --optimizer-offload-fraction f``: share of the optimizer state
+    (and its Adam step) held and run on the host (mechanisms-facts §6.6)."""
+    pipeline_layout: str | None = None
+    """``--pipeline-model-parallel-layout``: E embedding, t decoder layer, m MTP layer, L loss,
+    '|' between virtual stages, 't*3' / '(tt|)*30' repetitions (planner.model.pipeline_layout).
+    The number of stages must be pp x vpp."""
 
     def __post_init__(self) -> None:
         _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
@@ -524,6 +592,7 @@ class Layout:
                 "full",
                 field="optimizer_sharding",
             )
+        _check_memory_settings(self)
 
     @property
     def expert_tp(self) -> int:
@@ -555,7 +624,25 @@ class Layout:
             optimizer_sharding=self.optimizer_sharding,
             moe_a2a_overlap=self.moe_a2a_overlap,
             moe_dispatcher=self.moe_dispatcher,
+            **self.memory_settings(),
         )
+
+    def memory_settings(self) -> dict[str, Any]:
+        """The memory-setting fields (issue 13), Megatron's default recompute module explicit."""
+        modules = self.recompute_modules
+        if self.recompute == "selective" and modules is None:
+            modules = ("core_attn",)  # Megatron's default (megatron-facts §1.6)
+        return {
+            "grad_reduce_dtype": self.grad_reduce_dtype,
+            "optimizer_state_dtype": self.optimizer_state_dtype,
+            "fp8_param_gather": self.fp8_param_gather,
+            "recompute_modules": modules,
+            "recompute_num_layers": self.recompute_num_layers,
+            "cuda_graphs": self.cuda_graphs,
+            "activation_offload_layers": self.activation_offload_layers,
+            "optimizer_offload_fraction": self.optimizer_offload_fraction,
+            "pipeline_layout": self.pipeline_layout,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         n = self.normalized()
@@ -564,6 +651,88 @@ class Layout:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Layout:
         return _from_dict(cls, data)
+
+
+def _check_memory_settings(lay: Layout) -> None:
+    """Validate the memory-setting fields of a layout (issue 13); normalises list inputs."""
+    for name, value, choices in (
+        ("grad_reduce_dtype", lay.grad_reduce_dtype, GRAD_REDUCE_DTYPE_CHOICES),
+        ("optimizer_state_dtype", lay.optimizer_state_dtype, OPTIMIZER_STATE_DTYPE_CHOICES),
+        ("cuda_graphs", lay.cuda_graphs, CUDA_GRAPHS_CHOICES),
+    ):
+        if value not in choices:
+            raise SpecError(f"{name}={value!r} is not one of {', '.join(choices)}", field=name)
+    if lay.fp8_param_gather is not None and not isinstance(lay.fp8_param_gather, bool):
+        raise SpecError(
+            f"fp8_param_gather={lay.fp8_param_gather!r} must be true, false or null (auto)",
+            field="fp8_param_gather",
+        )
+    modules = lay.recompute_modules
+    if modules is not None:
+        if isinstance(modules, str) or not isinstance(modules, list | tuple):
+            raise SpecError(
+                f"recompute_modules={modules!r} must be a list such as ['core_attn', 'mlp']",
+                field="recompute_modules",
+            )
+        unknown = [m for m in modules if m not in RECOMPUTE_MODULE_CHOICES]
+        if unknown:
+            raise SpecError(
+                f"recompute_modules: {', '.join(map(repr, unknown))} not supported; use "
+                f"{', '.join(RECOMPUTE_MODULE_CHOICES)}",
+                field="recompute_modules",
+            )
+        if not modules:
+            raise SpecError(
+                "recompute_modules=[] recomputes nothing; use recompute='none' instead",
+                field="recompute_modules",
+            )
+        if lay.recompute != "selective":
+            raise SpecError(
+                f"recompute_modules needs recompute='selective' (got {lay.recompute!r}; "
+                "megatron-facts rule 47)",
+                field="recompute_modules",
+            )
+        ordered = tuple(m for m in RECOMPUTE_MODULE_CHOICES if m in modules)
+        object.__setattr__(lay, "recompute_modules", ordered)  # one spelling per set
+    if lay.recompute_num_layers is not None:
+        _positive(lay, "recompute_num_layers")
+        if lay.recompute != "full":
+            raise SpecError(
+                f"recompute_num_layers needs recompute='full' (got {lay.recompute!r}; "
+                "megatron-facts rules 47-48)",
+                field="recompute_num_layers",
+            )
+    offload = lay.activation_offload_layers
+    if isinstance(offload, bool) or not isinstance(offload, int) or offload < 0:
+        raise SpecError(
+            f"activation_offload_layers={offload!r} must be an integer >= 0",
+            field="activation_offload_layers",
+        )
+    fraction = lay.optimizer_offload_fraction
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float):
+        raise SpecError(
+            f"optimizer_offload_fraction={fraction!r} must be a number in [0, 1]",
+            field="optimizer_offload_fraction",
+        )
+    if not 0.0 <= fraction <= 1.0:
+        raise SpecError(
+            f"optimizer_offload_fraction={fraction} must be in [0, 1] (0 keeps the optimizer "
+            "on the GPU, 1 moves all of it to the host)",
+            field="optimizer_offload_fraction",
+        )
+    object.__setattr__(lay, "optimizer_offload_fraction", float(fraction))
+    if lay.pipeline_layout is not None:
+        from planner.model.pipeline_layout import parse_pipeline_layout  # imports this module
+
+        parsed = parse_pipeline_layout(lay.pipeline_layout)
+        if parsed.num_stages != lay.pp * lay.vpp:
+            valid = parsed.num_stages // lay.pp if parsed.num_stages % lay.pp == 0 else None
+            hint = f"set vpp={valid}" if valid else f"use a multiple of pp={lay.pp} stages"
+            raise SpecError(
+                f"pipeline_layout has {parsed.num_stages} stages but pp x vpp = {lay.pp} x "
+                f"{lay.vpp} = {lay.pp * lay.vpp}; {hint}",
+                field="pipeline_layout",
+            )
 
 
 def _from_dict(cls: type[_T], data: dict[str, Any]) -> _T:

@@ -1,0 +1,130 @@
+"""What each pipeline rank holds: layers, in-flight micro-batches, embedding, loss and MTP.
+
+Without an explicit layout the planner charges two ranks (planner.memory.stages): the first
+(embedding, the most micro-batches in flight, the busiest of ranks 0..p-2) and the last (output
+layer, loss, MTP). With ``--pipeline-model-parallel-layout`` every rank is charged from the layout
+itself: rank r holds virtual stages r, r + p, ... (megatron-facts §1.2) and, at the end of the
+interleaved warm-up, W_r = 2(p-r-1) + (v-1)p + 1 forward micro-chunks, taken p at a time per
+chunk in chunk order (mechanisms-facts §7; megatron-facts §3.3), so a heavy first chunk weighs
+more than a light last one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.layouts import BoolArray, FloatArray, LayoutBatch
+from planner.model.pipeline_layout import PipelineLayout, parse_pipeline_layout
+from planner.specs import ModelSpec
+
+__all__ = ["StageLoad", "layout_loads", "layout_rank_layers"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageLoad:
+    """One pipeline rank of every layout (arrays over layouts)."""
+
+    dense: FloatArray
+    """Dense decoder layers held (parameters)."""
+    moe: FloatArray
+    """MoE decoder layers held."""
+    act_dense: FloatArray
+    """Sum over the rank's chunks of in-flight micro-batches x dense layers in the chunk."""
+    act_moe: FloatArray
+    mtp: FloatArray
+    """MTP layers held."""
+    act_mtp: FloatArray
+    inflight: FloatArray
+    """Micro-batches in flight on the chunk that holds the embedding (token ids), else the
+    rank's largest chunk count."""
+    embedding: BoolArray
+    loss: BoolArray
+    stage_output: BoolArray
+    """Ranks that send an output tensor downstream (every rank but the last)."""
+
+
+def _chunk_inflight(p: int, v: int, rank: int, microbatches: int, extra: int) -> list[float]:
+    """In-flight micro-batches per chunk of one rank at the peak (end of warm-up)."""
+    if v == 1:
+        return [float(min(p - rank + (extra if p == 1 else 0), microbatches))]
+    warmup = min(2 * (p - rank - 1) + (v - 1) * p + 1 + extra, microbatches * v)
+    counts = [0.0] * v
+    for k in range(warmup):
+        counts[(k // p) % v] += 1.0
+    return counts
+
+
+def _rank_load(
+    layout: PipelineLayout, pattern: list[bool], p: int, v: int, rank: int, m: int, extra: int
+) -> tuple[float, ...]:
+    ranges = layout.decoder_ranges()
+    inflight = _chunk_inflight(p, v, rank, m, extra)
+    dense = moe = act_dense = act_moe = mtp = act_mtp = 0.0
+    embedding = loss = False
+    emb_inflight = max(inflight)
+    for j, stage in enumerate(layout.chunk_stages(p, rank)):
+        n_moe = float(sum(pattern[i] for i in ranges[stage]))
+        n_dense = len(ranges[stage]) - n_moe
+        n_mtp = float(layout.stages[stage].count("m"))
+        dense, moe, mtp = dense + n_dense, moe + n_moe, mtp + n_mtp
+        act_dense += inflight[j] * n_dense
+        act_moe += inflight[j] * n_moe
+        act_mtp += inflight[j] * n_mtp
+        if "E" in layout.stages[stage]:
+            embedding, emb_inflight = True, inflight[j]
+        loss = loss or "L" in layout.stages[stage]
+    return (dense, moe, act_dense, act_moe, mtp, act_mtp, emb_inflight,
+            float(embedding), float(loss), float(rank < p - 1))  # fmt: skip
+
+
+def layout_loads(
+    model: ModelSpec,
+    batch: LayoutBatch,
+    layouts: np.ndarray,
+    microbatches: FloatArray,
+    extra: BoolArray,
+) -> list[StageLoad]:
+    """Loads of every rank for the rows that have a layout string (``layouts[i] != ''``).
+
+    Returns max(pp) slots: slot 0 is rank 0, slot 1 rank p-1, slot k >= 2 rank k-1 (ranks past
+    p-2 repeat rank 0). Rows without a layout get zeros (the caller keeps its own loads there).
+    """
+    n = len(batch)
+    rows = np.flatnonzero(layouts != "")
+    slots = max(2, int(batch.pp[rows].max())) if rows.size else 2
+    table = np.zeros((slots, n, 10))
+    pattern = model.moe_layer_pattern()
+    cache: dict[tuple[str, int, int, int, int], np.ndarray] = {}
+    for i in rows.tolist():
+        p, v = int(batch.pp[i]), int(batch.vpp[i])
+        key = (str(layouts[i]), p, v, max(int(microbatches[i]), 1), int(extra[i]))
+        if key not in cache:
+            parsed = parse_pipeline_layout(key[0])
+            order = [0, p - 1, *range(1, p - 1)]
+            ranks = [_rank_load(parsed, pattern, p, v, r, key[3], key[4]) for r in order]
+            ranks += [ranks[0]] * (slots - len(ranks))
+            cache[key] = np.array(ranks[:slots])
+        table[:, i, :] = cache[key]
+    return [
+        StageLoad(
+            dense=t[:, 0], moe=t[:, 1], act_dense=t[:, 2], act_moe=t[:, 3], mtp=t[:, 4],
+            act_mtp=t[:, 5], inflight=t[:, 6], embedding=t[:, 7] > 0, loss=t[:, 8] > 0,
+            stage_output=t[:, 9] > 0,
+        )  # fmt: skip
+        for t in table
+    ]
+
+
+def layout_rank_layers(
+    batch: LayoutBatch, layouts: np.ndarray, busiest: FloatArray, last: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
+    busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
+    for i in np.flatnonzero(layouts != "").tolist():
+        parsed = parse_pipeline_layout(str(layouts[i]))
+        p = int(batch.pp[i])
+        busiest[i] = parsed.max_rank_layers(p)
+        last[i] = len(parsed.rank_layers(p, p - 1))
+    return busiest, last
