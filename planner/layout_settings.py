@@ -38,7 +38,9 @@ StrArray = npt.NDArray[np.object_]
 
 GRAPHS_NONE, GRAPHS_PARTIAL, GRAPHS_FULL = 0, 1, 2
 FP8_GATHER_AUTO, FP8_GATHER_OFF, FP8_GATHER_ON = -1, 0, 1
-MODULE_BITS: dict[RecomputeModule, int] = {m: 1 << i for i, m in enumerate(RECOMPUTE_MODULE_CHOICES)}
+MODULE_BITS: dict[RecomputeModule, int] = {
+    m: 1 << i for i, m in enumerate(RECOMPUTE_MODULE_CHOICES)
+}
 """Bit of each ``--recompute-modules`` value in :attr:`SettingsColumns.recompute_modules`."""
 
 
@@ -111,9 +113,9 @@ class SettingsColumns:
             grad_reduce_bf16=col(lambda x: x.grad_reduce_dtype == "bf16", np.bool_),
             optimizer_state_bf16=col(lambda x: x.optimizer_state_dtype == "bf16", np.bool_),
             fp8_param_gather=col(
-                lambda x: FP8_GATHER_AUTO
-                if x.fp8_param_gather is None
-                else int(x.fp8_param_gather),
+                lambda x: (
+                    FP8_GATHER_AUTO if x.fp8_param_gather is None else int(x.fp8_param_gather)
+                ),
                 np.int64,
             ),
             recompute_modules=col(lambda x: modules_mask(x.recompute_modules), np.int64),

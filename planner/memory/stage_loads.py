@@ -16,10 +16,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layouts import BoolArray, FloatArray, LayoutBatch
+from planner.memory.stages import StageParams, padded_vocab, stage_layers
+from planner.model.params import ParamCounts
 from planner.model.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from planner.specs import ModelSpec
 
-__all__ = ["StageLoad", "layout_loads", "layout_rank_layers"]
+__all__ = [
+    "StageLoad",
+    "default_loads",
+    "layout_loads",
+    "layout_rank_layers",
+    "load_params",
+    "merge",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,10 +118,17 @@ def layout_loads(
         table[:, i, :] = cache[key]
     return [
         StageLoad(
-            dense=t[:, 0], moe=t[:, 1], act_dense=t[:, 2], act_moe=t[:, 3], mtp=t[:, 4],
-            act_mtp=t[:, 5], inflight=t[:, 6], embedding=t[:, 7] > 0, loss=t[:, 8] > 0,
+            dense=t[:, 0],
+            moe=t[:, 1],
+            act_dense=t[:, 2],
+            act_moe=t[:, 3],
+            mtp=t[:, 4],
+            act_mtp=t[:, 5],
+            inflight=t[:, 6],
+            embedding=t[:, 7] > 0,
+            loss=t[:, 8] > 0,
             stage_output=t[:, 9] > 0,
-        )  # fmt: skip
+        )
         for t in table
     ]
 
@@ -128,3 +144,65 @@ def layout_rank_layers(
         busiest[i] = parsed.max_rank_layers(p)
         last[i] = len(parsed.rank_layers(p, p - 1))
     return busiest, last
+
+
+def load_params(
+    model: ModelSpec, counts: ParamCounts, batch: LayoutBatch, load: StageLoad
+) -> StageParams:
+    """Parameters per GPU of one rank from its load (the rules of planner.memory.stages)."""
+    t = batch.tp.astype(np.float64)
+    expert_shard = (batch.etp * batch.ep).astype(np.float64)
+    dense_l, moe_l = counts.dense_layer, counts.moe_layer
+    word_embedding = padded_vocab(model, batch) * model.hidden_size
+    tp_part = (load.dense * dense_l.tp_sharded + load.moe * moe_l.tp_sharded) / t
+    replicated = load.dense * dense_l.replicated + load.moe * moe_l.replicated
+    experts = load.moe * moe_l.routed_experts / expert_shard
+    mtp_l = counts.mtp_layer
+    mtp_tp = load.mtp * (mtp_l.tp_sharded + counts.mtp_extra - counts.mtp_extra_replicated) / t
+    mtp_rep = load.mtp * (mtp_l.replicated + counts.mtp_extra_replicated)
+    mtp_exp = load.mtp * mtp_l.routed_experts / expert_shard
+    # untied output layer, or with tied weights the loss rank's copy of the embedding when the
+    # embedding lives on another rank (megatron-facts §4.2)
+    untied = model.untie_embeddings_and_output_weights
+    output = word_embedding if untied else np.where(load.embedding, 0.0, word_embedding)
+    head = np.where(load.loss, output / t + counts.final_norm, 0.0)
+    embedding = np.where(load.embedding, word_embedding / t + counts.position_embedding, 0.0)
+    return StageParams(
+        dense=tp_part + replicated + head + mtp_tp + mtp_rep + embedding,
+        expert=experts + mtp_exp,
+        fp8_linear=tp_part + experts + mtp_tp + mtp_exp,
+    )
+
+
+def default_loads(
+    model: ModelSpec, batch: LayoutBatch, inflight_first: FloatArray, inflight_last: FloatArray
+) -> tuple[StageLoad, StageLoad]:
+    """(first, last) loads of the two-rank charge used without a layout (planner.memory.stages):
+    the first rank holds the most layers of ranks 0..p-2, the last the loss and the MTP block."""
+    layers = stage_layers(model, batch)
+    single = batch.pp == 1
+    depth = float(model.mtp_num_layers)
+    yes, no = np.ones(len(batch), np.bool_), np.zeros(len(batch), np.bool_)
+    first = StageLoad(
+        dense=layers.first_dense, moe=layers.first_moe,
+        act_dense=inflight_first * layers.first_dense, act_moe=inflight_first * layers.first_moe,
+        mtp=np.where(single, depth, 0.0), act_mtp=np.zeros(len(batch)),
+        inflight=inflight_first, embedding=yes, loss=single, stage_output=yes,
+    )  # fmt: skip
+    last = StageLoad(
+        dense=layers.last_dense, moe=layers.last_moe,
+        act_dense=inflight_last * layers.last_dense, act_moe=inflight_last * layers.last_moe,
+        mtp=np.full(len(batch), depth), act_mtp=inflight_last * depth,
+        inflight=inflight_first, embedding=single, loss=yes, stage_output=no,
+    )  # fmt: skip
+    return first, last
+
+
+def merge(default: StageLoad, from_layout: StageLoad, use: BoolArray) -> StageLoad:
+    """Row-wise choice between two loads."""
+    return StageLoad(
+        **{
+            name: np.where(use, getattr(from_layout, name), getattr(default, name))
+            for name in StageLoad.__dataclass_fields__
+        }
+    )

@@ -153,7 +153,9 @@ class PipelineLayout:
 def parse_pipeline_layout(text: str) -> PipelineLayout:
     """Parse a layout string; raise :class:`SpecError` naming what is wrong."""
     if not isinstance(text, str) or not text.strip():
-        raise SpecError(f"{_FIELD} must be a non-empty string such as 'Et|(tt|)*30mL'", field=_FIELD)
+        raise SpecError(
+            f"{_FIELD} must be a non-empty string such as 'Et|(tt|)*30mL'", field=_FIELD
+        )
     compact = text.replace(",", "").replace(" ", "")
     bad = sorted(set(compact) - _SYMBOLS - set("()*0123456789"))
     if bad:
