@@ -28,7 +28,13 @@ GRAD_REDUCE_DTYPE_CHOICES: tuple[GradReduceDtype, ...] = ("fp32", "bf16")
 OPTIMIZER_STATE_DTYPE_CHOICES: tuple[OptimizerStateDtype, ...] = ("fp32", "bf16")
 CUDA_GRAPHS_CHOICES: tuple[CudaGraphs, ...] = ("none", "partial", "full_iteration")
 RECOMPUTE_MODULE_CHOICES: tuple[RecomputeModule, ...] = (
-    "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
+    "core_attn",
+    "mlp",
+    "moe_act",
+    "layernorm",
+    "mla_up_proj",
+    "moe",
+    "shared_experts",
 )
 """``--recompute-modules`` values the planner prices (megatron-facts §1.6, mechanisms-facts §6.4);
 the order is the bit order of :class:`planner.layout_settings.SettingsColumns`."""
@@ -550,7 +556,8 @@ class Layout:
     for fp8 jobs with the distributed optimizer or FSDP (NVIDIA's recipes), else off."""
     recompute_modules: tuple[RecomputeModule, ...] | None = None
     """``--recompute-modules`` with recompute='selective'; None means Megatron's default
-    ('core_attn',). Each module frees what mechanisms-facts §6.4 says and replays its forward."""
+    ('core_attn',), which is also how that set is stored. Each module frees what
+    mechanisms-facts §6.4 says and replays its forward."""
     recompute_num_layers: int | None = None
     """With recompute='full': the first N decoder layers of every model chunk are recomputed
     (``--recompute-method block``); None recomputes every layer (uniform, 1)."""
@@ -628,15 +635,12 @@ class Layout:
         )
 
     def memory_settings(self) -> dict[str, Any]:
-        """The memory-setting fields (issue 13), Megatron's default recompute module explicit."""
-        modules = self.recompute_modules
-        if self.recompute == "selective" and modules is None:
-            modules = ("core_attn",)  # Megatron's default (megatron-facts §1.6)
+        """The memory-setting fields (issue 13)."""
         return {
             "grad_reduce_dtype": self.grad_reduce_dtype,
             "optimizer_state_dtype": self.optimizer_state_dtype,
             "fp8_param_gather": self.fp8_param_gather,
-            "recompute_modules": modules,
+            "recompute_modules": self.recompute_modules,
             "recompute_num_layers": self.recompute_num_layers,
             "cuda_graphs": self.cuda_graphs,
             "activation_offload_layers": self.activation_offload_layers,
@@ -693,7 +697,8 @@ def _check_memory_settings(lay: Layout) -> None:
                 field="recompute_modules",
             )
         ordered = tuple(m for m in RECOMPUTE_MODULE_CHOICES if m in modules)
-        object.__setattr__(lay, "recompute_modules", ordered)  # one spelling per set
+        # one spelling per set; Megatron's default ('core_attn',) is spelled None
+        object.__setattr__(lay, "recompute_modules", None if ordered == ("core_attn",) else ordered)
     if lay.recompute_num_layers is not None:
         _positive(lay, "recompute_num_layers")
         if lay.recompute != "full":

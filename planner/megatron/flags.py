@@ -18,9 +18,17 @@ import ast
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from planner.megatron.memory_flags import (
+    add_memory_arguments,
+    fp8_param_gather_on,
+    layout_vpp,
+    memory_args,
+    parsed_memory_fields,
+    recompute_args,
+)
 from planner.model.pipeline import pipeline_flags
 from planner.space import comm_flags as overlap
 from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
@@ -74,8 +82,11 @@ def megatron_args(
         "--context-parallel-size", str(lay.cp),
     ]  # fmt: skip
     # even, account-for-embedding/loss, or uneven first/last stages (planner.model.pipeline)
-    args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
-    if lay.vpp > 1:
+    if lay.pipeline_layout:  # the only VPP flag then (rule 7); v = stages / p
+        args += ["--pipeline-model-parallel-layout", lay.pipeline_layout]
+    else:
+        args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
+    if lay.vpp > 1 and not lay.pipeline_layout:
         # the v form works with even and uneven stages alike (megatron-facts §1.2, rule 10)
         args += ["--num-virtual-stages-per-pipeline-rank", str(lay.vpp)]
     if model.is_moe:
@@ -108,16 +119,11 @@ def megatron_args(
         args += _mla_args(model)
     if model.mtp_num_layers:
         args += ["--mtp-num-layers", str(model.mtp_num_layers)]
-    if lay.recompute == "selective":
-        args += ["--recompute-granularity", "selective"]
-    elif lay.recompute == "full":
-        # full needs a method and a layer count (megatron-facts rule 48)
-        args += ["--recompute-granularity", "full", "--recompute-method", "uniform"]
-        args += ["--recompute-num-layers", "1"]
-    args.append("--bf16")
+    args += recompute_args(lay)
+    args += memory_args(model, job.precision, lay)  # precision, optimizer, offload, graphs
     if job.precision == "fp8":
         args += ["--fp8-format", "hybrid", "--fp8-recipe", _fp8_recipe(cluster.gpu.architecture)]
-        if overlap.fp8_param_gather(job.precision, lay.optimizer_sharding):
+        if fp8_param_gather_on(job.precision, lay):
             args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
     # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
     args += ["--attention-backend", "auto"]
@@ -379,6 +385,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fp8-format", choices=("e4m3", "hybrid"), default=None)
     p.add_argument("--fp8-recipe", default="delayed")
     p.add_argument("--attention-backend", default="auto")
+    add_memory_arguments(p)
     return p
 
 
@@ -429,9 +436,11 @@ def parse_megatron_args(
             f"world_size={world} is not divisible by tp*pp*cp = {tp * pp * cp}",
             field="world_size",
         )
-    vpp = ns.num_virtual_stages_per_pipeline_rank or 1
+    vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
+    vpp = vpp or ns.num_virtual_stages_per_pipeline_rank or 1
     if ns.num_layers_per_virtual_pipeline_stage:  # v = L / (p N) (megatron-facts rule 9)
         vpp = ns.num_layers // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+    precision = "fp8" if ns.fp8_format else "fp16" if ns.fp16 else "bf16"
     recompute: Recompute = "none"
     if ns.recompute_granularity == "selective" or ns.recompute_activations:
         recompute = "selective"
@@ -450,7 +459,10 @@ def parse_megatron_args(
             None if ns.num_experts is None
             else "flex" if ns.moe_token_dispatcher_type == "flex" else "alltoall"
         ),
+        **parsed_memory_fields(ns, precision),
     )  # fmt: skip
+    if precision == "fp8" and ns.fp8_param_gather != fp8_param_gather_on(precision, layout):
+        layout = replace(layout, fp8_param_gather=ns.fp8_param_gather)  # differs from auto
     freq, first_dense = (1, 0)
     if ns.num_experts is not None:
         freq, first_dense = _parse_moe_layer_freq(ns.moe_layer_freq, ns.num_layers)
@@ -500,6 +512,6 @@ def parse_megatron_args(
         layout=layout,
         seq_length=ns.seq_length,
         global_batch_size=ns.global_batch_size,
-        precision="fp8" if ns.fp8_format else "bf16",
+        precision=precision,
         model_fields=fields,
     )

@@ -24,7 +24,11 @@ from statistics import NormalDist
 
 import numpy as np
 
+from planner.layout_settings import MODULE_BITS
 from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray, IntArray, LayoutBatch
+from planner.memory.estimate import fp8_gather
+from planner.memory.recompute import effective_modules
+from planner.memory.stage_loads import layout_rank_layers
 from planner.model.flops import flops_per_iteration
 from planner.performance.collectives import (
     Links,
@@ -50,14 +54,21 @@ from planner.performance.compute import (
     model_flops_per_iteration as model_flops_per_iteration,  # re-exported
 )
 from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, grouped_expert_time
+from planner.performance.memory_settings import (
+    ReplayParts,
+    activation_offload_seconds,
+    adam_bytes_per_param,
+    grad_reduce_bytes,
+    offloaded_activation_bytes,
+    optimizer_offload_seconds,
+    recompute_seconds,
+)
 from planner.performance.profile import PerformanceProfile as PerformanceProfile  # re-exported
 from planner.performance.profile import default_profile as default_profile  # re-exported
 from planner.space import comm_flags as overlap
 from planner.space.comm_flags import tp_comm_overlap
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, TrainingJob
 
-ADAM_BYTES_PER_PARAM = 34.0  # performance-facts §3.3: fused Adam 30 B + grad-norm 4 B
-GRAD_REDUCE_BYTES = 4.0  # megatron-facts §1.8: bf16 runs reduce gradients in fp32 by default
 DDP_BUCKET_PARAMS = 40e6  # performance-facts §6.1: bucket = max(40 M, 1 M x DP) parameters
 
 BREAKDOWN_KEYS = (
@@ -70,6 +81,7 @@ BREAKDOWN_KEYS = (
     "dp_comm_s",
     "bubble_s",
     "optimizer_s",
+    "offload_s",
     "overhead_s",
     "straggler_s",
 )
@@ -244,6 +256,10 @@ def estimate_performance(
     n_layers = float(model.num_layers)
     # the busiest pipeline rank sets the pace; the last rank also runs the loss (pipeline.py)
     layers_per_stage, last_layers = stage_layers(model.num_layers, batch)
+    if (batch.mem.pipeline_layout != "").any():  # --pipeline-model-parallel-layout
+        layers_per_stage, last_layers = layout_rank_layers(
+            batch, batch.mem.pipeline_layout, layers_per_stage, last_layers
+        )
     moe_frac = sh.num_moe_layers / n_layers
     layer_fwd = (1 - moe_frac) * dense_fwd + moe_frac * moe_fwd
     stage_fwd = layers_per_stage * layer_fwd
@@ -263,14 +279,29 @@ def estimate_performance(
     last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * ce_bytes * vocab / tp * tokens / hbm
     compute_mb = np.maximum(3 * stage_fwd, 3 * last_layers * layer_fwd + last_extra)
 
-    # --- recompute (megatron-facts §1.6): selective = core attention, full = whole forward ----
+    # --- recompute (megatron-facts §1.6; modules and block recompute: memory_settings) --------
     layers_fwd = stage_fwd + mtp_fwd
-    recompute_mb = np.where(
-        batch.recompute == 1,
-        layers_per_stage * core,
-        np.where(batch.recompute == 2, layers_fwd, 0.0),
+    up_proj = tuple(g for g in sh.attention_gemms if model.multi_latent_attention and g.k != h)
+    replay = ReplayParts(
+        core_attn=core,
+        dense_mlp=gemms(sh.dense_mlp_gemms, tokens, tp) + dense_bytes * tokens / hbm / 2,
+        moe_block=np.maximum(moe_fwd - attn_gemm - core, 0.0),
+        shared_experts=gemms(sh.shared_expert_gemms, tokens, tp),
+        mla_up_proj=gemms(tuple(g for g in up_proj if g.shard == "n"), tokens, tp),
+        # SwiGLU reads 2F_e and writes F_e per routed copy; a norm reads and writes h per token
+        moe_act=3 * BF16_BYTES * model.expert_ffn_hidden_size * model.moe_router_topk
+        * tokens / tp / hbm,
+        layernorm=2 * BF16_BYTES * h * tokens / tp / hbm,
+    )  # fmt: skip
+    recompute_mb = recompute_seconds(
+        batch,
+        replay,
+        dense_layers=layers_per_stage * (1 - moe_frac),
+        moe_layers=layers_per_stage * moe_frac,
+        layers_fwd=layers_fwd,
     )
     full = (batch.recompute == 2).astype(f)
+    moe_replay = ((effective_modules(batch) & MODULE_BITS["moe"]) != 0).astype(f)
 
     # --- tensor parallel: per layer 4 AG/RS (SP) or 2 AR (no SP) fwd, the same bwd -------------
     act_bytes = tokens * h * BF16_BYTES
@@ -333,7 +364,7 @@ def estimate_performance(
         inter_share = np.where(overlap.flex_dispatch(model, cluster, batch), dedup, 1.0)
         a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes, inter_share)
         a2a = a2a * prof.moe_imbalance
-        a2a_all = (4 + 2 * full) * layers_per_stage * moe_frac * a2a
+        a2a_all = (4 + 2 * full + 2 * moe_replay) * layers_per_stage * moe_frac * a2a
         # 1F1B A2A overlap (planner.space.comm_flags): one micro-batch's dispatch/combine runs
         # under the
         # other's compute, so at most that compute hides it. Only steady-state steps have a
@@ -375,18 +406,19 @@ def estimate_performance(
     edp = np.maximum(batch.expert_dp, 1)
     eone = batch.etp * batch.ep
     shard = batch.optimizer_sharding
-    rs = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 1.0) + ring_time(
-        links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 1.0
+    grad_b = grad_reduce_bytes(batch, job.precision)
+    rs = ring_time(links, dgroup, batch.tp, p_dense * grad_b, 1.0) + ring_time(
+        links, edp, eone, p_exp * grad_b, 1.0
     )
     # --fp8-param-gather: linear weights are gathered in fp8 (1 byte), the embedding in bf16
-    gather = overlap.fp8_param_gather("fp8" if fp8 else "bf16", shard)
+    gather = fp8_gather(job, batch) & fp8
     gather_bytes = np.where(gather, 1.0, BF16_BYTES)
     p_embed = h * vocab / tp
     ag = ring_time(
         links, dgroup, batch.tp, (p_dense - p_embed) * gather_bytes + p_embed * BF16_BYTES, 1.0
     ) + ring_time(links, edp, eone, p_exp * gather_bytes, 1.0)
-    ar = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 2.0) + ring_time(
-        links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 2.0
+    ar = ring_time(links, dgroup, batch.tp, p_dense * grad_b, 2.0) + ring_time(
+        links, edp, eone, p_exp * grad_b, 2.0
     )
     bwd_mb, fwd_mb = 2 * compute_mb / 3, compute_mb / 3
     grad_t = np.where(shard == SHARD_NONE, ar, rs)
@@ -414,7 +446,11 @@ def estimate_performance(
     p_local = np.where(sharded, p_dense / (dp * cp), p_dense) + np.where(
         sharded, p_exp / edp, p_exp
     )
-    optimizer = ADAM_BYTES_PER_PARAM * p_local / hbm
+    offloaded = batch.mem.optimizer_offload_fraction
+    optimizer = (1 - offloaded) * adam_bytes_per_param(batch) * p_local / hbm
+    optimizer = optimizer + optimizer_offload_seconds(
+        cluster, batch, p_local, prof.host_optimizer_params_per_s
+    )
 
     breakdown = {
         "compute_s": m * compute_mb,
@@ -426,6 +462,10 @@ def estimate_performance(
         "dp_comm_s": dp_s,
         "bubble_s": bubble,
         "optimizer_s": optimizer,
+        "offload_s": m
+        * activation_offload_seconds(
+            cluster, model, batch, offloaded_activation_bytes(model, job, batch), compute_mb
+        ),
         "overhead_s": m * overhead_mb + prof.step_overhead_s,
     }
     # every step synchronises all GPUs: the GPU-bound time follows the slowest one (§8 spread)
