@@ -1,0 +1,125 @@
+"""Memory settings in the search (issue 13): fixed inputs, and the axes the search may vary.
+
+:class:`MemoryChoices` is what a user fixes or allows for the memory settings of every candidate.
+Settings with no accuracy cost (recompute modules, offload, CUDA graphs, fp8 parameter gather, a
+pipeline layout) are fixed inputs or, for ``optimizer_offload_fraction``, a tuple the search
+tries. The numerics-changing ones (bf16 gradient reduction, bf16 Adam moments) are searched only
+with ``allow_numerics_changes``; otherwise they stay at what the user fixed (fp32 by default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import product
+
+import numpy as np
+
+from planner.layout_settings import FP8_GATHER_AUTO, SettingsColumns, modules_mask
+from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, LayoutBatch
+from planner.model.pipeline_layout import parse_pipeline_layout
+from planner.specs import (
+    CUDA_GRAPHS_CHOICES,
+    GRAD_REDUCE_DTYPE_CHOICES,
+    OPTIMIZER_STATE_DTYPE_CHOICES,
+    CudaGraphs,
+    GradReduceDtype,
+    Layout,
+    OptimizerStateDtype,
+    RecomputeModule,
+    SpecError,
+)
+
+__all__ = ["MemoryChoices", "apply_memory_choices"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryChoices:
+    """Memory settings of the candidates (each field as on :class:`planner.specs.Layout`)."""
+
+    grad_reduce_dtype: tuple[GradReduceDtype, ...] | None = None
+    """Allowed values; None means ('fp32',), or both with allow_numerics_changes."""
+    optimizer_state_dtype: tuple[OptimizerStateDtype, ...] | None = None
+    """Allowed values; None means ('fp32',), or both with allow_numerics_changes."""
+    allow_numerics_changes: bool = False
+    """Let the search choose bf16 gradient reduction and bf16 Adam moments (they change the
+    training numerics; NVIDIA's DeepSeek-V3 recipe uses both)."""
+    recompute_modules: tuple[RecomputeModule, ...] | None = None
+    """Modules of every selective candidate; None is Megatron's default ('core_attn',)."""
+    recompute_num_layers: int | None = None
+    """Layers per chunk of every full-recompute candidate (block method); None: all."""
+    cuda_graphs: CudaGraphs = "none"
+    activation_offload_layers: int = 0
+    optimizer_offload_fraction: tuple[float, ...] = (0.0,)
+    """Values the search tries (0 keeps the optimizer on the GPU)."""
+    fp8_param_gather: bool | None = None
+    pipeline_layout: str | None = None
+    """A fixed ``--pipeline-model-parallel-layout``; pp must then be fixed, vpp follows."""
+
+    def __post_init__(self) -> None:
+        for name, choices in (
+            ("grad_reduce_dtype", GRAD_REDUCE_DTYPE_CHOICES),
+            ("optimizer_state_dtype", OPTIMIZER_STATE_DTYPE_CHOICES),
+        ):
+            values = getattr(self, name)
+            if values is not None and (not values or any(v not in choices for v in values)):
+                raise SpecError(
+                    f"{name}={values!r}: allowed values are {', '.join(choices)}", field=name
+                )
+        if self.cuda_graphs not in CUDA_GRAPHS_CHOICES:
+            raise SpecError(
+                f"cuda_graphs={self.cuda_graphs!r} is not one of {', '.join(CUDA_GRAPHS_CHOICES)}",
+                field="cuda_graphs",
+            )
+        if not self.optimizer_offload_fraction:
+            raise SpecError(
+                "optimizer_offload_fraction=() allows nothing; use (0.0,)",
+                field="optimizer_offload_fraction",
+            )
+        # the Layout validates each value with its own messages
+        for fraction in self.optimizer_offload_fraction:
+            Layout(optimizer_offload_fraction=fraction)
+        Layout(activation_offload_layers=self.activation_offload_layers)
+        Layout(recompute="selective", recompute_modules=self.recompute_modules)
+        Layout(recompute="full", recompute_num_layers=self.recompute_num_layers)
+        if self.pipeline_layout is not None:
+            parse_pipeline_layout(self.pipeline_layout)
+
+    def dtypes(self) -> list[tuple[str, str]]:
+        """(grad_reduce_dtype, optimizer_state_dtype) pairs the search tries."""
+        both = self.allow_numerics_changes
+        grads = self.grad_reduce_dtype or (("fp32", "bf16") if both else ("fp32",))
+        states = self.optimizer_state_dtype or (("fp32", "bf16") if both else ("fp32",))
+        return list(product(grads, states))
+
+    def layout_vpp(self, pp: int) -> int | None:
+        """vpp a fixed pipeline layout implies on pp ranks; None without a layout or when the
+        layout's stage count is not a multiple of pp."""
+        if self.pipeline_layout is None:
+            return None
+        stages = parse_pipeline_layout(self.pipeline_layout).num_stages
+        return stages // pp if stages % pp == 0 else None
+
+
+def apply_memory_choices(batch: LayoutBatch, choices: MemoryChoices) -> LayoutBatch:
+    """The batch with the fixed settings attached, once per searched combination."""
+    n = len(batch)
+    selective = batch.recompute == RECOMPUTE_SELECTIVE
+    full = batch.recompute == RECOMPUTE_FULL
+    parts = []
+    for (grad, state), fraction in product(choices.dtypes(), choices.optimizer_offload_fraction):
+        settings = SettingsColumns.from_values(
+            n,
+            grad_reduce_bf16=grad == "bf16",
+            optimizer_state_bf16=state == "bf16",
+            fp8_param_gather=FP8_GATHER_AUTO
+            if choices.fp8_param_gather is None
+            else int(choices.fp8_param_gather),
+            recompute_modules=np.where(selective, modules_mask(choices.recompute_modules), 0),
+            recompute_num_layers=np.where(full, choices.recompute_num_layers or 0, 0),
+            cuda_graphs=CUDA_GRAPHS_CHOICES.index(choices.cuda_graphs),
+            activation_offload_layers=choices.activation_offload_layers,
+            optimizer_offload_fraction=fraction,
+            pipeline_layout=choices.pipeline_layout or "",
+        )
+        parts.append(replace(batch, settings=settings))
+    return parts[0] if len(parts) == 1 else LayoutBatch.concat(parts)
