@@ -38,18 +38,19 @@ StrArray = npt.NDArray[np.object_]
 
 GRAPHS_NONE, GRAPHS_PARTIAL, GRAPHS_FULL = 0, 1, 2
 FP8_GATHER_AUTO, FP8_GATHER_OFF, FP8_GATHER_ON = -1, 0, 1
-MODULE_BITS: dict[RecomputeModule, int] = {
-    m: 1 << i for i, m in enumerate(RECOMPUTE_MODULE_CHOICES)
-}
+MODULE_BITS: dict[str, int] = {m: 1 << i for i, m in enumerate(RECOMPUTE_MODULE_CHOICES)}
 """Bit of each ``--recompute-modules`` value in :attr:`SettingsColumns.recompute_modules`."""
 
 
 def modules_mask(modules: Sequence[str] | None) -> int:
-    return sum(MODULE_BITS[m] for m in modules or ())  # type: ignore[index]
+    total = 0
+    for m in modules or ():
+        total |= MODULE_BITS[m]
+    return total
 
 
 def _modules(mask: int) -> tuple[RecomputeModule, ...] | None:
-    found = tuple(m for m, bit in MODULE_BITS.items() if mask & bit)
+    found = tuple(m for m in RECOMPUTE_MODULE_CHOICES if mask & MODULE_BITS[m])
     return found or None
 
 

@@ -126,7 +126,8 @@ def saved_per_layer(
     full = acts.full
 
     def on(name: str) -> FloatArray:
-        return ((mask & MODULE_BITS[name]) != 0).astype(np.float64)  # type: ignore[index]
+        result: FloatArray = ((mask & MODULE_BITS[name]) != 0).astype(np.float64)
+        return result
 
     block_bit = on("moe") if moe else on("mlp")
     freed = on("core_attn") * free.core_attn + on("layernorm") * free.layernorm

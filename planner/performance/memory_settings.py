@@ -72,7 +72,8 @@ def recompute_seconds(
     mask = effective_modules(batch)
 
     def on(name: str) -> FloatArray:
-        return ((mask & MODULE_BITS[name]) != 0).astype(np.float64)  # type: ignore[index]
+        result: FloatArray = ((mask & MODULE_BITS[name]) != 0).astype(np.float64)
+        return result
 
     layers = dense_layers + moe_layers
     moe_block = on("moe")

@@ -61,7 +61,7 @@ def _module_problems(ctx: Ctx, mask: int, a2a_on: bool) -> list[str]:
     if mask & MODULE_BITS["mla_up_proj"] and not model.multi_latent_attention:
         out.append("'mla_up_proj' needs multi-latent attention (an MLA model)")
     for name in ("moe_act", "moe", "shared_experts"):
-        if mask & MODULE_BITS[name] and not model.is_moe:  # type: ignore[index]
+        if mask & MODULE_BITS[name] and not model.is_moe:
             out.append(f"'{name}' needs a mixture-of-experts model")
     if mask & MODULE_BITS["shared_experts"] and not model.shared_expert_ffn_hidden_size:
         out.append("'shared_experts' needs a model with shared experts")
