@@ -11,7 +11,7 @@ is at most ``threshold`` x HBM (Fujii §6).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -55,6 +55,9 @@ from planner.space import comm_flags as overlap
 from planner.specs import ClusterSpec, ModelSpec, SpecError, TrainingJob
 
 GIB = float(2**30)
+NO_FLASH_ATTENTION = frozenset({"volta"})
+"""Architectures without TE fused/flash attention (FlashAttention-2 and cuDNN fused attention
+need sm80+ [U]): their attention saves the s^2 softmax tensors (Korthikanti §4.1)."""
 
 TERM_NAMES: tuple[str, ...] = (
     "weights_bytes",
@@ -367,6 +370,8 @@ def estimate_memory(
     last (output layer, fp32 logits, MTP). With one: every rank, from the layout itself.
     """
     opts = options or MemoryOptions()
+    if cluster.gpu.architecture in NO_FLASH_ATTENTION:
+        opts = replace(opts, flash_attention=False)
     counts = param_counts(model, seq_length=job.seq_length)
     a2a = overlap.enabled(model, cluster, batch)
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size, a2a)

@@ -153,6 +153,13 @@ _PRIORS: dict[str, dict[str, float]] = {
         "nvlink_efficiency": 0.72,
         "tp_overlap": 0.0,
     },
+    "volta": {  # V100 fp16: no flash attention (sm80+), Megatron's unfused softmax path [U]
+        "gemm_efficiency": 0.75,  # [U] no measured V100 row in the shared data
+        "attention_efficiency": 0.3,
+        "attention_score_bytes": 12.0,  # see the field: 10-20 for the unfused path
+        "nvlink_efficiency": 0.7,
+        "tp_overlap": 0.0,
+    },
     "hopper": {},  # the dataclass defaults are the H100/H200 priors
     "blackwell": {  # §1.5 B200 GEMM 0.5-0.7, §9 prior 0.65; §3.1 HBM 0.67; §4.2 ring 700/900
         "gemm_efficiency": 0.68,  # between §9's 0.65 and AIC's 0.58-0.76 on Megatron shapes
