@@ -34,11 +34,11 @@ def test_longest_sequence_fits_and_one_step_more_does_not() -> None:
     assert answer.plans[0].job.seq_length == answer.value
 
 
-def test_longest_sequence_is_shorter_on_a_smaller_memory() -> None:
-    small = replace(V100, gpu=replace(V100.gpu, hbm_bytes=V100.gpu.hbm_bytes * 3 // 4))
-    full = longest_sequence(MODEL, V100, JOB, profile=PROFILE, top_k=1, budget=BUDGET)
-    half = longest_sequence(MODEL, small, JOB, profile=PROFILE, top_k=1, budget=BUDGET)
-    assert full.value is not None and half.value is not None and half.value < full.value
+def test_longest_sequence_is_longer_on_a_larger_memory() -> None:
+    large = replace(V100, gpu=replace(V100.gpu, hbm_bytes=V100.gpu.hbm_bytes * 3 // 2))
+    base = longest_sequence(MODEL, V100, JOB, profile=PROFILE, top_k=1, budget=BUDGET)
+    more = longest_sequence(MODEL, large, JOB, profile=PROFILE, top_k=1, budget=BUDGET)
+    assert base.value is not None and more.value is not None and more.value > base.value
 
 
 def test_largest_micro_batch_fits_and_the_next_divisor_does_not() -> None:
