@@ -155,9 +155,12 @@ def _moe_mlp(
     per_expert_token = _mlp_saved_per_token(
         model, model.expert_ffn_hidden_size, swiglu_fused=swiglu_fused
     )
-    # each routed copy keeps its dispatched input and expert output (2h each) plus its share
-    # of FC1/FC2 activations over the expert-TP group
-    routed = routed_tokens(model, shape, imbalance) * (2 * BF16 * h + per_expert_token / shape.etp)
+    # each routed copy keeps its permuted FC1 input (2h), its fp32 routing prob (4 B, applied in
+    # the activation since core 0.13) and its share of FC1/FC2 activations over the expert-TP
+    # group; the expert output is no longer kept ("memory efficient token permutation",
+    # mechanisms-facts §6.3)
+    per_copy = BF16 * h + FP32 + per_expert_token / shape.etp
+    routed = routed_tokens(model, shape, imbalance) * per_copy
     saved = saved + routed
     if model.shared_expert_ffn_hidden_size:
         shared = _mlp_saved_per_token(
