@@ -12,6 +12,7 @@ from planner.memory.estimate import MemoryEstimate, MemoryOptions, estimate_memo
 from planner.model.flops import flops_per_iteration
 from planner.model.params import ParamCounts, param_counts
 from planner.model.pipeline import PipelineSplit, split_layers
+from planner.model.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from planner.performance.step_time import (
     PerformanceEstimate,
     PerformanceProfile,
@@ -19,9 +20,16 @@ from planner.performance.step_time import (
     estimate_performance,
 )
 from planner.search.evaluate import evaluate_layouts
+from planner.search.inverse import (
+    InverseAnswer,
+    fewest_gpus,
+    largest_micro_batch,
+    longest_sequence,
+)
 from planner.search.objectives import Objective
 from planner.search.planning import Plan, PlanResult, SearchBudget, SearchStats, plan
 from planner.space.enumeration import SearchConstraints, enumerate_layouts
+from planner.space.memory_axes import MemoryChoices
 from planner.space.rules import RULES, Rule, check_rules, violations
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
@@ -29,9 +37,11 @@ __all__ = [
     "RULES",
     "ClusterSpec",
     "GPUSpec",
+    "InverseAnswer",
     "LaunchSpec",
     "Layout",
     "LayoutBatch",
+    "MemoryChoices",
     "MemoryEstimate",
     "MemoryOptions",
     "ModelSpec",
@@ -39,6 +49,7 @@ __all__ = [
     "ParamCounts",
     "PerformanceEstimate",
     "PerformanceProfile",
+    "PipelineLayout",
     "PipelineSplit",
     "Plan",
     "PlanResult",
@@ -54,11 +65,15 @@ __all__ = [
     "estimate_memory",
     "estimate_performance",
     "evaluate_layouts",
+    "fewest_gpus",
     "flops_per_iteration",
+    "largest_micro_batch",
     "launch_spec",
+    "longest_sequence",
     "megatron_args",
     "param_counts",
     "parse_megatron_args",
+    "parse_pipeline_layout",
     "plan",
     "split_layers",
     "violations",
