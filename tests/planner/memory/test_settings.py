@@ -153,3 +153,26 @@ def test_deepseek_v3_memory_settings_bring_the_h100_recipe_down() -> None:
     saved = est.total_bytes[0] - est.total_bytes[1]
     assert saved > 30 * 2**30  # MLA up-proj alone: 30.4 GB/GPU in NVIDIA's paper (§6.4)
     assert np.all(est.worst_rank is not None)
+
+
+def test_expandable_segments_shrink_the_fragmentation_term() -> None:
+    from planner.memory.estimate import MemoryOptions
+
+    lay = [Layout(dp=8)]
+    cached = estimate(lay).terms["fragmentation_bytes"][0]
+    expandable = estimate(lay, options=MemoryOptions(expandable_segments=True))
+    assert 0 < expandable.terms["fragmentation_bytes"][0] < cached / 4
+
+
+def test_the_deepep_dispatcher_holds_its_buffers() -> None:
+    lays = [Layout(ep=8, dp=8, moe_dispatcher=d) for d in ("alltoall", "flex")]
+    comm = estimate(lays, model=MIXTRAL).terms["comm_buffers_bytes"]
+    assert comm[1] - comm[0] == pytest.approx(2 * 2**30)
+
+
+def test_volta_has_no_flash_attention() -> None:
+    v100 = replace(HOSTED, gpu=replace(GPU, architecture="volta", bf16_supported=False))
+    fp16 = TrainingJob(seq_length=4096, global_batch_size=64, precision="fp16")
+    flash = estimate([Layout(dp=8)], fp16).terms["activations_bytes"][0]
+    scores = estimate([Layout(dp=8)], fp16, cluster=v100).terms["activations_bytes"][0]
+    assert scores > 2 * flash  # the s^2 softmax output per head is kept (Korthikanti §4.1)
