@@ -11,6 +11,7 @@ at the value reached, each stating it (``"seq_length": 5120`` in its JSON).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -72,7 +73,9 @@ def feasible_layouts(
     return int(mem.fits.sum())
 
 
-def _largest(feasible: Any, low: int, high: int) -> tuple[int | None, list[tuple[int, int]]]:
+def _largest(
+    feasible: Callable[[int], int], low: int, high: int
+) -> tuple[int | None, list[tuple[int, int]]]:
     """Largest k in [low, high] with feasible(k) > 0, assuming feasibility shrinks with k."""
     probes: list[tuple[int, int]] = []
 

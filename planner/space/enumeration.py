@@ -255,7 +255,7 @@ def enumerate_layouts(
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
         batch = LayoutBatch.concat([batch, off])
-    return apply_memory_choices(batch, c.memory)
+    return apply_memory_choices(model, batch, c.memory)
 
 
 def first_violations(violated: BoolArray) -> IntArray:

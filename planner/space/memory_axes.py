@@ -24,12 +24,26 @@ from planner.specs import (
     CudaGraphs,
     GradReduceDtype,
     Layout,
+    ModelSpec,
     OptimizerStateDtype,
     RecomputeModule,
     SpecError,
 )
 
-__all__ = ["MemoryChoices", "apply_memory_choices"]
+__all__ = ["MemoryChoices", "apply_memory_choices", "recommended_module_sets"]
+
+
+def recommended_module_sets(model: ModelSpec) -> list[tuple[RecomputeModule, ...] | None]:
+    """Selective-recompute module sets of NVIDIA's recipes that apply to the model
+    (mechanisms-facts §6.4: DeepSeek-V3 mla_up_proj + mlp + moe_act + layernorm; MoE recipes
+    moe_act, layernorm; dense SFT mlp), Megatron's default first."""
+    sets: list[tuple[RecomputeModule, ...] | None] = [None, ("core_attn", "mlp")]
+    if model.is_moe:
+        sets += [("moe_act",), ("layernorm", "moe_act"), ("moe",)]
+    if model.multi_latent_attention:
+        sets.append(("mlp", "moe_act", "layernorm", "mla_up_proj") if model.is_moe
+                    else ("mlp", "layernorm", "mla_up_proj"))  # fmt: skip
+    return sets
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +59,9 @@ class MemoryChoices:
     training numerics; NVIDIA's DeepSeek-V3 recipe uses both)."""
     recompute_modules: tuple[RecomputeModule, ...] | None = None
     """Modules of every selective candidate; None is Megatron's default ('core_attn',)."""
+    search_recompute_modules: bool = False
+    """Also try the module sets NVIDIA's recipes use (:func:`recommended_module_sets`) for the
+    selective candidates; they cost replay time, never accuracy."""
     recompute_num_layers: int | None = None
     """Layers per chunk of every full-recompute candidate (block method); None: all."""
     cuda_graphs: CudaGraphs = "none"
@@ -100,8 +117,23 @@ class MemoryChoices:
         return stages // pp if stages % pp == 0 else None
 
 
-def apply_memory_choices(batch: LayoutBatch, choices: MemoryChoices) -> LayoutBatch:
+def apply_memory_choices(
+    model: ModelSpec, batch: LayoutBatch, choices: MemoryChoices
+) -> LayoutBatch:
     """The batch with the fixed settings attached, once per searched combination."""
+    sets = [choices.recompute_modules]
+    if choices.search_recompute_modules:
+        sets += [m for m in recommended_module_sets(model) if m != choices.recompute_modules]
+    selective = batch.recompute == RECOMPUTE_SELECTIVE
+    parts = [_with_settings(batch, choices, sets[0])]
+    for modules in sets[1:]:  # the other sets only for the selective candidates
+        parts.append(_with_settings(batch.take(np.flatnonzero(selective)), choices, modules))
+    return parts[0] if len(parts) == 1 else LayoutBatch.concat(parts)
+
+
+def _with_settings(
+    batch: LayoutBatch, choices: MemoryChoices, modules: tuple[RecomputeModule, ...] | None
+) -> LayoutBatch:
     n = len(batch)
     selective = batch.recompute == RECOMPUTE_SELECTIVE
     full = batch.recompute == RECOMPUTE_FULL
@@ -114,7 +146,7 @@ def apply_memory_choices(batch: LayoutBatch, choices: MemoryChoices) -> LayoutBa
             fp8_param_gather=FP8_GATHER_AUTO
             if choices.fp8_param_gather is None
             else int(choices.fp8_param_gather),
-            recompute_modules=np.where(selective, modules_mask(choices.recompute_modules), 0),
+            recompute_modules=np.where(selective, modules_mask(modules), 0),
             recompute_num_layers=np.where(full, choices.recompute_num_layers or 0, 0),
             cuda_graphs=CUDA_GRAPHS_CHOICES.index(choices.cuda_graphs),
             activation_offload_layers=choices.activation_offload_layers,
