@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -71,13 +72,17 @@ class SettingsColumns:
     optimizer_offload_fraction: FloatArray
     pipeline_layout: StrArray
     """The layout string, '' where none is given."""
+    has_layout: BoolArray
+    """pipeline_layout != '' (kept as a column: comparing strings per call is slow)."""
 
     def __len__(self) -> int:
         return int(self.grad_reduce_bf16.shape[0])
 
     @classmethod
     def defaults(cls, n: int) -> SettingsColumns:
-        return cls.from_values(n)
+        """n rows at the defaults (shared, read-only arrays: a batch without settings asks for
+        them in every model, so they are built once per length)."""
+        return _defaults(n)
 
     @classmethod
     def from_values(cls, n: int, **values: Any) -> SettingsColumns:
@@ -89,6 +94,7 @@ class SettingsColumns:
         layout = np.empty(n, dtype=object)
         layout[:] = values.get("pipeline_layout", "") or ""
         return cls(
+            has_layout=np.asarray(layout != "", dtype=np.bool_).reshape(n),
             grad_reduce_bf16=col("grad_reduce_bf16", False, np.bool_),
             optimizer_state_bf16=col("optimizer_state_bf16", False, np.bool_),
             fp8_param_gather=col("fp8_param_gather", FP8_GATHER_AUTO, np.int64),
@@ -111,6 +117,7 @@ class SettingsColumns:
         layout = np.empty(n, dtype=object)
         layout[:] = [x.pipeline_layout or "" for x in items]
         return cls(
+            has_layout=np.fromiter((bool(x.pipeline_layout) for x in items), np.bool_, n),
             grad_reduce_bf16=col(lambda x: x.grad_reduce_dtype == "bf16", np.bool_),
             optimizer_state_bf16=col(lambda x: x.optimizer_state_dtype == "bf16", np.bool_),
             fp8_param_gather=col(
@@ -157,3 +164,11 @@ class SettingsColumns:
         """Rows whose recompute modules include ``bit`` (a MODULE_BITS value)."""
         result: BoolArray = (self.recompute_modules & bit) != 0
         return result
+
+
+@lru_cache(maxsize=16)
+def _defaults(n: int) -> SettingsColumns:
+    columns = SettingsColumns.from_values(n)
+    for f in fields(columns):
+        getattr(columns, f.name).setflags(write=False)
+    return columns

@@ -377,11 +377,11 @@ def estimate_memory(
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size, a2a)
     first_load, last_load = default_loads(model, batch, inflight_first, inflight_last)
     layouts = batch.mem.pipeline_layout
-    with_layout = layouts != ""
+    with_layout = batch.mem.has_layout
     loads = [first_load, last_load]
     if with_layout.any():
         m = np.maximum(batch.num_microbatches(job.global_batch_size), 1).astype(np.float64)
-        slots = layout_loads(model, batch, layouts, m, a2a)
+        slots = layout_loads(model, batch, layouts, with_layout, m, a2a)
         loads = [merge(first_load, slots[0], with_layout), merge(last_load, slots[1], with_layout)]
         loads += [merge(first_load, extra, with_layout) for extra in slots[2:]]
     shared = _shared(model, counts, job, batch, opts, loads)

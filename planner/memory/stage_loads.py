@@ -92,6 +92,7 @@ def layout_loads(
     model: ModelSpec,
     batch: LayoutBatch,
     layouts: np.ndarray,
+    with_layout: BoolArray,
     microbatches: FloatArray,
     extra: BoolArray,
 ) -> list[StageLoad]:
@@ -101,7 +102,7 @@ def layout_loads(
     p-2 repeat rank 0). Rows without a layout get zeros (the caller keeps its own loads there).
     """
     n = len(batch)
-    rows = np.flatnonzero(layouts != "")
+    rows = np.flatnonzero(with_layout)
     slots = max(2, int(batch.pp[rows].max())) if rows.size else 2
     table = np.zeros((slots, n, 10))
     pattern = model.moe_layer_pattern()
@@ -134,12 +135,12 @@ def layout_loads(
 
 
 def layout_rank_layers(
-    batch: LayoutBatch, layouts: np.ndarray, busiest: FloatArray, last: FloatArray
+    batch: LayoutBatch, busiest: FloatArray, last: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
     """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
     busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
-    for i in np.flatnonzero(layouts != "").tolist():
-        parsed = parse_pipeline_layout(str(layouts[i]))
+    for i in np.flatnonzero(batch.mem.has_layout).tolist():
+        parsed = parse_pipeline_layout(str(batch.mem.pipeline_layout[i]))
         p = int(batch.pp[i])
         busiest[i] = parsed.max_rank_layers(p)
         last[i] = len(parsed.rank_layers(p, p - 1))

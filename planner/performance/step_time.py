@@ -256,10 +256,8 @@ def estimate_performance(
     n_layers = float(model.num_layers)
     # the busiest pipeline rank sets the pace; the last rank also runs the loss (pipeline.py)
     layers_per_stage, last_layers = stage_layers(model.num_layers, batch)
-    if (batch.mem.pipeline_layout != "").any():  # --pipeline-model-parallel-layout
-        layers_per_stage, last_layers = layout_rank_layers(
-            batch, batch.mem.pipeline_layout, layers_per_stage, last_layers
-        )
+    if batch.mem.has_layout.any():  # --pipeline-model-parallel-layout
+        layers_per_stage, last_layers = layout_rank_layers(batch, layers_per_stage, last_layers)
     moe_frac = sh.num_moe_layers / n_layers
     layer_fwd = (1 - moe_frac) * dense_fwd + moe_frac * moe_fwd
     stage_fwd = layers_per_stage * layer_fwd

@@ -23,7 +23,7 @@ Ctx = Any  # planner.space.rules._Context (imported there; a protocol would only
 
 
 def has_layout(ctx: Ctx) -> BoolArray:
-    result: BoolArray = ctx.batch.mem.pipeline_layout != ""
+    result: BoolArray = ctx.batch.mem.has_layout
     return result
 
 
