@@ -167,3 +167,49 @@ def parse_pipeline_layout(text: str) -> PipelineLayout:
         )
     expanded = _expand(compact)
     return PipelineLayout(text=text, stages=tuple(expanded.split("|")))
+
+
+def _compress(stages: list[str]) -> str:
+    """Write stages with '(...|)*n' for runs of equal stages and 'x*n' inside a stage."""
+
+    def stage_text(stage: str) -> str:
+        t = stage.count("t")
+        body = "t" * t if t <= 3 else f"t*{t}"
+        return stage.replace("t" * t, body, 1) if t else stage
+
+    out: list[str] = []
+    i = 0
+    while i < len(stages):
+        j = i
+        while j + 1 < len(stages) and stages[j + 1] == stages[i]:
+            j += 1
+        run, text = j - i + 1, stage_text(stages[i])
+        out.append(f"({text}|)*{run}" if run > 2 else "|".join([text] * run) + "|")
+        i = j + 1
+    return "".join(out).removesuffix("|")
+
+
+@lru_cache(maxsize=1024)
+def balanced_layout(num_layers: int, mtp_num_layers: int, pp: int, vpp: int) -> str | None:
+    """A layout that spreads the work evenly over p x v virtual stages, counting the embedding,
+    the loss and each MTP layer as one decoder layer's worth (NVIDIA's DeepSeek-V3 layout
+    ``Et|(tt|)*30mL`` is this rule for 61 layers + MTP on 8 x 4 stages). None when every
+    stage cannot hold at least one unit or the MTP layers do not fit in the last stage."""
+    stages = pp * vpp
+    units = num_layers + 2 + mtp_num_layers
+    if stages < 2 or units < stages:
+        return None
+    quota = [units // stages] * stages
+    for k in range(units - sum(quota)):  # the remainder goes to the middle stages, last first
+        quota[stages - 2 - (k % max(stages - 2, 1))] += 1
+    last_decoder = quota[-1] - 1 - mtp_num_layers
+    if quota[0] < 1 or last_decoder < 0:
+        return None
+    counts = [quota[0] - 1, *quota[1:-1], last_decoder]
+    texts = ["t" * c for c in counts]
+    texts[0] = "E" + texts[0]
+    texts[-1] = texts[-1] + "m" * mtp_num_layers + "L"
+    layout = _compress(texts)
+    parsed = parse_pipeline_layout(layout)
+    parsed.validate(pp=pp, vpp=vpp, num_layers=num_layers, mtp_num_layers=mtp_num_layers)
+    return layout

@@ -30,8 +30,13 @@ import numpy as np
 
 from planner.layouts import A2A_OFF, BoolArray, IntArray, LayoutBatch, a2a_code, dispatcher_code
 from planner.model.pipeline import split_layers
+from planner.model.pipeline_layout import balanced_layout
 from planner.space import comm_flags as overlap
-from planner.space.memory_axes import MemoryChoices, apply_memory_choices
+from planner.space.memory_axes import (
+    MemoryChoices,
+    apply_memory_choices,
+    attach_balanced_layouts,
+)
 from planner.space.rules import RULES, check_rules
 from planner.specs import (
     MOE_DISPATCHER_CHOICES,
@@ -205,6 +210,12 @@ def enumerate_layouts(
         splittable = [
             v for v in range(2, n_layers // p + 1) if split_layers(n_layers, p, v) is not None
         ]
+        if not splittable and p > 1 and c.memory.auto_pipeline_layout:
+            # no standard interleaved split (DeepSeek-V3's 61 layers): balanced explicit layouts
+            depth = model.mtp_num_layers
+            splittable = [
+                v for v in range(2, n_layers // p + 1) if balanced_layout(n_layers, depth, p, v)
+            ]
         vs = _axis(c, "vpp", [1, *splittable] if p > 1 else [1], None)
         if p == 1 and 1 in vs:
             vs = [1]
@@ -255,7 +266,10 @@ def enumerate_layouts(
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
         batch = LayoutBatch.concat([batch, off])
-    return apply_memory_choices(model, batch, c.memory)
+    batch = apply_memory_choices(model, batch, c.memory)
+    if c.memory.pipeline_layout is None and c.memory.auto_pipeline_layout:
+        batch = attach_balanced_layouts(model, batch)
+    return batch
 
 
 def first_violations(violated: BoolArray) -> IntArray:

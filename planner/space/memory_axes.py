@@ -16,7 +16,8 @@ import numpy as np
 
 from planner.layout_settings import FP8_GATHER_AUTO, SettingsColumns, modules_mask
 from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, LayoutBatch
-from planner.model.pipeline_layout import parse_pipeline_layout
+from planner.model.pipeline import split_layers
+from planner.model.pipeline_layout import balanced_layout, parse_pipeline_layout
 from planner.specs import (
     CUDA_GRAPHS_CHOICES,
     GRAD_REDUCE_DTYPE_CHOICES,
@@ -30,7 +31,12 @@ from planner.specs import (
     SpecError,
 )
 
-__all__ = ["MemoryChoices", "apply_memory_choices", "recommended_module_sets"]
+__all__ = [
+    "MemoryChoices",
+    "apply_memory_choices",
+    "attach_balanced_layouts",
+    "recommended_module_sets",
+]
 
 
 def recommended_module_sets(model: ModelSpec) -> list[tuple[RecomputeModule, ...] | None]:
@@ -71,6 +77,10 @@ class MemoryChoices:
     fp8_param_gather: bool | None = None
     pipeline_layout: str | None = None
     """A fixed ``--pipeline-model-parallel-layout``; pp must then be fixed, vpp follows."""
+    auto_pipeline_layout: bool = True
+    """Where Megatron's even, account-for and uneven splits cannot serve a (pp, vpp) pair,
+    give its candidates a balanced explicit layout (:func:`planner.model.pipeline_layout.
+    balanced_layout`), so that e.g. DeepSeek-V3 can interleave as NVIDIA's recipes do."""
 
     def __post_init__(self) -> None:
         for name, choices in (
@@ -155,3 +165,23 @@ def _with_settings(
         )
         parts.append(replace(batch, settings=settings))
     return parts[0] if len(parts) == 1 else LayoutBatch.concat(parts)
+
+
+def attach_balanced_layouts(model: ModelSpec, batch: LayoutBatch) -> LayoutBatch:
+    """Give every candidate whose (pp, vpp) has no standard split a balanced layout string."""
+    layouts: dict[tuple[int, int], str] = {}
+    for pp, vpp in set(zip(batch.pp.tolist(), batch.vpp.tolist(), strict=True)):
+        if vpp > 1 and split_layers(model.num_layers, pp, vpp) is None:
+            text = balanced_layout(model.num_layers, model.mtp_num_layers, pp, vpp)
+            if text is not None:
+                layouts[(pp, vpp)] = text
+    if not layouts:
+        return batch
+    mem = batch.mem
+    column = mem.pipeline_layout.copy()
+    has = mem.has_layout.copy()
+    for (pp, vpp), text in layouts.items():
+        rows = (batch.pp == pp) & (batch.vpp == vpp) & ~mem.has_layout
+        column[rows] = text
+        has |= rows
+    return replace(batch, settings=replace(mem, pipeline_layout=column, has_layout=has))

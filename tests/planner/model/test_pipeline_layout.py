@@ -56,3 +56,19 @@ def test_malformed_strings_are_rejected(text: str) -> None:
 def test_layout_checks_the_stage_count_against_pp_and_vpp() -> None:
     with pytest.raises(SpecError, match="set vpp=4"):
         Layout(pp=8, vpp=2, pipeline_layout="Et|(tt|)*30mL")
+
+
+def test_the_balanced_layout_of_deepseek_v3_on_8x4_is_nvidias() -> None:
+    from planner.model.pipeline_layout import balanced_layout
+
+    assert balanced_layout(61, 1, 8, 4) == "Et|(tt|)*30mL"  # mechanisms-facts §7 (H100)
+    for pp, vpp in ((8, 2), (4, 4), (4, 2), (16, 1)):
+        text = balanced_layout(61, 1, pp, vpp)
+        assert text is not None
+        layout = parse_pipeline_layout(text)
+        layout.validate(pp=pp, vpp=vpp, num_layers=61, mtp_num_layers=1)
+        per_stage = [
+            s.count("t") + s.count("E") + s.count("m") + s.count("L") for s in layout.stages
+        ]
+        assert max(per_stage) - min(per_stage) <= 1  # balanced in layer-equivalents
+    assert balanced_layout(61, 1, 8, 5) is None  # 64 units on 40 stages leave no room for m, L

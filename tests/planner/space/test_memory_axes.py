@@ -59,3 +59,23 @@ def test_bad_choices_name_the_field() -> None:
     assert info.value.field == "optimizer_offload_fraction"
     with pytest.raises(SpecError, match="grad_reduce_dtype"):
         MemoryChoices(grad_reduce_dtype=("fp64",))  # type: ignore[arg-type]
+
+
+def test_deepseek_v3_candidates_interleave_with_balanced_layouts() -> None:
+    from planner.space.rules import check_rules
+
+    model = load_model("deepseek-v3")
+    cluster = cluster_spec("dgx-h100", 1024)
+    job = TrainingJob(seq_length=4096, global_batch_size=8192, precision="fp8")
+    fixed = SearchConstraints(tp=2, pp=8, ep=64, etp=1, micro_batch_size=1)
+    batch = enumerate_layouts(model, cluster, job, fixed)
+    valid = ~check_rules(model, cluster, job, batch).any(axis=1)
+    interleaved = {
+        str(batch.mem.pipeline_layout[i])
+        for i in range(len(batch))
+        if valid[i] and batch.vpp[i] == 4
+    }
+    assert interleaved == {"Et|(tt|)*30mL"}
+    off = SearchConstraints(tp=2, pp=8, ep=64, etp=1, micro_batch_size=1,
+                            memory=MemoryChoices(auto_pipeline_layout=False))  # fmt: skip
+    assert set(enumerate_layouts(model, cluster, job, off).vpp.tolist()) == {1}
