@@ -7,30 +7,45 @@ Finds the Megatron-LM parallel layout that trains fastest within the memory budg
 """
 
 from planner.layouts import LayoutBatch
-from planner.megatron.flags import LaunchSpec, launch_spec, megatron_args, parse_megatron_args
-from planner.memory.estimate import MemoryEstimate, MemoryOptions, estimate_memory
-from planner.model.flops import flops_per_iteration
-from planner.model.params import ParamCounts, param_counts
-from planner.model.pipeline import PipelineSplit, split_layers
-from planner.model.pipeline_layout import PipelineLayout, parse_pipeline_layout
-from planner.performance.step_time import (
+from planner.megatron import LaunchSpec, launch_spec, megatron_args, parse_megatron_args
+from planner.memory import MemoryEstimate, MemoryOptions, estimate_memory
+from planner.model import (
+    ParamCounts,
+    PipelineLayout,
+    PipelineSplit,
+    flops_per_iteration,
+    param_counts,
+    parse_pipeline_layout,
+    split_layers,
+)
+from planner.performance import (
     PerformanceEstimate,
     PerformanceProfile,
     default_profile,
     estimate_performance,
 )
-from planner.search.evaluate import evaluate_layouts
-from planner.search.inverse import (
+from planner.search import (
     InverseAnswer,
+    Objective,
+    Plan,
+    PlanResult,
+    SearchBudget,
+    SearchStats,
+    evaluate_layouts,
     fewest_gpus,
     largest_micro_batch,
     longest_sequence,
+    plan,
 )
-from planner.search.objectives import Objective
-from planner.search.planning import Plan, PlanResult, SearchBudget, SearchStats, plan
-from planner.space.enumeration import SearchConstraints, enumerate_layouts
-from planner.space.memory_axes import MemoryChoices
-from planner.space.rules import RULES, Rule, check_rules, violations
+from planner.space import (
+    RULES,
+    MemoryChoices,
+    Rule,
+    SearchConstraints,
+    check_rules,
+    enumerate_layouts,
+    violations,
+)
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
 __all__ = [

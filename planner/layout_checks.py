@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.model.pipeline_layout import parse_pipeline_layout
-from planner.specs import (
+from planner.layout_types import (
     CUDA_GRAPHS_CHOICES,
     GRAD_REDUCE_DTYPE_CHOICES,
     OPTIMIZER_STATE_DTYPE_CHOICES,
     RECOMPUTE_MODULE_CHOICES,
-    SpecError,
-    _positive,
 )
+from planner.specs import SpecError, _positive
 
 if TYPE_CHECKING:
     from planner.specs import Layout
@@ -93,13 +91,10 @@ def check_memory_settings(lay: Layout) -> None:
             field="optimizer_offload_fraction",
         )
     object.__setattr__(lay, "optimizer_offload_fraction", float(fraction))
-    if lay.pipeline_layout is not None:
-        parsed = parse_pipeline_layout(lay.pipeline_layout)
-        if parsed.num_stages != lay.pp * lay.vpp:
-            valid = parsed.num_stages // lay.pp if parsed.num_stages % lay.pp == 0 else None
-            hint = f"set vpp={valid}" if valid else f"use a multiple of pp={lay.pp} stages"
-            raise SpecError(
-                f"pipeline_layout has {parsed.num_stages} stages but pp x vpp = {lay.pp} x "
-                f"{lay.vpp} = {lay.pp * lay.vpp}; {hint}",
-                field="pipeline_layout",
-            )
+    layout = lay.pipeline_layout
+    if layout is not None and (not isinstance(layout, str) or not layout.strip()):
+        raise SpecError(
+            f"pipeline_layout={layout!r} must be a non-empty string such as 'Et|(tt|)*30mL' "
+            "(its grammar and stage count are checked against the model by the rules)",
+            field="pipeline_layout",
+        )

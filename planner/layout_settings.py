@@ -10,18 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from planner.specs import (
+from planner.layout_types import (
     CUDA_GRAPHS_CHOICES,
     RECOMPUTE_MODULE_CHOICES,
     CudaGraphs,
-    Layout,
     RecomputeModule,
 )
+from planner.specs import Layout
+
+if TYPE_CHECKING:
+    from planner.layouts import LayoutBatch
 
 __all__ = [
     "GRAPHS_FULL",
@@ -29,6 +32,8 @@ __all__ = [
     "GRAPHS_PARTIAL",
     "MODULE_BITS",
     "SettingsColumns",
+    "effective_modules",
+    "full_recompute_share",
     "modules_mask",
 ]
 
@@ -172,3 +177,20 @@ def _defaults(n: int) -> SettingsColumns:
     for f in fields(columns):
         getattr(columns, f.name).setflags(write=False)
     return columns
+
+
+def effective_modules(batch: LayoutBatch) -> IntArray:
+    """Module bit masks with Megatron's default ('core_attn') where selective names none."""
+    from planner.layouts import RECOMPUTE_SELECTIVE  # planner.layouts imports this module
+
+    mask = batch.mem.recompute_modules
+    selective = batch.recompute == RECOMPUTE_SELECTIVE
+    result: IntArray = np.where(selective, np.where(mask == 0, MODULE_BITS["core_attn"], mask), 0)
+    return result
+
+
+def full_recompute_share(settings: SettingsColumns, chunk_layers: FloatArray) -> FloatArray:
+    """Share of a chunk's layers that full recompute checkpoints (block method: first N)."""
+    n = settings.recompute_num_layers.astype(np.float64)
+    share: FloatArray = np.where(n > 0, np.minimum(n / np.maximum(chunk_layers, 1.0), 1.0), 1.0)
+    return share

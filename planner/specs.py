@@ -9,8 +9,10 @@ them. Model fields use Megatron-LM's flag names with underscores (``--num-query-
 from __future__ import annotations
 
 import math
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar
+
+from planner.layout_types import MemorySettings
 
 Normalization = Literal["LayerNorm", "RMSNorm"]
 PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
@@ -18,27 +20,6 @@ Precision = Literal["bf16", "fp8", "fp16"]
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
-GradReduceDtype = Literal["fp32", "bf16"]
-OptimizerStateDtype = Literal["fp32", "bf16"]
-CudaGraphs = Literal["none", "partial", "full_iteration"]
-RecomputeModule = Literal[
-    "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
-]
-GRAD_REDUCE_DTYPE_CHOICES: tuple[GradReduceDtype, ...] = ("fp32", "bf16")
-OPTIMIZER_STATE_DTYPE_CHOICES: tuple[OptimizerStateDtype, ...] = ("fp32", "bf16")
-CUDA_GRAPHS_CHOICES: tuple[CudaGraphs, ...] = ("none", "partial", "full_iteration")
-RECOMPUTE_MODULE_CHOICES: tuple[RecomputeModule, ...] = (
-    "core_attn",
-    "mlp",
-    "moe_act",
-    "layernorm",
-    "mla_up_proj",
-    "moe",
-    "shared_experts",
-)
-"""``--recompute-modules`` values the planner prices (megatron-facts §1.6, mechanisms-facts §6.4);
-the order is the bit order of :class:`planner.layout_settings.SettingsColumns`."""
-
 _T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
@@ -68,6 +49,11 @@ def _positive(obj: object, *names: str) -> None:
             raise SpecError(f"{name}={value!r} must be an integer", field=name)
         if value <= 0:
             raise SpecError(f"{name}={value} must be a positive integer", field=name)
+
+
+def _positive_or_none(obj: object, name: str) -> None:
+    if (value := getattr(obj, name)) is not None and not value > 0:
+        raise SpecError(f"{name} must be positive or null", field=name)
 
 
 def _divisors(n: int) -> list[int]:
@@ -365,11 +351,6 @@ class ModelSpec:
     def num_dense_layers(self) -> int:
         return self.num_layers - self.num_moe_layers
 
-    def padded_vocab_size(self, tp: int, divisible_by: int = 128) -> int:
-        """Megatron's padded vocabulary: ceil(V / (128 t)) * 128 t (megatron-facts §3.4)."""
-        unit = divisible_by * tp
-        return math.ceil(self.vocab_size / unit) * unit
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -415,12 +396,7 @@ class GPUSpec:
         ):
             if not getattr(self, name) > 0:
                 raise SpecError(f"{name} must be positive", field=name)
-        link = self.host_link_bandwidth_bytes_per_s
-        if link is not None and not link > 0:
-            raise SpecError(
-                "host_link_bandwidth_bytes_per_s must be positive or null",
-                field="host_link_bandwidth_bytes_per_s",
-            )
+        _positive_or_none(self, "host_link_bandwidth_bytes_per_s")
         if self.peak_fp8_flop_per_s is not None and self.peak_fp8_flop_per_s <= 0:
             raise SpecError(
                 "peak_fp8_flop_per_s must be positive or null", field="peak_fp8_flop_per_s"
@@ -465,12 +441,7 @@ class ClusterSpec:
                 f"gpus_per_node={self.gpus_per_node}; use a multiple of {self.gpus_per_node}",
                 field="num_gpus",
             )
-        host = self.host_memory_bytes_per_gpu
-        if host is not None and not host > 0:
-            raise SpecError(
-                "host_memory_bytes_per_gpu must be positive or null",
-                field="host_memory_bytes_per_gpu",
-            )
+        _positive_or_none(self, "host_memory_bytes_per_gpu")
         if not self.inter_node_bandwidth_bytes_per_s > 0:
             raise SpecError(
                 "inter_node_bandwidth_bytes_per_s must be positive",
@@ -505,8 +476,7 @@ class TrainingJob:
         _positive(self, "seq_length", "global_batch_size")
         if self.precision not in PRECISION_CHOICES:
             raise SpecError(
-                f"precision={self.precision!r} is not supported; use bf16, fp8 or fp16 (fp16 with "
-                "loss scaling, for GPUs without bf16 such as V100)",
+                f"precision={self.precision!r} is not supported; use bf16, fp8 or fp16 (V100)",
                 field="precision",
             )
 
@@ -516,8 +486,9 @@ class TrainingJob:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Layout:
-    """One parallel layout. ``dp`` is derived: num_gpus / (tp * pp * cp)."""
+class Layout(MemorySettings):
+    """One parallel layout and its memory settings (fields of the base class,
+    :class:`planner.layout_types.MemorySettings`). ``dp`` is derived: num_gpus / (tp pp cp)."""
 
     tp: int = 1
     pp: int = 1
@@ -542,38 +513,6 @@ class Layout:
     """MoE token dispatcher: 'alltoall' (NCCL) or 'flex' (DeepEP, which sends a token once per
     destination node). None means 'flex where the expert group spans nodes on Hopper or
     Blackwell, else alltoall' (:mod:`planner.space.comm_flags`)."""
-    # --- memory settings (issue 13; mechanisms-facts §6) ------------------------------------
-    grad_reduce_dtype: GradReduceDtype = "fp32"
-    """Gradient buffer and data-parallel reduction dtype: 'fp32' (Megatron's bf16 default,
-    4 bytes per parameter) or 'bf16' (``--grad-reduce-in-bf16``: 2 bytes, half the DP traffic;
-    changes numerics)."""
-    optimizer_state_dtype: OptimizerStateDtype = "fp32"
-    """Adam moments: 'fp32' (12 bytes per parameter with the fp32 master weight) or 'bf16'
-    (``--use-precision-aware-optimizer`` with bf16 moments and the master weight kept as a 16-bit
-    remainder: 6 bytes; mechanisms-facts §6.6; changes numerics)."""
-    fp8_param_gather: bool | None = None
-    """``--fp8-param-gather``: fp8 weights only (no bf16 copy), gathered in fp8. None means on
-    for fp8 jobs with the distributed optimizer or FSDP (NVIDIA's recipes), else off."""
-    recompute_modules: tuple[RecomputeModule, ...] | None = None
-    """``--recompute-modules`` with recompute='selective'; None means Megatron's default
-    ('core_attn',), which is also how that set is stored. Each module frees what
-    mechanisms-facts §6.4 says and replays its forward."""
-    recompute_num_layers: int | None = None
-    """With recompute='full': the first N decoder layers of every model chunk are recomputed
-    (``--recompute-method block``); None recomputes every layer (uniform, 1)."""
-    cuda_graphs: CudaGraphs = "none"
-    """'partial': per-layer TE graphs (attention, and the router/preprocess of MoE layers);
-    'full_iteration': one graph per forward-backward. Priced here by their static buffers."""
-    activation_offload_layers: int = 0
-    """``--cpu-offloading-num-layers N``: the activations of the first N decoder layers go to
-    host memory over the host link (pp=1, no recompute: megatron-facts rule 50)."""
-    optimizer_offload_fraction: float = 0.0
-    """``--optimizer-cpu-offload --optimizer-offload-fraction f``: share of the optimizer state
-    (and its Adam step) held and run on the host (mechanisms-facts §6.6)."""
-    pipeline_layout: str | None = None
-    """``--pipeline-model-parallel-layout``: E embedding, t decoder layer, m MTP layer, L loss,
-    '|' between virtual stages, 't*3' / '(tt|)*30' repetitions (planner.model.pipeline_layout).
-    The number of stages must be pp x vpp."""
 
     def __post_init__(self) -> None:
         _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
@@ -619,36 +558,7 @@ class Layout:
         """The same layout with defaults made explicit (etp, sequence_parallel; the automatic
         moe_a2a_overlap and moe_dispatcher need the model and stay None:
         :func:`planner.space.comm_flags.resolve`)."""
-        return Layout(
-            tp=self.tp,
-            pp=self.pp,
-            vpp=self.vpp,
-            cp=self.cp,
-            ep=self.ep,
-            etp=self.expert_tp,
-            dp=self.dp,
-            micro_batch_size=self.micro_batch_size,
-            recompute=self.recompute,
-            sequence_parallel=self.sp,
-            optimizer_sharding=self.optimizer_sharding,
-            moe_a2a_overlap=self.moe_a2a_overlap,
-            moe_dispatcher=self.moe_dispatcher,
-            **self.memory_settings(),
-        )
-
-    def memory_settings(self) -> dict[str, Any]:
-        """The memory-setting fields (issue 13)."""
-        return {
-            "grad_reduce_dtype": self.grad_reduce_dtype,
-            "optimizer_state_dtype": self.optimizer_state_dtype,
-            "fp8_param_gather": self.fp8_param_gather,
-            "recompute_modules": self.recompute_modules,
-            "recompute_num_layers": self.recompute_num_layers,
-            "cuda_graphs": self.cuda_graphs,
-            "activation_offload_layers": self.activation_offload_layers,
-            "optimizer_offload_fraction": self.optimizer_offload_fraction,
-            "pipeline_layout": self.pipeline_layout,
-        }
+        return replace(self, etp=self.expert_tp, sequence_parallel=self.sp)
 
     def to_dict(self) -> dict[str, Any]:
         n = self.normalized()

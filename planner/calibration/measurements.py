@@ -184,6 +184,38 @@ def _flops_per_token(basis: str, model: ModelSpec, seq: int, recompute: str) -> 
     raise _Skip(f"unrecognised tflops basis {basis!r}")
 
 
+def _tokens_per_s_per_gpu(
+    row: Mapping[str, str],
+    model: ModelSpec,
+    job: TrainingJob,
+    num_gpus: int,
+    gpu: GPUSpec,
+    recompute: str,
+) -> tuple[float, str]:
+    """The row's throughput as tokens/s per GPU, and how it was derived: printed, from the step
+    time, or from TFLOP/s / MFU with the FLOP formula of its basis."""
+    seq, gbs = job.seq_length, job.global_batch_size
+    tokens = _float(row, "tokens_per_sec_per_gpu")
+    step = _float(row, "step_time_s")
+    if tokens is not None:
+        return tokens, "printed"
+    if step is not None:
+        return gbs * seq / (step * num_gpus), "step_time"
+    basis = row.get("tflops_basis") or ""
+    tflops = _float(row, "tflops_per_gpu")
+    mfu_pct = _float(row, "mfu_pct")
+    hfu_pct = _float(row, "hfu_pct")
+    if tflops is None and mfu_pct is not None:
+        tflops, basis = mfu_pct / 100 * gpu.peak_bf16_flop_per_s / 1e12, "model flops"
+    elif tflops is None and hfu_pct is not None:
+        tflops = hfu_pct / 100 * gpu.peak_bf16_flop_per_s / 1e12
+        basis = basis or "hardware"
+    if tflops is None:
+        raise _Skip("no throughput (tokens/s, step time, TFLOP/s or MFU)")
+    tokens = tflops * 1e12 / _flops_per_token(basis, model, seq, recompute)
+    return tokens, f"tflops ({basis.strip()[:40]})"
+
+
 def _parse_row(
     row: Mapping[str, str],
     gpu_lookup: Callable[[str], GPUSpec],
@@ -254,26 +286,8 @@ def _parse_row(
         inter_node_bandwidth_bytes_per_s=network(gpu),
     )
     job = TrainingJob(seq_length=seq, global_batch_size=gbs, precision=prec)  # type: ignore[arg-type]
-    tokens = _float(row, "tokens_per_sec_per_gpu")
     step = _float(row, "step_time_s")
-    derivation = "printed"
-    if tokens is None and step is not None:
-        tokens = gbs * seq / (step * num_gpus)
-        derivation = "step_time"
-    if tokens is None:
-        basis = row.get("tflops_basis") or ""
-        tflops = _float(row, "tflops_per_gpu")
-        mfu_pct = _float(row, "mfu_pct")
-        hfu_pct = _float(row, "hfu_pct")
-        if tflops is None and mfu_pct is not None:
-            tflops, basis = mfu_pct / 100 * gpu.peak_bf16_flop_per_s / 1e12, "model flops"
-        elif tflops is None and hfu_pct is not None:
-            tflops = hfu_pct / 100 * gpu.peak_bf16_flop_per_s / 1e12
-            basis = basis or "hardware"
-        if tflops is None:
-            raise _Skip("no throughput (tokens/s, step time, TFLOP/s or MFU)")
-        tokens = tflops * 1e12 / _flops_per_token(basis, model, seq, recompute)
-        derivation = f"tflops ({basis.strip()[:40]})"
+    tokens, derivation = _tokens_per_s_per_gpu(row, model, job, num_gpus, gpu, recompute)
     mfu = _float(row, "mfu_pct")
     return Measurement(
         row_id=row_id,
@@ -326,19 +340,3 @@ def measurements_from_rows(
 def read_rows(path: str | Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
-
-
-def load_measurements_csv(
-    path: str | Path,
-    gpu_lookup: Callable[[str], GPUSpec],
-    *,
-    network_bytes_per_s: Callable[[GPUSpec], float] = default_network_bytes_per_s,
-    model_lookup: ModelLookup | None = None,
-) -> list[Measurement]:
-    """Load ``measured-throughput.csv`` (or a file with its columns)."""
-    return measurements_from_rows(
-        read_rows(path),
-        gpu_lookup,
-        network_bytes_per_s=network_bytes_per_s,
-        model_lookup=model_lookup,
-    )

@@ -9,21 +9,14 @@ is optional. The library never guesses a value: what the log does not say stays 
 
 from __future__ import annotations
 
-import itertools
 import re
-import statistics
-from dataclasses import dataclass, field
 
-MEASUREMENT_COLUMNS: tuple[str, ...] = (
-    "row_id", "source_id", "source_ref", "sweep_id", "model_name", "num_layers", "hidden_size",
-    "ffn_hidden_size", "num_attention_heads", "num_query_groups", "vocab_size", "seq_length",
-    "num_experts", "moe_top_k", "moe_ffn_hidden_size", "moe_shared_experts", "gpu_type",
-    "num_gpus", "gpus_per_node", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch_size",
-    "global_batch_size", "precision", "recompute", "sequence_parallel", "distributed_optimizer",
-    "tflops_per_gpu", "tflops_basis", "mfu_pct", "hfu_pct", "tokens_per_sec_per_gpu",
-    "step_time_s", "other_metrics", "derived_fields", "arch_source", "reliability", "notes",
-)  # fmt: skip
-"""Header of /work/shared/data/measured-throughput.csv, in order."""
+from planner.megatron.log_records import MEASUREMENT_COLUMNS as MEASUREMENT_COLUMNS  # re-exported
+from planner.megatron.log_records import IterationRecord, LogParseError, MemoryRecord, RankMemory
+from planner.megatron.log_rows import LogParseResult
+from planner.megatron.parsing import parse_float, parse_int, split_pieces
+
+__all__ = ["MEASUREMENT_COLUMNS", "LogParseError", "LogParseResult", "parse_megatron_log"]
 
 _MIB = 1024**2  # Megatron's "MB" is MiB (log sheet §5.1)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -40,7 +33,6 @@ _ARG_LINE = re.compile(r"^ {2}(\w+) \.* ?(.*?)\s*$")  # log sheet §2.1
 _ITER = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")  # log sheet §4.2
 _STAMP = re.compile(r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?)\]\s*$")
 _MEM = re.compile(r"\[Rank (\d+)\] \((.*?)\) memory \((MB|GB)\) \|(.*)$")
-_AFTER = re.compile(r"after (\d+) iterations")
 _THEORY = re.compile(
     r"Theoretical memory footprints: weight and optimizer=([0-9.]+) MB"
     r"(?:, activation=([0-9.]+) MB, total=([0-9.]+) MB)?"
@@ -56,194 +48,6 @@ _EVAL_OR_SAVE = re.compile(r"validation(?:-\S+)? loss at|saving checkpoint at it
 _OLD_TIMERS = re.compile(r"^time \(ms\) \|(.*)$")
 _TIMER_HEAD = re.compile(r"(?:\(min, max\) time|max time|times) across ranks \(ms\):\s*$")
 _TIMER_LINE = re.compile(r"^\s+(\S.*?) \.*: \(?([0-9.]+)(?:, ([0-9.]+)\))?\s*$")
-
-
-class LogParseError(ValueError):
-    """The text is not a Megatron-LM log, or lacks what a measurement row needs."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IterationRecord:
-    """One per-iteration line (log sheet §4): averages over the preceding log interval."""
-
-    iteration: int
-    """Iteration number at the end of the interval."""
-    train_iters: int
-    """``train_iters`` printed after the slash."""
-    elapsed_ms: float
-    """Mean wall time per iteration over the interval, in milliseconds."""
-    run: int = 0
-    """Start-up index in the file (0, then 1 after the first restart)."""
-    timestamp: str | None = None
-    """The last rank's local time, when printed (core 0.6 and later)."""
-    consumed_samples: int | None = None
-    skipped_samples: int | None = None
-    throughput_tflops_per_gpu: float | None = None
-    """Megatron's own model-FLOPs rate; its formula depends on the version (log sheet §7.3)."""
-    learning_rate: float | None = None
-    global_batch_size: int | None = None
-    losses: dict[str, float] = field(default_factory=dict)
-    """Every ``... loss`` key of the line (``lm loss``, ``z_loss``, ``mtp_1 loss`` ...)."""
-    loss_scale: float | None = None
-    grad_norm: float | None = None
-    skipped_iterations: int | None = None
-    nan_iterations: int | None = None
-    after_eval_or_save: bool = False
-    """An evaluation or checkpoint save happened inside the interval (log sheet §7.2)."""
-    fields: dict[str, str] = field(default_factory=dict)
-    """Every ``name: value`` piece of the line, raw, including fork-specific ones."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RankMemory:
-    """The last ``[Rank N] (...) memory`` report of one rank, in MiB (log sheet §5.1)."""
-
-    rank: int
-    label: str
-    allocated_mib: float | None
-    max_allocated_mib: float | None
-    reserved_mib: float | None
-    max_reserved_mib: float | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryRecord:
-    """Measured peaks (max over ranks) and Megatron's theoretical estimate, in MiB."""
-
-    ranks: tuple[RankMemory, ...] = ()
-    max_allocated_mib: float | None = None
-    max_allocated_rank: int | None = None
-    max_reserved_mib: float | None = None
-    max_reserved_rank: int | None = None
-    theoretical_weight_and_optimizer_mib: float | None = None
-    theoretical_activation_mib: float | None = None
-    theoretical_total_mib: float | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SteadyState:
-    """The iteration lines kept after warm-up and contamination filtering (log sheet §7)."""
-
-    kept: tuple[IterationRecord, ...]
-    dropped: dict[str, int]
-    """Reason -> number of lines dropped for it."""
-
-    @property
-    def step_time_ms(self) -> float:
-        """Median elapsed time per iteration of the kept lines (log sheet §7.1)."""
-        return float(statistics.median(r.elapsed_ms for r in self.kept))
-
-    @property
-    def throughput_tflops_per_gpu(self) -> float | None:
-        """Median of the logged throughput of the kept lines, when every kept line has one."""
-        values = [r.throughput_tflops_per_gpu for r in self.kept]
-        clean = [v for v in values if v is not None]
-        return float(statistics.median(clean)) if clean and len(clean) == len(values) else None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogParseResult:
-    """Everything read from one log; :meth:`to_measurement_rows` makes the CSV row."""
-
-    source_id: str
-    gpu_type: str | None
-    gpus_per_node: int | None
-    arguments: dict[str, str]
-    """The (last) arguments block, name -> printed value (log sheet §2)."""
-    iterations: list[IterationRecord]
-    memory: MemoryRecord | None
-    warnings: list[str]
-    world_line: dict[str, int] = field(default_factory=dict)
-    """Sizes from the ``using world size: ...`` line (world, dp, cp, tp, pp)."""
-    tokenizer_vocab_size: int | None = None
-    padded_vocab_size: int | None = None
-    num_microbatches: int | None = None
-    timers_ms: dict[int, dict[str, float]] = field(default_factory=dict)
-    """Iteration -> timer name -> ms (the max across ranks); 0 holds the setup timers."""
-
-    @property
-    def megatron_format(self) -> str:
-        """Version family inferred from the iteration-line style (log sheet §4.2)."""
-        stamps = [r.timestamp for r in self.iterations if r.timestamp]
-        if not self.iterations:
-            return "unknown"
-        if not stamps:
-            return "v2.x-core0.5 (no timestamp)"
-        return "core>=0.16" if any("." in s for s in stamps) else "core0.6-0.15"
-
-    def steady_state(self) -> SteadyState:
-        """Drop warm-up and contaminated lines, per run (log sheet §7.1, §7.2)."""
-        dropped: dict[str, int] = {}
-        kept: list[IterationRecord] = []
-        gbs = _int(self.arguments.get("global_batch_size"))
-        interval = _int(self.arguments.get("log_interval"))
-        prof = (
-            _int(self.arguments.get("profile_step_start")),
-            _int(self.arguments.get("profile_step_end")),
-        )
-        profiling = _bool(self.arguments.get("profile")) is True and None not in prof
-        for run in sorted({r.run for r in self.iterations}):
-            recs = [r for r in self.iterations if r.run == run]
-            step = interval or _median_step(recs)
-            for i, rec in enumerate(recs):
-                start = rec.iteration - step + 1
-                reason = None
-                if i < 2 or rec.iteration <= recs[0].iteration + step:
-                    reason = "warm-up"
-                elif rec.skipped_iterations or rec.nan_iterations:
-                    reason = "skipped or nan iterations"
-                elif gbs is not None and rec.global_batch_size not in (None, gbs):
-                    reason = "batch-size ramp-up"
-                elif rec.after_eval_or_save and rec.timestamp is None:
-                    reason = "evaluation or checkpoint inside the interval"
-                elif profiling and start <= (prof[1] or 0) and rec.iteration >= (prof[0] or 0):
-                    reason = "profiling"
-                elif rec.elapsed_ms != rec.elapsed_ms:
-                    reason = "nan elapsed time"
-                if reason is None:
-                    kept.append(rec)
-                else:
-                    dropped[reason] = dropped.get(reason, 0) + 1
-        return SteadyState(kept=tuple(kept), dropped=dropped)
-
-    def to_measurement_rows(self) -> list[dict[str, str]]:
-        """One row with the columns of measured-throughput.csv; raises when the log lacks data."""
-        from planner.megatron.log_rows import build_row  # the row builder needs this class
-
-        return [build_row(self)]
-
-
-def _int(value: str | None) -> int | None:
-    if value is None or not re.fullmatch(r"-?\d+", value.strip()):
-        return None
-    return int(value)
-
-
-def _bool(value: str | None) -> bool | None:
-    return {"True": True, "False": False}.get((value or "").strip())
-
-
-def _float(value: str) -> float | None:
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
-def _pieces(text: str, sep: str) -> dict[str, str]:
-    """``a: 1 | b c: 2`` -> {"a": "1", "b c": "2"}, splitting each piece at its last ``sep``."""
-    out: dict[str, str] = {}
-    for piece in text.split("|"):
-        name, found, value = piece.strip().rpartition(sep)
-        if found:
-            out[name.strip()] = value.strip()
-    return out
-
-
-def _median_step(recs: list[IterationRecord]) -> int:
-    diffs = [b.iteration - a.iteration for a, b in itertools.pairwise(recs)]
-    positive = [d for d in diffs if d > 0]
-    return int(statistics.median(positive)) if positive else 1
 
 
 def _clean(line: str) -> str:
@@ -262,11 +66,11 @@ def _clean(line: str) -> str:
 def _iteration(line: str, match: re.Match[str], run: int, flagged: bool) -> IterationRecord | None:
     body = line[match.end() :]
     cut = body.rfind("|")
-    fields = _pieces(body[:cut] if cut >= 0 else body, ": ")
-    elapsed = _float(fields.get("elapsed time per iteration (ms)", ""))
+    fields = split_pieces(body[:cut] if cut >= 0 else body, ": ")
+    elapsed = parse_float(fields.get("elapsed time per iteration (ms)", ""))
     if elapsed is None:
         return None
-    num = {k: _float(v) for k, v in fields.items()}
+    num = {k: parse_float(v) for k, v in fields.items()}
     stamp = _STAMP.search(line[: match.start()])
     losses = {k: v for k, v in num.items() if "loss" in k and k != "loss scale" and v is not None}
     return IterationRecord(
@@ -275,16 +79,16 @@ def _iteration(line: str, match: re.Match[str], run: int, flagged: bool) -> Iter
         elapsed_ms=elapsed,
         run=run,
         timestamp=stamp.group(1) if stamp else None,
-        consumed_samples=_int(fields.get("consumed samples")),
-        skipped_samples=_int(fields.get("skipped samples")),
+        consumed_samples=parse_int(fields.get("consumed samples")),
+        skipped_samples=parse_int(fields.get("skipped samples")),
         throughput_tflops_per_gpu=num.get("throughput per GPU (TFLOP/s/GPU)"),
         learning_rate=num.get("learning rate"),
-        global_batch_size=_int(fields.get("global batch size")),
+        global_batch_size=parse_int(fields.get("global batch size")),
         losses=losses,
         loss_scale=num.get("loss scale"),
         grad_norm=num.get("grad norm"),
-        skipped_iterations=_int(fields.get("number of skipped iterations")),
-        nan_iterations=_int(fields.get("number of nan iterations")),
+        skipped_iterations=parse_int(fields.get("number of skipped iterations")),
+        nan_iterations=parse_int(fields.get("number of nan iterations")),
         after_eval_or_save=flagged,
         fields=fields,
     )
@@ -294,8 +98,8 @@ def _memory(match: re.Match[str]) -> RankMemory:
     scale = 1e9 / _MIB if match.group(3) == "GB" else 1.0  # Megatron-Bridge GB = 1e9 B (§10)
     values = {
         k.removeprefix("mem-").removesuffix("-gigabytes").replace("-", " "): number * scale
-        for k, v in _pieces(match.group(4), ":").items()
-        if (number := _float(v)) is not None
+        for k, v in split_pieces(match.group(4), ":").items()
+        if (number := parse_float(v)) is not None
     }
     return RankMemory(
         rank=int(match.group(1)),
@@ -305,6 +109,61 @@ def _memory(match: re.Match[str]) -> RankMemory:
         reserved_mib=values.get("reserved"),
         max_reserved_mib=values.get("max reserved"),
     )
+
+
+def _glued_lines(line: str, match: re.Match[str]) -> list[str]:
+    """Text glued before and after an iteration line, to be read as lines of their own (§10)."""
+    head = _STAMP.sub("", line[: match.start()]).strip()
+    tail = line[match.end() :][line[match.end() :].rfind("|") + 1 :]
+    return [s for s in (tail, head) if s.strip()]
+
+
+def _old_timers(match: re.Match[str]) -> dict[str, float]:
+    """``time (ms) | name: value | ...`` of old Megatron versions (log sheet §6)."""
+    return {
+        name: number
+        for name, text_value in split_pieces(match.group(1), ": ").items()
+        if (number := parse_float(text_value)) is not None
+    }
+
+
+def _memory_record(
+    ranks: dict[int, RankMemory], theory: tuple[float | None, float | None, float | None]
+) -> MemoryRecord | None:
+    """Peaks over ranks (the last report of each) and Megatron's theoretical estimate."""
+    if not ranks and theory[0] is None:
+        return None
+    rank_list = sorted(ranks.values(), key=lambda r: r.rank)
+    alloc = [r for r in rank_list if r.max_allocated_mib is not None]
+    resv = [r for r in rank_list if r.max_reserved_mib is not None]
+    top_a = max(alloc, key=lambda r: r.max_allocated_mib or 0.0) if alloc else None
+    top_r = max(resv, key=lambda r: r.max_reserved_mib or 0.0) if resv else None
+    return MemoryRecord(
+        ranks=tuple(rank_list),
+        max_allocated_mib=top_a.max_allocated_mib if top_a else None,
+        max_allocated_rank=top_a.rank if top_a else None,
+        max_reserved_mib=top_r.max_reserved_mib if top_r else None,
+        max_reserved_rank=top_r.rank if top_r else None,
+        theoretical_weight_and_optimizer_mib=theory[0],
+        theoretical_activation_mib=theory[1],
+        theoretical_total_mib=theory[2],
+    )
+
+
+def _closing_warnings(
+    *, truncated_args: bool, unparsed: int, blocks: int, iterations: int
+) -> list[str]:
+    """What the whole log says about its own completeness (log sheet §10)."""
+    warnings = []
+    if truncated_args:
+        warnings.append("the arguments block has no 'end of arguments' line (truncated log?)")
+    if unparsed:
+        warnings.append(f"{unparsed} unreadable line(s) inside the arguments block were skipped")
+    if blocks > 1:
+        warnings.append(f"{blocks} start-up blocks (restarts); the last arguments block is used")
+    if not iterations:
+        warnings.append("no iteration line with an elapsed time: the log has no throughput data")
+    return warnings
 
 
 def parse_megatron_log(
@@ -348,9 +207,7 @@ def parse_megatron_log(
             continue
         in_timers = False
         if m := _ITER.search(line):
-            head = _STAMP.sub("", line[: m.start()]).strip()
-            tail = line[m.end() :][line[m.end() :].rfind("|") + 1 :]
-            pending.extend(s for s in (tail, head) if s.strip())  # glued lines (§10)
+            pending.extend(_glued_lines(line, m))
             rec = _iteration(line, m, run, flagged)
             if rec is None:
                 warnings.append(f"iteration {m.group(1)}: no elapsed time, line ignored")
@@ -383,46 +240,22 @@ def parse_megatron_log(
         elif _TIMER_HEAD.search(line):
             in_timers = True
         elif m := _OLD_TIMERS.match(line.strip()):
-            for name, text_value in _pieces(m.group(1), ": ").items():
-                if (number := _float(text_value)) is not None:
-                    timers.setdefault(last_iter, {})[name] = number
+            timers.setdefault(last_iter, {}).update(_old_timers(m))
     if not args and not iterations:
         raise LogParseError(
             "not a Megatron-LM log: found neither an arguments block "
             "('---- arguments ----') nor any 'iteration N/ M |' line"
         )
-    if in_args:
-        warnings.append("the arguments block has no 'end of arguments' line (truncated log?)")
-    if unparsed:
-        warnings.append(f"{unparsed} unreadable line(s) inside the arguments block were skipped")
-    if blocks > 1:
-        warnings.append(f"{blocks} start-up blocks (restarts); the last arguments block is used")
-    if not iterations:
-        warnings.append("no iteration line with an elapsed time: the log has no throughput data")
-    memory = None
-    if ranks or theory[0] is not None:
-        rank_list = sorted(ranks.values(), key=lambda r: r.rank)
-        alloc = [r for r in rank_list if r.max_allocated_mib is not None]
-        resv = [r for r in rank_list if r.max_reserved_mib is not None]
-        top_a = max(alloc, key=lambda r: r.max_allocated_mib or 0.0) if alloc else None
-        top_r = max(resv, key=lambda r: r.max_reserved_mib or 0.0) if resv else None
-        memory = MemoryRecord(
-            ranks=tuple(rank_list),
-            max_allocated_mib=top_a.max_allocated_mib if top_a else None,
-            max_allocated_rank=top_a.rank if top_a else None,
-            max_reserved_mib=top_r.max_reserved_mib if top_r else None,
-            max_reserved_rank=top_r.rank if top_r else None,
-            theoretical_weight_and_optimizer_mib=theory[0],
-            theoretical_activation_mib=theory[1],
-            theoretical_total_mib=theory[2],
-        )
+    warnings += _closing_warnings(
+        truncated_args=in_args, unparsed=unparsed, blocks=blocks, iterations=len(iterations)
+    )
     return LogParseResult(
         source_id=source_id,
         gpu_type=gpu_type,
         gpus_per_node=gpus_per_node,
         arguments=args,
         iterations=iterations,
-        memory=memory,
+        memory=_memory_record(ranks, theory),
         warnings=warnings,
         world_line=world,
         tokenizer_vocab_size=vocab[0],

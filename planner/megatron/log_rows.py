@@ -1,19 +1,101 @@
-"""Turn a parsed Megatron-LM log into one row of the shared measurement CSV (log sheet §8).
+"""One parsed Megatron-LM log (:class:`LogParseResult`) and its row of the shared measurement CSV.
 
-A value the log does not give stays empty; derived values are named in ``derived_fields``.
+The row follows log sheet §8. A value the log does not give stays empty; derived values are
+named in ``derived_fields``.
 """
 
 from __future__ import annotations
 
-from planner.megatron.log import (
+import itertools
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from planner.megatron.log_records import (
     MEASUREMENT_COLUMNS,
+    IterationRecord,
     LogParseError,
-    LogParseResult,
     MemoryRecord,
     SteadyState,
-    _bool,
-    _int,
 )
+from planner.megatron.parsing import parse_bool, parse_int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogParseResult:
+    """Everything read from one log; :meth:`to_measurement_rows` makes the CSV row."""
+
+    source_id: str
+    gpu_type: str | None
+    gpus_per_node: int | None
+    arguments: dict[str, str]
+    """The (last) arguments block, name -> printed value (log sheet §2)."""
+    iterations: list[IterationRecord]
+    memory: MemoryRecord | None
+    warnings: list[str]
+    world_line: dict[str, int] = field(default_factory=dict)
+    """Sizes from the ``using world size: ...`` line (world, dp, cp, tp, pp)."""
+    tokenizer_vocab_size: int | None = None
+    padded_vocab_size: int | None = None
+    num_microbatches: int | None = None
+    timers_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Iteration -> timer name -> ms (the max across ranks); 0 holds the setup timers."""
+
+    @property
+    def megatron_format(self) -> str:
+        """Version family inferred from the iteration-line style (log sheet §4.2)."""
+        stamps = [r.timestamp for r in self.iterations if r.timestamp]
+        if not self.iterations:
+            return "unknown"
+        if not stamps:
+            return "v2.x-core0.5 (no timestamp)"
+        return "core>=0.16" if any("." in s for s in stamps) else "core0.6-0.15"
+
+    def steady_state(self) -> SteadyState:
+        """Drop warm-up and contaminated lines, per run (log sheet §7.1, §7.2)."""
+        dropped: dict[str, int] = {}
+        kept: list[IterationRecord] = []
+        gbs = parse_int(self.arguments.get("global_batch_size"))
+        interval = parse_int(self.arguments.get("log_interval"))
+        prof = (
+            parse_int(self.arguments.get("profile_step_start")),
+            parse_int(self.arguments.get("profile_step_end")),
+        )
+        profiling = parse_bool(self.arguments.get("profile")) is True and None not in prof
+        for run in sorted({r.run for r in self.iterations}):
+            recs = [r for r in self.iterations if r.run == run]
+            step = interval or _median_step(recs)
+            for i, rec in enumerate(recs):
+                start = rec.iteration - step + 1
+                reason = None
+                if i < 2 or rec.iteration <= recs[0].iteration + step:
+                    reason = "warm-up"
+                elif rec.skipped_iterations or rec.nan_iterations:
+                    reason = "skipped or nan iterations"
+                elif gbs is not None and rec.global_batch_size not in (None, gbs):
+                    reason = "batch-size ramp-up"
+                elif rec.after_eval_or_save and rec.timestamp is None:
+                    reason = "evaluation or checkpoint inside the interval"
+                elif profiling and start <= (prof[1] or 0) and rec.iteration >= (prof[0] or 0):
+                    reason = "profiling"
+                elif rec.elapsed_ms != rec.elapsed_ms:
+                    reason = "nan elapsed time"
+                if reason is None:
+                    kept.append(rec)
+                else:
+                    dropped[reason] = dropped.get(reason, 0) + 1
+        return SteadyState(kept=tuple(kept), dropped=dropped)
+
+    def to_measurement_rows(self) -> list[dict[str, str]]:
+        """One row with the columns of measured-throughput.csv; raises when the log lacks data."""
+        return [build_row(self)]
+
+
+def _median_step(recs: list[IterationRecord]) -> int:
+    diffs = [b.iteration - a.iteration for a, b in itertools.pairwise(recs)]
+    positive = [d for d in diffs if d > 0]
+    return int(statistics.median(positive)) if positive else 1
+
 
 _COPIED_ARGS = ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
                 "seq_length", "micro_batch_size", "global_batch_size")  # fmt: skip
@@ -37,16 +119,7 @@ def build_row(res: LogParseResult) -> dict[str, str]:
     """The measurement row (log sheet §8); a value the log does not give stays empty."""
     a, wl = res.arguments, res.world_line
     steady = res.steady_state()
-    missing = []
-    if not res.iterations:
-        missing.append("iteration lines with 'elapsed time per iteration (ms)'")
-    elif not steady.kept:
-        why = ", ".join(f"{k}: {v}" for k, v in steady.dropped.items())
-        missing.append(f"a usable iteration line after warm-up ({why})")
-    if not a and not wl:
-        missing.append("the arguments block (parallel layout and model shape)")
-    if missing:
-        raise LogParseError("cannot make a measurement row, the log lacks " + "; ".join(missing))
+    _check_usable(res, steady)
 
     def arg(name: str) -> str:
         value = a.get(name, "").strip()
@@ -63,7 +136,7 @@ def build_row(res: LogParseResult) -> dict[str, str]:
         if not row[col] and col in ("cp", "ep") and a and name not in a:
             row[col] = "1"  # the argument predates CP/EP, so the run had none (log sheet §2.3)
             derived.append(f"{col}=1 (no {name} argument: Megatron predates it)")
-    n = {c: _int(row[c]) for c in ("num_gpus", "tp", "pp", "cp", "dp")}
+    n = {c: parse_int(row[c]) for c in ("num_gpus", "tp", "pp", "cp", "dp")}
     if None not in (n["num_gpus"], n["tp"], n["pp"], n["cp"]):
         expect = n["num_gpus"] // (n["tp"] * n["pp"] * n["cp"])  # type: ignore[operator]
         if not row["dp"]:
@@ -72,9 +145,9 @@ def build_row(res: LogParseResult) -> dict[str, str]:
         elif n["dp"] != expect:
             notes.append(f"printed dp={row['dp']} differs from world/(tp*pp*cp)={expect}")
     row["vpp"] = _vpp(a, derived, notes)
-    if _bool(a.get("group_query_attention")):
+    if parse_bool(a.get("group_query_attention")):
         row["num_query_groups"] = arg("num_query_groups")  # prints 1 without GQA (§2.3)
-    if _bool(a.get("multi_latent_attention")):
+    if parse_bool(a.get("multi_latent_attention")):
         notes.append("multi-latent attention (q/kv LoRA ranks in the arguments block)")
     if res.padded_vocab_size is not None:
         row["vocab_size"] = str(res.padded_vocab_size)
@@ -86,33 +159,17 @@ def build_row(res: LogParseResult) -> dict[str, str]:
         row["vocab_size"] = arg("padded_vocab_size")
         notes.append("vocab_size is the padded_vocab_size argument")
     if arg("num_experts"):
-        row["num_experts"], row["moe_top_k"] = arg("num_experts"), arg("moe_router_topk")
-        row["moe_ffn_hidden_size"] = arg("moe_ffn_hidden_size")
-        other.append(f"moe_layer_freq={arg('moe_layer_freq')}" if arg("moe_layer_freq") else "")
-        shared = _int(arg("moe_shared_expert_intermediate_size"))
-        expert = _int(row["moe_ffn_hidden_size"])
-        if shared and expert and shared % expert == 0:  # the column counts moe_ffn-sized experts
-            row["moe_shared_experts"] = str(shared // expert)
-            derived.append("moe_shared_experts=moe_shared_expert_intermediate_size/moe_ffn")
-        elif shared:
-            notes.append(f"shared-expert size {shared} is not a multiple of moe_ffn_hidden_size")
-        # the optional columns the loader reads (planner.calibration.measurements); absent ->
-        # Megatron default
-        overlap_flag = _bool(a.get("overlap_moe_expert_parallel_comm"))
-        if overlap_flag is not None:
-            row["moe_a2a_overlap"] = "yes" if overlap_flag else "no"
-        if arg("moe_token_dispatcher_type"):
-            row["moe_dispatcher"] = arg("moe_token_dispatcher_type")
+        _add_moe(arg, row, other, derived, notes)
     row["precision"] = _precision(a)
     if "recompute_granularity" in a:
         row["recompute"] = arg("recompute_granularity") or "none"
     elif "checkpoint_activations" in a:  # 2021 name (log sheet §2.3)
-        row["recompute"] = "full" if _bool(a["checkpoint_activations"]) else "none"
+        row["recompute"] = "full" if parse_bool(a["checkpoint_activations"]) else "none"
     for col, name in (
         ("sequence_parallel", "sequence_parallel"),
         ("distributed_optimizer", "use_distributed_optimizer"),
     ):
-        flag = _bool(a.get(name))
+        flag = parse_bool(a.get(name))
         row[col] = "" if flag is None else ("yes" if flag else "no")
         if a and name not in a:  # v2.6 predates both (log sheet §2.3)
             row[col] = "no"
@@ -144,13 +201,54 @@ def build_row(res: LogParseResult) -> dict[str, str]:
     return row
 
 
+def _check_usable(res: LogParseResult, steady: SteadyState) -> None:
+    """Raise :class:`LogParseError` naming what the row needs and the log lacks."""
+    missing = []
+    if not res.iterations:
+        missing.append("iteration lines with 'elapsed time per iteration (ms)'")
+    elif not steady.kept:
+        why = ", ".join(f"{k}: {v}" for k, v in steady.dropped.items())
+        missing.append(f"a usable iteration line after warm-up ({why})")
+    if not res.arguments and not res.world_line:
+        missing.append("the arguments block (parallel layout and model shape)")
+    if missing:
+        raise LogParseError("cannot make a measurement row, the log lacks " + "; ".join(missing))
+
+
+def _add_moe(
+    arg: Callable[[str], str],
+    row: dict[str, str],
+    other: list[str],
+    derived: list[str],
+    notes: list[str],
+) -> None:
+    """The MoE columns: experts, top-k, expert FFN, shared experts, A2A overlap, dispatcher."""
+    row["num_experts"], row["moe_top_k"] = arg("num_experts"), arg("moe_router_topk")
+    row["moe_ffn_hidden_size"] = arg("moe_ffn_hidden_size")
+    other.append(f"moe_layer_freq={arg('moe_layer_freq')}" if arg("moe_layer_freq") else "")
+    shared = parse_int(arg("moe_shared_expert_intermediate_size"))
+    expert = parse_int(row["moe_ffn_hidden_size"])
+    if shared and expert and shared % expert == 0:  # the column counts moe_ffn-sized experts
+        row["moe_shared_experts"] = str(shared // expert)
+        derived.append("moe_shared_experts=moe_shared_expert_intermediate_size/moe_ffn")
+    elif shared:
+        notes.append(f"shared-expert size {shared} is not a multiple of moe_ffn_hidden_size")
+    # the optional columns the loader reads (planner.calibration.measurements); absent ->
+    # Megatron's default
+    overlap_flag = parse_bool(arg("overlap_moe_expert_parallel_comm") or None)
+    if overlap_flag is not None:
+        row["moe_a2a_overlap"] = "yes" if overlap_flag else "no"
+    if arg("moe_token_dispatcher_type"):
+        row["moe_dispatcher"] = arg("moe_token_dispatcher_type")
+
+
 def _vpp(a: dict[str, str], derived: list[str], notes: list[str]) -> str:
     """Virtual stages per pipeline rank; None means not interleaved (log sheet §2.3, §8)."""
     for name in ("virtual_pipeline_model_parallel_size", "num_virtual_stages_per_pipeline_rank"):
-        if (v := _int(a.get(name))) is not None:
+        if (v := parse_int(a.get(name))) is not None:
             return str(v)
-    per_stage = _int(a.get("num_layers_per_virtual_pipeline_stage"))
-    layers, pp = _int(a.get("num_layers")), _int(a.get("pipeline_model_parallel_size"))
+    per_stage = parse_int(a.get("num_layers_per_virtual_pipeline_stage"))
+    layers, pp = parse_int(a.get("num_layers")), parse_int(a.get("pipeline_model_parallel_size"))
     if per_stage and layers and pp:
         derived.append(
             f"vpp=num_layers/(pp*num_layers_per_virtual_pipeline_stage)"
@@ -170,9 +268,9 @@ def _precision(a: dict[str, str]) -> str:
         return "fp8"
     if a.get("fp4", "None") not in ("None", "False"):
         return "fp4"
-    if _bool(a.get("bf16")):
+    if parse_bool(a.get("bf16")):
         return "bf16"
-    if _bool(a.get("fp16")):
+    if parse_bool(a.get("fp16")):
         return "fp16"
     return "fp32" if "bf16" in a and "fp16" in a else ""
 
@@ -193,8 +291,8 @@ def _add_timing(
             "Megatron-LM logged 'throughput per GPU' (model FLOPs; the formula "
             "depends on the Megatron version, log sheet 7.3)"
         )
-    gbs = _int(row["global_batch_size"]) or steady.kept[-1].global_batch_size
-    seq, world = _int(row["seq_length"]), _int(row["num_gpus"])
+    gbs = parse_int(row["global_batch_size"]) or steady.kept[-1].global_batch_size
+    seq, world = parse_int(row["seq_length"]), parse_int(row["num_gpus"])
     if gbs and seq and world:
         row["tokens_per_sec_per_gpu"] = _fmt(gbs * seq / step_s / world)  # log sheet §7.3
         derived.append("tokens_per_sec_per_gpu=global_batch_size*seq_length/step_time_s/num_gpus")

@@ -21,9 +21,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from planner.layout_types import RECOMPUTE_MODULE_CHOICES
 from planner.model.pipeline_layout import parse_pipeline_layout
-from planner.space import comm_flags as overlap
-from planner.specs import RECOMPUTE_MODULE_CHOICES, Layout, ModelSpec
+from planner.space import comm_flags
+from planner.specs import Layout, ModelSpec
 
 __all__ = [
     "add_memory_arguments",
@@ -44,7 +45,7 @@ def fp8_param_gather_on(precision: str, lay: Layout) -> bool:
         return False
     if lay.fp8_param_gather is not None:
         return lay.fp8_param_gather
-    return bool(overlap.fp8_param_gather(precision, lay.optimizer_sharding))
+    return bool(comm_flags.fp8_param_gather(precision, lay.optimizer_sharding))
 
 
 def recompute_args(lay: Layout) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layouts import FloatArray, LayoutBatch
+from planner.memory.options import MemoryOptions
 from planner.specs import ModelSpec
 
 BF16 = 2.0
@@ -212,3 +213,34 @@ def backward_workspace(
     gathered = np.where(shape.sp_shard > 1, 2 * BF16 * tok * model.hidden_size, 0.0)
     result: FloatArray = dense + gathered
     return result
+
+
+def embedding_input_bytes(
+    model: ModelSpec,
+    shape: ActivationShape,
+    batch: LayoutBatch,
+    inflight: FloatArray,
+    opts: MemoryOptions,
+) -> FloatArray:
+    """The embedding's saved input on its rank (token ids of ``inflight`` micro-batches, or
+    Fujii's conservative form)."""
+    h = model.hidden_size
+    tokens = shape.tokens
+    if opts.embedding_input == "fujii":
+        # 8 s b h p / (t c) (memory-estimator-fujii §5.3)
+        return np.asarray(8.0 * tokens * h * batch.pp / shape.t, np.float64)
+    # int64 token and position ids, plus the embedding dropout mask when dropout is on
+    per_mb = 16.0 * tokens + (tokens * h / shape.sp_shard if model.hidden_dropout > 0 else 0)
+    return np.asarray(inflight * per_mb, np.float64)
+
+
+def logits_bytes(model: ModelSpec, shape: ActivationShape, vocab: FloatArray) -> FloatArray:
+    """Logits on the last rank: fp32 per output head (main + D MTP heads), the transient bf16
+    logits, and the fp32 output-layer input: 4sbh + 4sbV (Fujii §5.3)."""
+    tokens, h = shape.tokens, model.hidden_size
+    return np.asarray(
+        FP32 * tokens * vocab / shape.t * (1 + model.mtp_num_layers)
+        + BF16 * tokens * vocab / shape.t
+        + FP32 * tokens * h / shape.sp_shard,
+        np.float64,
+    )

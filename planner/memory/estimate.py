@@ -6,42 +6,37 @@ evaluated (embedding + p in-flight micro-batches versus output layer + fp32 logi
 weights and routed-token activations, MLA, recompute none/selective/full, Torch-FSDP2-style full
 sharding as well as the distributed optimizer, fp8 weight copies, and explicit terms for
 communication buffers and the CUDA/NCCL runtime. A layout fits when the most loaded rank's total
-is at most ``threshold`` x HBM (Fujii §6).
+is at most ``threshold`` x HBM (Fujii §6). With a ``pipeline_layout`` every rank is charged
+(:mod:`planner.memory.stage_loads`); the memory settings of issue 13 act through
+:mod:`planner.memory.recompute` (recompute modules, block recompute, fp8 activations) and
+:mod:`planner.memory.states` (bf16 gradients and moments, optimizer offload, fp8 parameters).
+
+Each term of :data:`TERM_NAMES` is one function: weights, gradients and optimizer state in
+:func:`planner.memory.states.model_state_bytes`, fp8 copies in ``fp8_weight_bytes``; the embedding
+input and the logits in :mod:`planner.memory.activations`; communication buffers, the runtime and
+fragmentation in :mod:`planner.memory.buffers`; CUDA-graph buffers in :func:`graph_buffers`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
 
-from planner.layout_settings import FP8_GATHER_AUTO, FP8_GATHER_ON, GRAPHS_FULL, GRAPHS_PARTIAL
-from planner.layouts import (
-    DISPATCH_FLEX,
-    RECOMPUTE_FULL,
-    SHARD_FULL,
-    SHARD_NONE,
-    BoolArray,
-    FloatArray,
-    IntArray,
-    LayoutBatch,
-)
+from planner.layout_settings import GRAPHS_FULL, GRAPHS_PARTIAL, full_recompute_share
+from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, IntArray, LayoutBatch
 from planner.memory.activations import (
-    BF16,
-    FP32,
     ActivationShape,
     LayerActivations,
     backward_workspace,
+    embedding_input_bytes,
     layer_activations,
-    routed_tokens,
+    logits_bytes,
 )
-from planner.memory.recompute import (
-    fp8_saving,
-    freeable,
-    full_recompute_share,
-    saved_per_layer,
-)
+from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
+from planner.memory.options import GIB as GIB  # re-exported
+from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
+from planner.memory.recompute import fp8_saving, freeable, saved_per_layer
 from planner.memory.stage_loads import (
     StageLoad,
     default_loads,
@@ -49,12 +44,13 @@ from planner.memory.stage_loads import (
     load_params,
     merge,
 )
-from planner.memory.stages import StageParams, in_flight_microbatches, padded_vocab
+from planner.memory.stages import StageParams, in_flight_microbatches
+from planner.memory.states import fp8_weight_bytes, model_state_bytes
+from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts, param_counts
-from planner.space import comm_flags as overlap
-from planner.specs import ClusterSpec, ModelSpec, SpecError, TrainingJob
+from planner.space import comm_flags
+from planner.specs import ClusterSpec, ModelSpec, TrainingJob
 
-GIB = float(2**30)
 NO_FLASH_ATTENTION = frozenset({"volta"})
 """Architectures without TE fused/flash attention (FlashAttention-2 and cuDNN fused attention
 need sm80+ [U]): their attention saves the s^2 softmax tensors (Korthikanti §4.1)."""
@@ -74,76 +70,6 @@ TERM_NAMES: tuple[str, ...] = (
     "runtime_overhead_bytes",
 )
 """Keys of :attr:`MemoryEstimate.terms`, in display order."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryOptions:
-    """Switches and physical constants of the estimator (defaults: Megatron-Core + TE, bf16)."""
-
-    threshold: float = 0.8
-    """A layout fits when total <= threshold x HBM (Fujii §6: no OOM below 80 %)."""
-    param_dtype_bytes: int = 2
-    """bf16 model weights."""
-    grad_dtype_bytes: int = 4
-    """fp32 main gradients (--accumulate-allreduce-grads-in-fp32, Megatron's bf16 default)."""
-    optimizer_state_bytes: int = 12
-    """fp32 master weights + Adam m + Adam v (megatron-facts §4.3)."""
-    swiglu_fused: bool = True
-    """Megatron's fused bias-SwiGLU keeps only FC1's output; False also counts the SiLU output,
-    as Fujii's Eq. 12 does (4 x 2sbF instead of 3 x 2sbF)."""
-    flash_attention: bool = True
-    """TE flash/fused attention: no s^2 tensors are saved (Korthikanti's 5as^2b vanishes)."""
-    embedding_input: Literal["token_ids", "fujii"] = "token_ids"
-    """'token_ids': int64 input and position ids per in-flight micro-batch (16 s b bytes);
-    'fujii': the paper's conservative 8 s b h p / (t c) (memory-estimator-fujii §5.3)."""
-    moe_token_imbalance: float = 1.2
-    """Most loaded EP rank's routed tokens over the mean; aux-loss-balanced dropless routing
-    stays within about 20 % once training is under way."""
-    cuda_context_bytes: float = 0.5 * GIB
-    """CUDA context and loaded kernels (memory-estimator-fujii §7, S7: 0.3-0.5 GB)."""
-    library_workspace_bytes: float = 0.25 * GIB
-    """cuBLAS/cuBLASLt and TE workspaces (32 MiB per stream on Hopper, a few streams)."""
-    nccl_bytes_per_communicator: float = 0.5e9
-    """NCCL buffers per communicator of size > 1 (memory-estimator-fujii §7, S7: about 0.5 GB)."""
-    dp_bucket_bytes: float = 0.0
-    """Gradient-reduction and parameter-gather buckets held outside the gradient buffer. 0 for
-    Megatron-Core, whose buckets are views of the contiguous grad/param buffers (in place);
-    DeepSpeed ZeRO-1 allocates reduce and all-gather buckets (2 x 5e8 elements by default)."""
-    keep_stage_outputs: bool = False
-    """False for Megatron, which frees each pipeline stage's output tensor once it is sent
-    (deallocate_output_tensor); DeepSpeed's pipeline engine keeps it (2sbh per in-flight
-    micro-batch) until the backward pass."""
-    fragmentation_fraction: float = 0.1
-    """Caching-allocator blocks reserved but unusable, as a fraction of the dynamic
-    (per-step) memory: activations, logits, workspaces and buffers."""
-    include_runtime_overhead: bool = True
-    """False drops the CUDA/NCCL/library and fragmentation terms (Fujii's paper scope)."""
-    expandable_segments: bool = False
-    """``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``: the allocator grows segments in
-    place instead of caching fixed blocks, so most fragmentation goes (mechanisms-facts §6.7:
-    a Llama3-70B layout that ran out of memory from fragmentation at 58.8 GB passes with it)."""
-    expandable_fragmentation_fraction: float = 0.02
-    """Fragmentation left with expandable segments [inferred: page-granular growth]."""
-    deepep_buffer_bytes: float = 2 * GIB
-    """DeepEP's NVLink + RDMA buffers per GPU with the flex dispatcher [U: DeepEP sizes them by
-    hidden size and group; about 1 GB each at DeepSeek-V3's size]."""
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.threshold <= 1.0:
-            raise SpecError(
-                f"threshold={self.threshold} must be in (0, 1]; 0.8 is the 80 % rule",
-                field="threshold",
-            )
-        if self.embedding_input not in ("token_ids", "fujii"):
-            raise SpecError(
-                f"embedding_input={self.embedding_input!r}: use 'token_ids' or 'fujii'",
-                field="embedding_input",
-            )
-        if self.moe_token_imbalance < 1.0 or self.fragmentation_fraction < 0.0:
-            raise SpecError(
-                "moe_token_imbalance must be >= 1 and fragmentation_fraction >= 0",
-                field="moe_token_imbalance",
-            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,78 +101,6 @@ class MemoryEstimate:
     """host_bytes within the cluster's host memory per GPU (True where nothing is offloaded)."""
 
 
-def _state_bytes(
-    batch: LayoutBatch, job: TrainingJob, options: MemoryOptions
-) -> tuple[FloatArray, FloatArray]:
-    """(gradient, optimizer-state) bytes per parameter for every layout.
-
-    bf16 (megatron-facts §4.3): fp32 main gradients (4) and fp32 master + Adam m + v (12);
-    ``--grad-reduce-in-bf16``: 2-byte gradients; precision-aware optimizer with bf16 moments and
-    the master weight kept as a 16-bit remainder: 2 + 2 + 2 = 6 (mechanisms-facts §6.6);
-    fp16 (megatron-facts §4.3, doc row): fp16 gradients (2) and an fp32 gradient copy in the
-    optimizer on top of master and moments (16).
-    """
-    mem = batch.mem
-    n = len(batch)
-    if job.precision == "fp16":
-        grad = np.full(n, 2.0)
-        optimizer = np.where(mem.optimizer_state_bf16, 6.0 + 4.0, 16.0)
-    else:
-        grad = np.where(mem.grad_reduce_bf16, 2.0, float(options.grad_dtype_bytes))
-        optimizer = np.where(mem.optimizer_state_bf16, 6.0, float(options.optimizer_state_bytes))
-    return grad, optimizer
-
-
-def _states(
-    params: StageParams,
-    batch: LayoutBatch,
-    grad_bytes: FloatArray,
-    optimizer_bytes: FloatArray,
-    options: MemoryOptions,
-) -> tuple[dict[str, FloatArray], FloatArray]:
-    """Weights, gradients and optimizer state on the GPU (megatron-facts §4.3, Fujii §4), and
-    the optimizer bytes moved to the host by ``--optimizer-offload-fraction``."""
-    dense_shard = (batch.dp * batch.cp).astype(np.float64)  # dist-opt shards over d*c (§3.1)
-    expert_shard = np.maximum(batch.expert_dp, 1).astype(np.float64)
-    mode = batch.optimizer_sharding
-    sharded = params.dense / dense_shard + params.expert / expert_shard
-    whole = params.dense + params.expert
-    full = mode == SHARD_FULL
-    held = np.where(full, sharded, whole)  # Torch-FSDP2 shards weights and grads too
-    # 18 B/param without sharding, 6 + 12/(d c) with the distributed optimizer (§4.3)
-    optimizer = optimizer_bytes * np.where(mode == SHARD_NONE, whole, sharded)
-    # HybridDeviceOptimizer (§6.6): the host takes fraction f of the Adam moments off the GPU and
-    # runs their step with its own fp32 master and gradient copies; the GPU keeps its master
-    # shard [inferred: Qwen3-30B-A3B frees 3.8 GB per 25 % at about 1.9e9 local parameters,
-    # i.e. 8 bytes per parameter = the fp32 moments]
-    moments = np.where(batch.mem.optimizer_state_bf16, 4.0, 8.0)
-    state_params = np.where(mode == SHARD_NONE, whole, sharded)
-    fraction = batch.mem.optimizer_offload_fraction
-    freed = fraction * moments * state_params
-    host = fraction * (moments + 4.0 + 4.0) * state_params
-    terms = {
-        "weights_bytes": options.param_dtype_bytes * held,
-        "gradients_bytes": grad_bytes * held,
-        "optimizer_bytes": optimizer - freed,
-    }
-    return terms, host
-
-
-def _communicators(model: ModelSpec, batch: LayoutBatch) -> FloatArray:
-    """NCCL communicators of size > 1 one GPU belongs to (TP, CP, DP x CP, PP, EP, expert DP)."""
-    count = (
-        (batch.tp > 1).astype(np.float64)
-        + (batch.cp > 1)
-        + (batch.dp * batch.cp > 1)
-        + ((batch.dp > 1) & (batch.cp > 1))
-        + (batch.pp > 1)
-    )
-    if model.is_moe:
-        count = count + (batch.ep > 1) + (batch.expert_dp > 1) + (batch.etp != batch.tp)
-    result: FloatArray = count
-    return result
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Shared:
     """Per-layer and per-step quantities every rank's terms are built from."""
@@ -256,15 +110,11 @@ class _Shared:
     saved_mtp: FloatArray
     layer_input: FloatArray
     regenerated: FloatArray
-    per_mb_embedding: FloatArray
-    fujii_embedding: FloatArray | None
+    shape: ActivationShape
     logits: FloatArray
     workspace: FloatArray
     comm: FloatArray
     runtime: FloatArray
-    grad_bytes: FloatArray
-    optimizer_bytes: FloatArray
-    tokens: FloatArray
     offload_layer_bytes: FloatArray
     """Activations of the layers whose activations go to the host (legacy CPU offload)."""
 
@@ -280,19 +130,8 @@ def _stage_terms(
 ) -> tuple[dict[str, FloatArray], FloatArray, StageParams]:
     """All terms of one pipeline rank, its host bytes and its parameters."""
     params = load_params(model, counts, batch, load)
-    terms, host = _states(params, batch, shared.grad_bytes, shared.optimizer_bytes, opts)
-    if job.precision == "fp8":
-        # TE keeps an fp8 copy and an fp8 transpose of every linear weight (1 + 1 bytes); with
-        # --fp8-param-gather the fp8 weight is the model weight (1 byte instead of bf16's 2)
-        # and only the transpose comes on top (FSDP's sharded weights are left as they are)
-        gather = fp8_gather(job, batch)
-        terms["fp8_bytes"] = np.where(gather, 1.0, 2.0) * params.fp8_linear
-        dist_opt = gather & (batch.optimizer_sharding != SHARD_FULL)
-        terms["weights_bytes"] = terms["weights_bytes"] - np.where(
-            dist_opt, (opts.param_dtype_bytes - 1.0) * params.fp8_linear, 0.0
-        )
-    else:
-        terms["fp8_bytes"] = np.zeros(len(batch))
+    states, host = model_state_bytes(params, batch, job, opts)
+    terms = fp8_weight_bytes(states, params, job, batch, opts)
     stage_output = shared.layer_input if opts.keep_stage_outputs else 0.0
     activations = (
         load.act_dense * shared.saved_dense
@@ -304,41 +143,15 @@ def _stage_terms(
     offloaded = np.minimum(shared.offload_layer_bytes * load.inflight, activations)
     terms["activations_bytes"] = activations - offloaded
     host = host + offloaded
-    if shared.fujii_embedding is not None:
-        terms["embedding_input_bytes"] = np.where(load.embedding, shared.fujii_embedding, 0.0)
-    else:
-        terms["embedding_input_bytes"] = np.where(
-            load.embedding, load.inflight * shared.per_mb_embedding, 0.0
-        )
+    embedding = embedding_input_bytes(model, shared.shape, batch, load.inflight, opts)
+    terms["embedding_input_bytes"] = np.where(load.embedding, embedding, 0.0)
     terms["logits_bytes"] = np.where(load.loss, shared.logits, 0.0)
     terms["workspace_bytes"] = shared.workspace
     terms["comm_buffers_bytes"] = shared.comm
-    terms["cuda_graphs_bytes"] = graph_buffers(batch, load, shared.layer_input, shared.tokens)
+    terms["cuda_graphs_bytes"] = graph_buffers(batch, load, shared.layer_input, shared.shape.tokens)
     terms["runtime_overhead_bytes"] = shared.runtime
-    dynamic = (
-        terms["activations_bytes"]
-        + terms["logits_bytes"]
-        + terms["workspace_bytes"]
-        + terms["comm_buffers_bytes"]
-    )
-    fraction = 0.0
-    if opts.include_runtime_overhead:
-        fraction = (
-            opts.expandable_fragmentation_fraction
-            if opts.expandable_segments
-            else opts.fragmentation_fraction
-        )
-    terms["fragmentation_bytes"] = fraction * dynamic
+    terms["fragmentation_bytes"] = fragmentation_bytes(terms, opts)
     return terms, host, params
-
-
-def fp8_gather(job: TrainingJob, batch: LayoutBatch) -> BoolArray:
-    """``--fp8-param-gather`` per layout: the field where set, else on for fp8 jobs with the
-    distributed optimizer or FSDP (planner.space.comm_flags)."""
-    auto = overlap.fp8_param_gather(job.precision, batch.optimizer_sharding)
-    code = batch.mem.fp8_param_gather
-    result: BoolArray = np.where(code == FP8_GATHER_AUTO, auto, code == FP8_GATHER_ON)
-    return result & (job.precision == "fp8")
 
 
 def graph_buffers(
@@ -373,7 +186,7 @@ def estimate_memory(
     if cluster.gpu.architecture in NO_FLASH_ATTENTION:
         opts = replace(opts, flash_attention=False)
     counts = param_counts(model, seq_length=job.seq_length)
-    a2a = overlap.enabled(model, cluster, batch)
+    a2a = comm_flags.enabled(model, cluster, batch)
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size, a2a)
     first_load, last_load = default_loads(model, batch, inflight_first, inflight_last)
     layouts = batch.mem.pipeline_layout
@@ -475,48 +288,10 @@ def _shared(
     regenerated = np.where(
         batch.recompute == RECOMPUTE_FULL, np.maximum(dense_acts.full, moe_acts.full), 0.0
     )
-    h = model.hidden_size
-    tokens = shape.tokens
-    fujii = None
-    if opts.embedding_input == "fujii":
-        fujii = 8.0 * tokens * h * batch.pp / shape.t  # 8 s b h p / (t c) (Fujii §5.3)
-    # int64 token and position ids, plus the embedding dropout mask when dropout is on
-    per_mb = 16.0 * tokens + (tokens * h / shape.sp_shard if model.hidden_dropout > 0 else 0)
-    vocab = padded_vocab(model, batch)
-    # fp32 logits kept by the cross-entropy per output head (main + D MTP heads), the transient
-    # bf16 logits, and the fp32 output-layer input: 4sbh + 4sbV (Fujii §5.3), on the last rank
-    logits = (
-        FP32 * tokens * vocab / shape.t * (1 + model.mtp_num_layers)
-        + BF16 * tokens * vocab / shape.t
-        + FP32 * tokens * h / shape.sp_shard
-    )
+    logits = logits_bytes(model, shape, padded_vocab(model, batch.tp))
     workspace = backward_workspace(model, shape, moe_imbalance=opts.moe_token_imbalance)
-    # pipeline send/recv of s/(c t) x b x h activations and gradients, doubled when interleaved
-    p2p = np.where(batch.pp > 1, 4 * BF16 * tokens * h / shape.sp_shard, 0.0)
-    p2p = p2p * np.where(batch.vpp > 1, 2.0, 1.0)
-    comm = p2p + opts.dp_bucket_bytes
-    if model.is_moe:
-        # all-to-all dispatch and combine buffers of one MoE layer
-        routed = routed_tokens(model, shape, opts.moe_token_imbalance)
-        comm = comm + 2 * BF16 * routed * h
-        flex = batch.moe_dispatcher == DISPATCH_FLEX
-        comm = comm + np.where(flex, opts.deepep_buffer_bytes, 0.0)
-    # FSDP: two layers' gathered bf16 weights (prefetch) and one layer's fp32 gradients
-    layer = np.maximum(
-        counts.dense_layer.tp_sharded / shape.t + counts.dense_layer.replicated,
-        counts.moe_layer.tp_sharded / shape.t
-        + counts.moe_layer.replicated
-        + counts.moe_layer.routed_experts / (batch.etp * batch.ep),
-    )
-    comm = comm + np.where(batch.optimizer_sharding == SHARD_FULL, (2 * 2 + 4) * layer, 0.0)
-    runtime = np.zeros(len(batch))
-    if opts.include_runtime_overhead:
-        runtime = (
-            opts.cuda_context_bytes
-            + opts.library_workspace_bytes
-            + opts.nccl_bytes_per_communicator * _communicators(model, batch)
-        )
-    grad_bytes, optimizer_bytes = _state_bytes(batch, job, opts)
+    comm = comm_buffer_bytes(model, batch, shape, counts, opts)
+    runtime = runtime_overhead_bytes(model, batch, opts)
     # legacy CPU offload of the first N layers (pp = 1 only, rule 50): their saved tensors
     pattern = model.moe_layer_pattern()
     n_off = np.minimum(batch.mem.activation_offload_layers, model.num_layers)
@@ -528,14 +303,10 @@ def _shared(
         saved_mtp=saved_mtp,
         layer_input=dense_acts.layer_input,
         regenerated=regenerated,
-        per_mb_embedding=per_mb + np.zeros(len(batch)),
-        fujii_embedding=fujii,
+        shape=shape,
         logits=logits,
         workspace=workspace,
         comm=comm,
-        runtime=runtime + np.zeros(len(batch)),
-        grad_bytes=grad_bytes,
-        optimizer_bytes=optimizer_bytes,
-        tokens=tokens,
+        runtime=runtime,
         offload_layer_bytes=offload,
     )

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layout_settings import MODULE_BITS, SettingsColumns
-from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, FloatArray, IntArray, LayoutBatch
+from planner.layout_settings import MODULE_BITS, effective_modules
+from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, FloatArray, LayoutBatch
 from planner.memory.activations import (
     BF16,
     ActivationShape,
@@ -35,9 +35,7 @@ from planner.memory.activations import (
 )
 from planner.specs import ModelSpec
 
-__all__ = ["Freeable", "effective_modules", "freeable", "saved_per_layer"]
-
-CORE_ATTN = MODULE_BITS["core_attn"]
+__all__ = ["Freeable", "fp8_saving", "freeable", "saved_per_layer"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,14 +49,6 @@ class Freeable:
     shared_experts: FloatArray
     layernorm: FloatArray
     mla_up_proj: FloatArray
-
-
-def effective_modules(batch: LayoutBatch) -> IntArray:
-    """Module bit masks with Megatron's default ('core_attn') where selective names none."""
-    mask = batch.mem.recompute_modules
-    selective = batch.recompute == RECOMPUTE_SELECTIVE
-    result: IntArray = np.where(selective, np.where(mask == 0, CORE_ATTN, mask), 0)
-    return result
 
 
 def freeable(
@@ -104,13 +94,6 @@ def freeable(
         layernorm=layernorm,
         mla_up_proj=mla_up,
     )
-
-
-def full_recompute_share(settings: SettingsColumns, chunk_layers: FloatArray) -> FloatArray:
-    """Share of a chunk's layers that full recompute checkpoints (block method: first N)."""
-    n = settings.recompute_num_layers.astype(np.float64)
-    share: FloatArray = np.where(n > 0, np.minimum(n / np.maximum(chunk_layers, 1.0), 1.0), 1.0)
-    return share
 
 
 def saved_per_layer(

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layouts import BoolArray, FloatArray, LayoutBatch
-from planner.memory.stages import StageParams, padded_vocab, stage_layers
+from planner.memory.stages import StageParams
+from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts
+from planner.model.pipeline import stage_layers
 from planner.model.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from planner.specs import ModelSpec
 
@@ -25,7 +27,6 @@ __all__ = [
     "StageLoad",
     "default_loads",
     "layout_loads",
-    "layout_rank_layers",
     "load_params",
     "merge",
 ]
@@ -134,19 +135,6 @@ def layout_loads(
     ]
 
 
-def layout_rank_layers(
-    batch: LayoutBatch, busiest: FloatArray, last: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
-    busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
-    for i in np.flatnonzero(batch.mem.has_layout).tolist():
-        parsed = parse_pipeline_layout(str(batch.mem.pipeline_layout[i]))
-        p = int(batch.pp[i])
-        busiest[i] = parsed.max_rank_layers(p)
-        last[i] = len(parsed.rank_layers(p, p - 1))
-    return busiest, last
-
-
 def load_params(
     model: ModelSpec, counts: ParamCounts, batch: LayoutBatch, load: StageLoad
 ) -> StageParams:
@@ -154,7 +142,7 @@ def load_params(
     t = batch.tp.astype(np.float64)
     expert_shard = (batch.etp * batch.ep).astype(np.float64)
     dense_l, moe_l = counts.dense_layer, counts.moe_layer
-    word_embedding = padded_vocab(model, batch) * model.hidden_size
+    word_embedding = padded_vocab(model, batch.tp) * model.hidden_size
     tp_part = (load.dense * dense_l.tp_sharded + load.moe * moe_l.tp_sharded) / t
     replicated = load.dense * dense_l.replicated + load.moe * moe_l.replicated
     experts = load.moe * moe_l.routed_experts / expert_shard

@@ -1,11 +1,10 @@
-"""Which layers, parameters and micro-batches sit on the first and the last pipeline rank.
+"""Which parameters and micro-batches sit on the first and the last pipeline rank.
 
 Megatron splits L layers over p x v virtual stages (evenly, or with the embedding and loss
-counted as layers, or with uneven first/last stages: planner.model.pipeline); rank 0 holds virtual
-stages 0, p, 2p, ... and rank p-1 holds p-1, 2p-1, ... (megatron-facts §1.2). Which of a
-rank's layers are MoE depends on the layer pattern (DeepSeek-V3's first three layers are
-dense), so layer counts are computed per distinct (pp, vpp) pair and broadcast back to the layouts.
-"""
+counted as layers, or with uneven first/last stages); rank 0 holds virtual stages 0, p, 2p, ...
+and rank p-1 holds p-1, 2p-1, ... (megatron-facts §1.2). The layer counts of both ranks, dense
+and MoE, come from :func:`planner.model.pipeline.stage_layers`; this module turns them into
+parameters per GPU and micro-batches in flight."""
 
 from __future__ import annotations
 
@@ -14,61 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.layouts import BoolArray, FloatArray, LayoutBatch
+from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts
-from planner.model.pipeline import split_layers
+from planner.model.pipeline import StageLayers
 from planner.specs import ModelSpec
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StageLayers:
-    """Dense and MoE decoder layers held by the first and the last pipeline rank."""
-
-    first_dense: FloatArray
-    first_moe: FloatArray
-    last_dense: FloatArray
-    last_moe: FloatArray
-
-
-def _rank_layers(is_moe: list[bool], pp: int, vpp: int, rank: int) -> tuple[int, int]:
-    """(dense, MoE) decoder layers on one rank under Megatron's split (planner.model.pipeline)."""
-    split = split_layers(len(is_moe), pp, vpp)
-    if split is None:  # no split exists (the rules reject it): charge an even share
-        per = -(-len(is_moe) // (pp * vpp)) * vpp
-        return per, 0
-    layers = split.rank_layers(rank)
-    moe = sum(is_moe[i] for i in layers)
-    return len(layers) - moe, moe
-
-
-def _busiest_front_rank(is_moe: list[bool], pp: int, vpp: int) -> tuple[int, int]:
-    """Layers charged to the first rank: the most of any rank but the last.
-
-    With an even split that is rank 0 itself. With an uneven or embedding+loss split rank 0
-    holds fewer layers than rank 1, which has only one micro-batch fewer in flight, so rank 1
-    can be the most loaded GPU; charging rank 0 (embedding, most micro-batches in flight) with
-    the largest layer count of ranks 0..p-2 bounds every rank but the last from above.
-    """
-    counts = [_rank_layers(is_moe, pp, vpp, r) for r in range(max(pp - 1, 1))]
-    return max(counts, key=lambda c: (c[0] + c[1], c[1]))
-
-
-def stage_layers(model: ModelSpec, batch: LayoutBatch) -> StageLayers:
-    """Layer counts of rank 0 and rank p-1 for every layout (loop over distinct (pp, vpp))."""
-    pattern = model.moe_layer_pattern()
-    keys = batch.pp * 4096 + batch.vpp
-    unique, inverse = np.unique(keys, return_inverse=True)
-    table = np.zeros((unique.shape[0], 4))
-    for i, key in enumerate(unique.tolist()):
-        pp, vpp = divmod(int(key), 4096)
-        table[i, 0:2] = _busiest_front_rank(pattern, pp, vpp)
-        table[i, 2:4] = _rank_layers(pattern, pp, vpp, pp - 1)
-    rows = table[inverse.reshape(-1)]
-    return StageLayers(
-        first_dense=rows[:, 0],
-        first_moe=rows[:, 1],
-        last_dense=rows[:, 2],
-        last_moe=rows[:, 3],
-    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,13 +31,6 @@ class StageParams:
     """Linear-layer weights TE casts to fp8 (decoder and MTP layers, not the embeddings)."""
 
 
-def padded_vocab(model: ModelSpec, batch: LayoutBatch) -> FloatArray:
-    """ceil(V / (128 t)) * 128 t (megatron-facts §3.4)."""
-    unit = 128.0 * batch.tp
-    result: FloatArray = np.ceil(model.vocab_size / unit) * unit
-    return result
-
-
 def stage_params(
     model: ModelSpec, counts: ParamCounts, batch: LayoutBatch, layers: StageLayers
 ) -> tuple[StageParams, StageParams]:
@@ -98,7 +39,7 @@ def stage_params(
     t = batch.tp.astype(np.float64)
     expert_shard = (batch.etp * batch.ep).astype(np.float64)
     dense_l, moe_l = counts.dense_layer, counts.moe_layer
-    word_embedding = padded_vocab(model, batch) * h
+    word_embedding = padded_vocab(model, batch.tp) * h
     single = batch.pp == 1
 
     def layer_params(n_dense: FloatArray, n_moe: FloatArray) -> tuple[FloatArray, FloatArray]:

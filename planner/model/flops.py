@@ -7,10 +7,33 @@ the padded vocabulary, which grows with tp (megatron-facts §3.4).
 
 from __future__ import annotations
 
+import math
+from typing import overload
+
 import numpy as np
 
-from planner.layouts import FloatArray, LayoutBatch
+from planner.layouts import FloatArray, IntArray, LayoutBatch
 from planner.specs import ModelSpec, TrainingJob
+
+VOCAB_DIVISIBLE_BY = 128
+"""``--make-vocab-size-divisible-by``: Megatron's default, assumed by the memory and FLOPs models
+(megatron-facts §3.4)."""
+
+
+@overload
+def padded_vocab(model: ModelSpec, tp: int) -> int: ...
+@overload
+def padded_vocab(model: ModelSpec, tp: FloatArray | IntArray) -> FloatArray: ...
+def padded_vocab(model: ModelSpec, tp: int | FloatArray | IntArray) -> int | FloatArray:
+    """Megatron's padded vocabulary ceil(V / (128 t)) x 128 t (megatron-facts §3.4).
+
+    An int tp gives an int (the launch flags); an array of tp gives one float per layout.
+    """
+    if isinstance(tp, int):
+        unit = VOCAB_DIVISIBLE_BY * tp
+        return math.ceil(model.vocab_size / unit) * unit
+    units = float(VOCAB_DIVISIBLE_BY) * np.asarray(tp, np.float64)
+    return np.asarray(np.ceil(model.vocab_size / units) * units, np.float64)
 
 
 def _layer_counts(model: ModelSpec) -> tuple[int, int]:
@@ -70,9 +93,9 @@ def _core_attention_flops_per_token_pair(model: ModelSpec) -> float:
     return 6.0 * a * model.head_dim  # 6 q (megatron-facts §5.4)
 
 
-def flops_per_token(model: ModelSpec, padded_vocab: int, seq_length: int) -> float:
+def flops_per_token(model: ModelSpec, vocab: int, seq_length: int) -> float:
     """Model FLOPs per trained token with a full-length causal sequence (megatron-facts §5.5)."""
-    logits = 6.0 * model.hidden_size * padded_vocab * (model.mtp_num_layers + 1)  # §5.3
+    logits = 6.0 * model.hidden_size * vocab * (model.mtp_num_layers + 1)  # §5.3
     core = seq_length * (model.num_layers + model.mtp_num_layers)
     return _token_linear_flops(model) + logits + core * _core_attention_flops_per_token_pair(model)
 
@@ -82,10 +105,9 @@ def flops_per_iteration(model: ModelSpec, job: TrainingJob, batch: LayoutBatch) 
     s = job.seq_length
     tokens = float(job.global_batch_size) * s  # T = B s (megatron-facts §5.1)
     seq_sq = float(job.global_batch_size) * s * s  # S2 = B s^2
-    unit = 128 * batch.tp.astype(np.float64)
-    padded_vocab = np.ceil(model.vocab_size / unit) * unit  # megatron-facts §3.4
+    vocab = padded_vocab(model, batch.tp)
     linear = _token_linear_flops(model)
-    logits = 6.0 * model.hidden_size * padded_vocab * (model.mtp_num_layers + 1)
+    logits = 6.0 * model.hidden_size * vocab * (model.mtp_num_layers + 1)
     core = (model.num_layers + model.mtp_num_layers) * _core_attention_flops_per_token_pair(model)
     # FLOPs(B) = T [MLP + attn + MTP + logits] + S2 L_att core (megatron-facts §5.5)
     result: FloatArray = tokens * (linear + logits) + seq_sq * core

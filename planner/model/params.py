@@ -205,7 +205,7 @@ def param_counts(
 ) -> ParamCounts:
     """Count the model's parameters.
 
-    ``vocab_size`` is the vocabulary to count (pass ``model.padded_vocab_size(tp)`` for what
+    ``vocab_size`` is the vocabulary to count (pass ``padded_vocab(model, tp)`` for what
     Megatron allocates); None uses the unpadded ``model.vocab_size``. ``seq_length`` is the
     fallback size of a learned position table when ``max_position_embeddings`` is unset.
     """

@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 from planner.layouts import FloatArray, IntArray, LayoutBatch
+from planner.specs import ModelSpec
 
 SplitMethod = Literal["even", "account", "uneven"]
 METHOD_CODES: dict[SplitMethod | None, int] = {None: -1, "even": 0, "account": 1, "uneven": 2}
@@ -146,3 +147,70 @@ def pipeline_flags(num_layers: int, pp: int, vpp: int) -> list[str]:
         "--decoder-last-pipeline-num-layers",
         str(split.last_stage_layers),
     ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageLayers:
+    """Dense and MoE decoder layers held by the first and the last pipeline rank."""
+
+    first_dense: FloatArray
+    first_moe: FloatArray
+    last_dense: FloatArray
+    last_moe: FloatArray
+
+    @property
+    def last(self) -> FloatArray:
+        """Decoder layers on the last rank (which also runs the output layer and the loss)."""
+        return np.asarray(self.last_dense + self.last_moe, np.float64)
+
+    @property
+    def busiest(self) -> FloatArray:
+        """Decoder layers on the busiest rank, which sets the pipeline's pace."""
+        first = self.first_dense + self.first_moe
+        return np.asarray(np.maximum(first, self.last), np.float64)
+
+
+def _rank_layers(is_moe: list[bool], pp: int, vpp: int, rank: int) -> tuple[int, int]:
+    """(dense, MoE) decoder layers on one rank under Megatron's split (:func:`split_layers`)."""
+    split = split_layers(len(is_moe), pp, vpp)
+    if split is None:  # no split exists (the rules reject it): charge an even share
+        per = -(-len(is_moe) // (pp * vpp)) * vpp
+        return per, 0
+    layers = split.rank_layers(rank)
+    moe = sum(is_moe[i] for i in layers)
+    return len(layers) - moe, moe
+
+
+def _busiest_front_rank(is_moe: list[bool], pp: int, vpp: int) -> tuple[int, int]:
+    """Layers charged to the first rank: the most of any rank but the last.
+
+    With an even split that is rank 0 itself. With an uneven or embedding+loss split rank 0
+    holds fewer layers than rank 1, which has only one micro-batch fewer in flight, so rank 1
+    can be the most loaded GPU; charging rank 0 (embedding, most micro-batches in flight) with
+    the largest layer count of ranks 0..p-2 bounds every rank but the last from above.
+    """
+    counts = [_rank_layers(is_moe, pp, vpp, r) for r in range(max(pp - 1, 1))]
+    return max(counts, key=lambda c: (c[0] + c[1], c[1]))
+
+
+def stage_layers(model: ModelSpec, batch: LayoutBatch) -> StageLayers:
+    """Layer counts of rank 0 and rank p-1 for every layout (loop over distinct (pp, vpp)).
+
+    Rank 0 is charged the most layers of ranks 0..p-2 (:func:`_busiest_front_rank`); where no
+    split exists (the rules reject the layout) every rank gets an even share, all dense.
+    """
+    pattern = model.moe_layer_pattern()
+    keys = batch.pp * 65536 + batch.vpp
+    unique, inverse = np.unique(keys, return_inverse=True)
+    table = np.zeros((unique.shape[0], 4))
+    for i, key in enumerate(unique.tolist()):
+        pp, vpp = divmod(int(key), 65536)
+        table[i, 0:2] = _busiest_front_rank(pattern, pp, vpp)
+        table[i, 2:4] = _rank_layers(pattern, pp, vpp, pp - 1)
+    rows = table[inverse.reshape(-1)]
+    return StageLayers(
+        first_dense=rows[:, 0],
+        first_moe=rows[:, 1],
+        last_dense=rows[:, 2],
+        last_moe=rows[:, 3],
+    )

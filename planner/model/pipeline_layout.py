@@ -20,9 +20,17 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
+from planner.layouts import FloatArray, LayoutBatch
 from planner.specs import SpecError
 
-__all__ = ["PipelineLayout", "parse_pipeline_layout"]
+__all__ = [
+    "PipelineLayout",
+    "balanced_layout",
+    "layout_rank_layers",
+    "parse_pipeline_layout",
+]
 
 _FIELD = "pipeline_layout"
 _SYMBOLS = frozenset("EtmL|")
@@ -213,3 +221,16 @@ def balanced_layout(num_layers: int, mtp_num_layers: int, pp: int, vpp: int) -> 
     parsed = parse_pipeline_layout(layout)
     parsed.validate(pp=pp, vpp=vpp, num_layers=num_layers, mtp_num_layers=mtp_num_layers)
     return layout
+
+
+def layout_rank_layers(
+    batch: LayoutBatch, busiest: FloatArray, last: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
+    busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
+    for i in np.flatnonzero(batch.mem.has_layout).tolist():
+        parsed = parse_pipeline_layout(str(batch.mem.pipeline_layout[i]))
+        p = int(batch.pp[i])
+        busiest[i] = parsed.max_rank_layers(p)
+        last[i] = len(parsed.rank_layers(p, p - 1))
+    return busiest, last

@@ -1,10 +1,11 @@
 """Per-GPU compute work of one micro-batch: FLOPs by GEMM shape, attention, memory-bound bytes.
 
-Helpers for :mod:`planner.performance.step_time`. Everything here is per layer and per token (or per
-micro-batch) so that the caller can assemble stage times for a whole :class:`LayoutBatch` in a few
-numpy expressions. FLOP counts follow Megatron's own formula (megatron-facts §5: 2 FLOPs per
-multiply-add, backward = 2 x forward, causal attention halved), so that the sum of the parts is
-Megatron's model-FLOPs number and the achieved-FLOP/s efficiencies are on Megatron's basis.
+Everything here is per layer and per token (or per micro-batch), for a whole
+:class:`LayoutBatch` in a few numpy expressions: :func:`compute_time` is the compute term of the
+step time, :func:`recompute_time` the recompute term. FLOP counts follow Megatron's own formula
+(megatron-facts §5: 2 FLOPs per multiply-add, backward = 2 x forward, causal attention halved),
+so that the sum of the parts is Megatron's model-FLOPs number and the achieved-FLOP/s
+efficiencies are on Megatron's basis.
 """
 
 from __future__ import annotations
@@ -13,150 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layouts import FloatArray, IntArray, LayoutBatch
-from planner.model.pipeline import split_layers
-from planner.specs import ModelSpec, TrainingJob
-
-BF16_BYTES = 2.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Gemm:
-    """One linear layer as seen by one GPU: forward FLOPs per token and its (n, k) widths.
-
-    ``n`` and ``k`` are the full (unsharded) output and reduction widths; ``shard`` says which
-    of them the tensor-parallel split divides: 'n' (column-parallel), 'k' (row-parallel) or ''.
-    """
-
-    fwd_flop_per_token: float
-    n: float
-    k: float
-    shard: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LayerShapes:
-    """The GEMMs and attention work of the model's layer types (one token, forward only)."""
-
-    attention_gemms: tuple[Gemm, ...]
-    dense_mlp_gemms: tuple[Gemm, ...]
-    shared_expert_gemms: tuple[Gemm, ...]
-    expert_gemms: tuple[Gemm, ...]
-    """Routed-expert GEMMs counted for top-k copies of a token (n/k: one expert's widths)."""
-    core_attention_fwd_flop_per_token_per_seq: float
-    """Forward core-attention FLOPs per token per unit of sequence length (x s gives per token)."""
-    mtp_extra_fwd_flop_per_token: float
-    num_dense_layers: int
-    num_moe_layers: int
-    mtp_layers: int
-    mtp_is_moe: bool
-    attention_params: float
-    dense_mlp_params: float
-    shared_expert_params: float
-    expert_params_per_layer: float
-    norm_params: float
-    router_params: float
-
-
-def layer_shapes(model: ModelSpec) -> LayerShapes:
-    """GEMM list and parameter counts of each layer type (megatron-facts §4.1 and §5.3)."""
-    h = float(model.hidden_size)
-    a = float(model.num_attention_heads)
-    phi = 3.0 if model.swiglu else 2.0  # megatron-facts §5.3: SwiGLU FC1 is 2F wide
-    fc1_mult = phi - 1.0
-    if model.multi_latent_attention:
-        dqk = float(model.qk_head_dim or 0)
-        drope = float(model.qk_pos_emb_head_dim or 0)
-        dv = float(model.v_head_dim or 0)
-        kvl = float(model.kv_lora_rank or 0)
-        attn: list[Gemm] = []
-        if model.q_lora_rank is None:  # megatron-facts §5.3 MLA Qterm without q compression
-            attn.append(
-                Gemm(
-                    fwd_flop_per_token=2 * h * a * (dqk + drope),
-                    n=a * (dqk + drope),
-                    k=h,
-                    shard="n",
-                )
-            )
-        else:
-            ql = float(model.q_lora_rank)
-            attn.append(Gemm(fwd_flop_per_token=2 * ql * h, n=ql, k=h, shard=""))
-            attn.append(
-                Gemm(
-                    fwd_flop_per_token=2 * ql * a * (dqk + drope),
-                    n=a * (dqk + drope),
-                    k=ql,
-                    shard="n",
-                )
-            )
-        attn.append(Gemm(fwd_flop_per_token=2 * (kvl + drope) * h, n=kvl + drope, k=h, shard=""))
-        attn.append(
-            Gemm(fwd_flop_per_token=2 * kvl * a * (dqk + dv), n=a * (dqk + dv), k=kvl, shard="n")
-        )
-        attn.append(Gemm(fwd_flop_per_token=2 * a * dv * h, n=h, k=a * dv, shard="k"))
-        core = 2.0 * (a * (dqk + drope) / 2 + a * dv / 2)  # §5.4 MLA core term / 3 (fwd only)
-        attention_params = (
-            (
-                h * a * (dqk + drope)
-                if model.q_lora_rank is None
-                else float(model.q_lora_rank) * (h + a * (dqk + drope))
-            )
-            + kvl * (h + a * (dqk + dv))
-            + h * drope
-            + a * dv * h
-        )
-    else:
-        d = float(model.head_dim)
-        q = a * d
-        kv = 2.0 * model.query_groups * d
-        attn = [
-            Gemm(fwd_flop_per_token=2 * h * (q + kv), n=q + kv, k=h, shard="n"),
-            Gemm(fwd_flop_per_token=2 * q * h, n=h, k=q, shard="k"),
-        ]
-        core = 2.0 * q  # §5.4: 6q per token pair, causal-halved, fwd = 1/3
-        attention_params = h * (q + kv) + q * h
-    f = float(model.ffn_hidden_size)
-    dense = (
-        Gemm(fwd_flop_per_token=2 * h * f * fc1_mult, n=f * fc1_mult, k=h, shard="n"),
-        Gemm(fwd_flop_per_token=2 * f * h, n=h, k=f, shard="k"),
-    )
-    fs = float(model.shared_expert_ffn_hidden_size)
-    shared: tuple[Gemm, ...] = ()
-    if model.is_moe and fs > 0:
-        shared = (
-            Gemm(fwd_flop_per_token=2 * h * fs * fc1_mult, n=fs * fc1_mult, k=h, shard="n"),
-            Gemm(fwd_flop_per_token=2 * fs * h, n=h, k=fs, shard="k"),
-        )
-    experts: tuple[Gemm, ...] = ()
-    fe = float(model.expert_ffn_hidden_size)
-    kk = float(model.moe_router_topk)
-    if model.is_moe:
-        experts = (
-            Gemm(fwd_flop_per_token=2 * h * fe * fc1_mult * kk, n=fe * fc1_mult, k=h, shard="n"),
-            Gemm(fwd_flop_per_token=2 * fe * h * kk, n=h, k=fe, shard="k"),
-        )
-    pattern = model.moe_layer_pattern()
-    n_moe = sum(pattern)
-    nu = 1.0 if model.normalization == "RMSNorm" else 2.0
-    return LayerShapes(
-        attention_gemms=tuple(attn),
-        dense_mlp_gemms=dense,
-        shared_expert_gemms=shared,
-        expert_gemms=experts,
-        core_attention_fwd_flop_per_token_per_seq=core,
-        mtp_extra_fwd_flop_per_token=2.0 * (3 * h + 2 * h * h),  # §5.3 MTP extras / 3
-        num_dense_layers=model.num_layers - n_moe,
-        num_moe_layers=n_moe,
-        mtp_layers=model.mtp_num_layers,
-        mtp_is_moe=bool(pattern[-1]) if pattern else False,
-        attention_params=attention_params,
-        dense_mlp_params=phi * h * f,
-        shared_expert_params=phi * h * fs,
-        expert_params_per_layer=phi * h * fe * float(model.num_experts or 0),
-        norm_params=2 * h * nu,
-        router_params=h * float(model.num_experts or 0) if model.is_moe else 0.0,
-    )
+from planner.layouts import FloatArray, IntArray
+from planner.model.shapes import Gemm, sharded_width
+from planner.performance.context import BF16_BYTES, StepContext
+from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
+from planner.performance.memory_settings import ReplayParts, recompute_seconds
+from planner.specs import ModelSpec
 
 
 def gemm_efficiency(
@@ -184,14 +47,6 @@ def gemm_efficiency(
         f = np.asarray(flop, dtype=np.float64)
         eff = eff * f / (f + half_flop)
     return np.asarray(eff, np.float64)
-
-
-def sharded_width(g: Gemm, tp: IntArray) -> tuple[FloatArray, FloatArray]:
-    """Per-GPU (n, k) of a GEMM under tensor parallelism of size tp."""
-    t = tp.astype(np.float64)
-    n = g.n / t if g.shard == "n" else np.full_like(t, g.n)
-    k = g.k / t if g.shard == "k" else np.full_like(t, g.k)
-    return n, k
 
 
 def elementwise_bytes_per_token(
@@ -251,47 +106,189 @@ def elementwise_bytes_per_token(
     return dense, moe, 16.0
 
 
-def stage_layers(num_layers: int, batch: LayoutBatch) -> tuple[FloatArray, FloatArray]:
-    """Decoder layers on the busiest pipeline rank and on the last rank, per layout, for the
-    split Megatron builds (planner/model/pipeline.py: even, embedding/loss-as-layers, uneven first/
-    last); ceil(L / p) where no split exists."""
-    busiest = np.ceil(num_layers / batch.pp.astype(np.float64))
-    last = busiest.copy()
-    keys = batch.pp * 65536 + batch.vpp
-    for key in np.unique(keys).tolist():
-        pp, vpp = divmod(int(key), 65536)
-        split = split_layers(num_layers, pp, vpp)
-        if split is None:
-            continue
-        sel = keys == key
-        busiest[sel] = split.max_rank_layers()
-        last[sel] = len(split.rank_layers(pp - 1))
-    return busiest, last
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ComputeTimes:
+    """Forward and forward + backward seconds of one micro-batch on the busiest rank."""
+
+    core: FloatArray
+    """Core attention (and unfused score traffic) of one layer, forward."""
+    stage_fwd: FloatArray
+    """Decoder layers of the busiest rank, forward."""
+    mtp_fwd: FloatArray
+    """MTP layers (on the last rank), forward."""
+    compute_mb: FloatArray
+    """Forward + backward (3x forward) of the busiest rank, the last rank's loss included."""
+    replay: ReplayParts
+    """What each selective-recompute module replays (planner.performance.memory_settings)."""
 
 
-def padded_vocab(model: ModelSpec, tp: FloatArray) -> FloatArray:
-    """ceil(V / (128 t)) x 128 t per layout (megatron-facts §3.4)."""
-    unit = 128.0 * tp
-    return np.asarray(np.ceil(model.vocab_size / unit) * unit, np.float64)
+def gemm_fwd_time(
+    ctx: StepContext,
+    g: Gemm,
+    tokens: FloatArray,
+    shard_tp: FloatArray,
+    efficiency_tokens: FloatArray | None = None,
+) -> FloatArray:
+    """Forward seconds of one GEMM for ``tokens`` tokens on one GPU (megatron-facts §5 FLOPs)."""
+    gpu, prof = ctx.gpu, ctx.profile
+    tp_int = shard_tp.astype(np.int64)
+    n, k = sharded_width(g, tp_int)
+    width = np.minimum(n, k)
+    flop = g.fwd_flop_per_token * tokens / (shard_tp if g.shard else 1.0)
+    m = tokens if efficiency_tokens is None else efficiency_tokens
+    call_flop = 2.0 * m * n * k  # one GEMM call's size (the size factor of gemm_efficiency)
+    if ctx.fp8 and gpu.peak_fp8_flop_per_s is not None:
+        eff = gemm_efficiency(
+            m,
+            width,
+            prof.fp8_gemm_efficiency,
+            prof.fp8_half_tokens,
+            prof.fp8_half_width,
+            call_flop,
+            prof.fp8_half_time_s * gpu.peak_fp8_flop_per_s,
+        )
+        rate = gpu.peak_fp8_flop_per_s * eff
+    else:
+        eff = gemm_efficiency(
+            m,
+            width,
+            prof.gemm_efficiency,
+            prof.gemm_half_tokens,
+            prof.gemm_half_width,
+            call_flop,
+            prof.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
+        )
+        rate = gpu.peak_bf16_flop_per_s * eff
+    return np.asarray(flop / np.maximum(rate, 1.0), np.float64)
 
 
-def model_flops_per_iteration(model: ModelSpec, job: TrainingJob, batch: LayoutBatch) -> FloatArray:
-    """Megatron's model FLOPs per iteration (megatron-facts §5.5), vocabulary padded by tp."""
-    sh = layer_shapes(model)
-    s = float(job.seq_length)
+def gemms_time(
+    ctx: StepContext,
+    gs: tuple[Gemm, ...],
+    tok: FloatArray,
+    shard: FloatArray,
+    eff_tok: FloatArray | None = None,
+) -> FloatArray:
+    """Forward seconds of a layer's GEMMs, one after the other."""
+    total = np.zeros_like(tok)
+    for g in gs:
+        total = total + gemm_fwd_time(ctx, g, tok, shard, eff_tok)
+    return total
 
-    def fwd(gs: tuple[Gemm, ...]) -> float:
-        return sum(g.fwd_flop_per_token for g in gs)
 
-    attn = fwd(sh.attention_gemms) + sh.core_attention_fwd_flop_per_token_per_seq * s
-    dense = attn + fwd(sh.dense_mlp_gemms)
-    moe = attn + fwd(sh.shared_expert_gemms) + fwd(sh.expert_gemms)
-    mtp = sh.mtp_layers * ((moe if sh.mtp_is_moe else dense) + sh.mtp_extra_fwd_flop_per_token)
-    vocab = padded_vocab(model, batch.tp.astype(np.float64))
-    per_token = (
-        sh.num_dense_layers * dense
-        + sh.num_moe_layers * moe
-        + mtp
-        + 2.0 * model.hidden_size * vocab * (1 + sh.mtp_layers)
+def core_attention_time(ctx: StepContext) -> FloatArray:
+    """Forward seconds of one layer's core attention (flash attention, performance-facts §4)."""
+    prof, gpu, model, tokens, tp, s = ctx.profile, ctx.gpu, ctx.model, ctx.tokens, ctx.tp, ctx.seq
+    chunk = s / ctx.cp
+    attn_eff = prof.attention_efficiency * chunk / (chunk + prof.attention_half_seq)
+    core_flop = ctx.shapes.core_attention_fwd_flop_per_token_per_seq * s * tokens / tp
+    core = core_flop / (gpu.peak_bf16_flop_per_s * np.maximum(attn_eff, 1e-6))
+    # unfused attention: a/t heads x s keys per token through HBM (0 with flash attention)
+    scores = (
+        prof.attention_score_bytes
+        * model.num_attention_heads
+        / tp
+        * s
+        * tokens
+        / ctx.hbm_bytes_per_s
     )
-    return np.asarray(3.0 * per_token * job.global_batch_size * s, np.float64)
+    return np.asarray(core + scores / 3.0, np.float64)
+
+
+def logits_time(ctx: StepContext) -> FloatArray:
+    """Forward seconds of the output layer (h x V/t GEMM) for one micro-batch."""
+    prof, gpu, tokens, tp, h, vocab = (
+        ctx.profile,
+        ctx.gpu,
+        ctx.tokens,
+        ctx.tp,
+        ctx.hidden,
+        ctx.vocab,
+    )
+    logit_eff = gemm_efficiency(
+        tokens,
+        np.minimum(vocab / tp, h),
+        prof.gemm_efficiency,
+        prof.gemm_half_tokens,
+        prof.gemm_half_width,
+        2.0 * tokens * vocab / tp * h,
+        prof.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
+    )
+    return np.asarray(
+        2 * h * vocab / tp * tokens / (gpu.peak_bf16_flop_per_s * logit_eff), np.float64
+    )
+
+
+def compute_time(ctx: StepContext) -> ComputeTimes:
+    """Compute of one micro-batch on the busiest rank: GEMMs, attention, memory-bound ops, loss.
+
+    Backward = 2 x forward (megatron-facts §5); the last rank adds the output layer, the loss
+    and any MTP layers, and the slower of the two ranks sets the pace.
+    """
+    sh, tokens, tp, hbm = ctx.shapes, ctx.tokens, ctx.tp, ctx.hbm_bytes_per_s
+    attn_gemm = gemms_time(ctx, sh.attention_gemms, tokens, tp)
+    core = core_attention_time(ctx)
+    dense_bytes, moe_bytes, ce_bytes = elementwise_bytes_per_token(
+        ctx.model,
+        ctx.batch.tp,
+        ctx.sp,
+        ctx.fp8,
+        permute_slowdown=ctx.profile.hbm_efficiency / PERMUTE_HBM_FRACTION,
+    )
+    dense_fwd = (
+        attn_gemm
+        + core
+        + gemms_time(ctx, sh.dense_mlp_gemms, tokens, tp)
+        + dense_bytes * tokens / hbm
+    )
+    moe_fwd = np.zeros_like(tokens)
+    if ctx.model.is_moe:
+        moe_fwd = (
+            attn_gemm
+            + core
+            + gemms_time(ctx, sh.shared_expert_gemms, tokens, tp)
+            + routed_expert_time(ctx)
+            + moe_bytes * tokens / hbm
+        )
+    moe_frac = ctx.moe_fraction
+    layer_fwd = (1 - moe_frac) * dense_fwd + moe_frac * moe_fwd
+    stage_fwd = ctx.layers_per_stage * layer_fwd
+    vocab = ctx.vocab
+    logits_fwd = logits_time(ctx)
+    heads = 1 + sh.mtp_layers
+    mtp_fwd = sh.mtp_layers * (moe_fwd if sh.mtp_is_moe else dense_fwd)
+    last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * ce_bytes * vocab / tp * tokens / hbm
+    compute_mb = np.maximum(3 * stage_fwd, 3 * ctx.last_layers * layer_fwd + last_extra)
+    h, model = ctx.model.hidden_size, ctx.model
+    up_proj = tuple(
+        g
+        for g in sh.attention_gemms
+        if model.multi_latent_attention and g.k != h and g.shard == "n"
+    )
+    replay = ReplayParts(
+        core_attn=core,
+        dense_mlp=gemms_time(ctx, sh.dense_mlp_gemms, tokens, tp) + dense_bytes * tokens / hbm / 2,
+        moe_block=np.maximum(moe_fwd - attn_gemm - core, 0.0),
+        shared_experts=gemms_time(ctx, sh.shared_expert_gemms, tokens, tp),
+        mla_up_proj=gemms_time(ctx, up_proj, tokens, tp),
+        # SwiGLU reads 2F_e and writes F_e per routed copy; a norm reads and writes h per token
+        moe_act=3 * BF16_BYTES * model.expert_ffn_hidden_size * model.moe_router_topk
+        * tokens / tp / hbm,
+        layernorm=2 * BF16_BYTES * h * tokens / tp / hbm,
+    )  # fmt: skip
+    return ComputeTimes(
+        core=core, stage_fwd=stage_fwd, mtp_fwd=mtp_fwd, compute_mb=compute_mb, replay=replay
+    )
+
+
+def recompute_time(ctx: StepContext, c: ComputeTimes) -> FloatArray:
+    """Recompute of one micro-batch (megatron-facts §1.6): the replays of the selective modules
+    (core attention by default; planner.performance.memory_settings), or with full recompute the
+    forward of the recomputed layers again."""
+    return recompute_seconds(
+        ctx.batch,
+        c.replay,
+        dense_layers=ctx.layers_per_stage * (1 - ctx.moe_fraction),
+        moe_layers=ctx.layers_per_stage * ctx.moe_fraction,
+        layers_fwd=c.stage_fwd + c.mtp_fwd,
+    )

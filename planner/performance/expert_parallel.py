@@ -1,6 +1,6 @@
 """Routed-expert work of one MoE layer: grouped expert GEMMs and the per-rank load imbalance.
 
-Helpers for :mod:`planner.performance.step_time`. Megatron runs the routed experts of a rank as
+The expert-parallel terms of the step time. Megatron runs the routed experts of a rank as
 ONE grouped
 GEMM over all its local experts (``--moe-grouped-gemm``, megatron-facts §1), so the two things that
 set its speed are (performance-facts §5.2, §1.4):
@@ -25,8 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.layout_settings import MODULE_BITS, effective_modules
 from planner.layouts import FloatArray
-from planner.performance.compute import Gemm, sharded_width
+from planner.model.shapes import Gemm, sharded_width
+from planner.performance import overlap
+from planner.performance.collectives import all_to_all_time, members_per_node
+from planner.performance.context import BF16_BYTES, StepContext
+from planner.space import comm_flags
 from planner.specs import GPUSpec
 
 PERMUTE_HBM_FRACTION = 0.5  # performance-facts §3.1/§5.3: permute/unpermute at 0.5 of HBM spec
@@ -65,3 +70,66 @@ def grouped_expert_time(
         size = call / (call + half_time_s * peak)
         total = total + flop / (peak * np.maximum(plateau * m_eff * size, 1e-9))
     return np.asarray(total, np.float64)
+
+
+def routed_expert_time(ctx: StepContext) -> FloatArray:
+    """Forward seconds of one MoE layer's routed experts on one GPU, load imbalance included.
+
+    MoE with tp > 1 needs SP (megatron-facts rule 33), so each GPU routes tokens / t tokens;
+    the expert-TP group gathers them (x etp) and every token goes to top-k experts.
+    """
+    model, prof, tp, etp = ctx.model, ctx.profile, ctx.tp, ctx.etp
+    e = float(model.num_experts or 1)
+    tok_moe = ctx.tokens / tp
+    per_expert = tok_moe * etp * ctx.ep * model.moe_router_topk / e
+    local_experts = np.maximum(e / ctx.ep, 1.0)
+    expert = grouped_expert_time(
+        ctx.shapes.expert_gemms,
+        tok_moe * etp,
+        etp,
+        per_expert,
+        local_experts,
+        ctx.gpu,
+        plateau=prof.fp8_gemm_efficiency if ctx.fp8 else prof.gemm_efficiency,
+        half_time_s=prof.fp8_half_time_s if ctx.fp8 else prof.gemm_half_time_s,
+        fp8=ctx.fp8,
+        hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+    )
+    return np.asarray(expert * prof.moe_imbalance, np.float64)  # imbalance: once on the GEMMs
+
+
+def ep_all_to_all_time(
+    ctx: StepContext, compute_mb: FloatArray, tp_hidden_mb: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Exposed MoE all-to-all (dispatch + combine per MoE layer, fwd and bwd; §5) per
+    micro-batch, and the part the overlap hid, which the bubble runs unhidden.
+
+    ``tp_hidden_mb`` is the TP traffic TE already hides in the compute: the partner
+    micro-batch's compute window is shared with it.
+    """
+    if not ctx.model.is_moe:
+        return np.zeros_like(ctx.tokens), np.zeros_like(ctx.tokens)
+    model, cluster, batch, prof, links = ctx.model, ctx.cluster, ctx.batch, ctx.profile, ctx.links
+    pp, vpp, m, full = ctx.pp, ctx.vpp, ctx.microbatches, ctx.full
+    a2a_bytes = ctx.tokens / ctx.tp * model.moe_router_topk * ctx.hidden * BF16_BYTES
+    nodes = batch.ep / members_per_node(links, batch.ep, batch.etp)
+    dedup = comm_flags.distinct_node_share(nodes, model.moe_router_topk)
+    inter_share = np.where(comm_flags.flex_dispatch(model, cluster, batch), dedup, 1.0)
+    a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes, inter_share)
+    a2a = a2a * prof.moe_imbalance
+    # a recomputed MoE block ('moe' module) dispatches and combines again in backward (§6.4)
+    moe_replay = ((effective_modules(batch) & MODULE_BITS["moe"]) != 0).astype(np.float64)
+    a2a_all = (4 + 2 * full + 2 * moe_replay) * ctx.layers_per_stage * ctx.moe_fraction * a2a
+    # 1F1B A2A overlap (planner.space.comm_flags): one micro-batch's dispatch/combine runs under
+    # the other's compute, so at most that compute hides it. Only steady-state steps have a
+    # partner: rank 0 warms up W = 2(p-1) + (v-1)p + 1 virtual micro-batches (megatron-facts
+    # §3.3) and cools down as many; at p = 1 that leaves (m-1)/m paired.
+    on = comm_flags.enabled(model, cluster, batch)
+    warmup = np.where(batch.pp > 1, 2 * (pp - 1) + (vpp - 1) * pp + 1, 1.0)
+    paired = np.maximum(m * vpp - warmup, 0.0) / (m * vpp)
+    window = np.maximum(compute_mb - tp_hidden_mb, 0.0)
+    ep_hidden = np.where(on, prof.ep_overlap * np.minimum(a2a_all, window) * paired, 0.0)
+    ep_mb = (
+        a2a_all - ep_hidden + overlap.interference(ctx, ctx.share(batch.ep, batch.etp)) * ep_hidden
+    )
+    return np.asarray(ep_mb, np.float64), np.asarray(ep_hidden, np.float64)

@@ -17,18 +17,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.layout_settings import MODULE_BITS
+from planner.layout_settings import MODULE_BITS, effective_modules, full_recompute_share
 from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, FloatArray, LayoutBatch
-from planner.memory.activations import ActivationShape, layer_activations
-from planner.memory.recompute import effective_modules, full_recompute_share
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
+
+if TYPE_CHECKING:
+    from planner.performance.context import StepContext
 
 __all__ = [
     "GRAD_REDUCE_BYTES",
     "ReplayParts",
+    "activation_offload_time",
     "adam_bytes_per_param",
     "grad_reduce_bytes",
     "offloaded_activation_bytes",
@@ -150,20 +153,17 @@ def activation_offload_seconds(
 def offloaded_activation_bytes(
     model: ModelSpec, job: TrainingJob, batch: LayoutBatch
 ) -> FloatArray:
-    """Saved bytes of the offloaded layers for one micro-batch (no recompute with offload)."""
+    """Saved bytes of the offloaded layers for one micro-batch (offload excludes recompute):
+    34 s b h / t per layer with flash attention and SP (Korthikanti Table 2, the 5as/h score
+    term gone), the memory model's own count being finer but of the same size."""
     n = np.minimum(batch.mem.activation_offload_layers, model.num_layers).astype(np.float64)
-    if not n.any():
-        return np.zeros(len(batch))
-    shape = ActivationShape.of(job.seq_length, batch)
-    pattern = model.moe_layer_pattern()
-    moe_share = np.array([sum(pattern[: int(k)]) / max(k, 1) for k in n.tolist()])
-
-    def full(moe: bool) -> FloatArray:
-        acts = layer_activations(
-            model, shape, moe=moe, swiglu_fused=True, flash_attention=True, moe_imbalance=1.0
-        )
-        return acts.full
-
-    per_layer = (1 - moe_share) * full(False) + (moe_share * full(True) if model.is_moe else 0.0)
-    result: FloatArray = n * per_layer
+    tokens = job.seq_length / batch.cp * batch.micro_batch_size
+    shard = np.where(batch.sequence_parallel & (batch.tp > 1), batch.tp, 1)
+    result: FloatArray = n * 34.0 * tokens * model.hidden_size / shard
     return result
+
+
+def activation_offload_time(ctx: StepContext, compute_mb: FloatArray) -> FloatArray:
+    """Exposed seconds per micro-batch of the legacy activation offload of one step context."""
+    offloaded = offloaded_activation_bytes(ctx.model, ctx.job, ctx.batch)
+    return activation_offload_seconds(ctx.cluster, ctx.model, ctx.batch, offloaded, compute_mb)

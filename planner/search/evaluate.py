@@ -20,7 +20,7 @@ from planner.performance.step_time import (
     PerformanceProfile,
     estimate_performance,
 )
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.rules import RULES, check_rules, violations
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
@@ -110,7 +110,7 @@ def evaluate_layouts(
         result: dict[str, Any] = {
             "valid": ok,
             "violations": messages,
-            "layout": overlap.resolve(model, cluster, layout).to_dict(),
+            "layout": comm_flags.resolve(model, cluster, layout).to_dict(),
             "memory": memory_json(mem, i),
             "performance": None,
             "megatron": None,

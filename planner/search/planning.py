@@ -47,7 +47,7 @@ from planner.search.sampling import (
     warm_start,
 )
 from planner.search.screening import Scenario, memory_reason, scenario_axes, scenarios_of, screen
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.enumeration import SearchConstraints
 from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
 
@@ -225,10 +225,7 @@ def plan(
     constraints = constraints or SearchConstraints()
     objective = objective or Objective()
     budget = budget or SearchBudget()
-    if not 0.0 < threshold <= 1.0:
-        raise SpecError(f"threshold={threshold} must be in (0, 1]", field="memory_threshold")
-    if top_k < 1:
-        raise SpecError(f"top_k={top_k} must be >= 1", field="top_k")
+    _check_plan_arguments(threshold, top_k)
     clusters, jobs = scenarios_of(
         cluster_or_clusters, job_or_jobs, num_gpus_options, global_batch_size_options
     )
@@ -236,17 +233,7 @@ def plan(
     pool, rejections, counts, timings = screen(model, scenarios, constraints, threshold)
     feasible = len(pool)
     perf_time = [0.0]
-
-    def evaluate(idx: IntArray) -> None:
-        t0 = time.perf_counter()
-        for s in np.unique(pool.scenario[idx]):
-            sub = idx[pool.scenario[idx] == s]
-            sc = scenarios[int(s)]
-            perf = estimate_performance(model, sc.cluster, sc.job, pool.batch.take(sub), profile)
-            pool.tokens_per_s_per_gpu[sub] = np.nan_to_num(
-                np.asarray(perf.tokens_per_s_per_gpu, dtype=np.float64), nan=0.0
-            )
-        perf_time[0] += time.perf_counter() - t0
+    evaluate = _evaluator(model, scenarios, pool, profile, perf_time)
 
     def score(idx: IntArray) -> FloatArray:
         return objective.score(pool.tokens_per_s_per_gpu[idx], pool.num_gpus[idx])
@@ -258,56 +245,21 @@ def plan(
     axes = scenario_axes(pool, clusters, jobs)
     if feasible and feasible <= max(budget.max_trials, budget.exhaustive_below):
         method = "exhaustive"
-        if progress is not None:
-            progress(0, feasible)
-        for lo in range(0, feasible, EXHAUSTIVE_CHUNK):  # chunks bound the temporaries' memory
-            hi = min(feasible, lo + EXHAUSTIVE_CHUNK)
-            evaluate(np.arange(lo, hi, dtype=np.int64))
-            if progress is not None:
-                progress(hi, feasible)
-        trials = feasible
+        trials = _search_exhaustively(feasible, evaluate, progress)
     elif feasible:
-        encoding = SpaceEncoding(pool, axes, sampled=SAMPLED_AXES)
         method = "tpe"
         study = create_study(objective, seed=budget.seed, storage=storage, study_name=study_name)
         deadline = None if budget.time_limit_s is None else start + budget.time_limit_s
         gpn = np.array([sc.cluster.gpus_per_node for sc in scenarios], dtype=np.int64)
-        trials = run_tpe(
-            study,
-            encoding,
-            pool,
-            objective,
-            evaluate,
-            max_trials=budget.max_trials,
-            batch_size=budget.batch_size,
-            warm=warm_start(pool, gpn),
-            deadline=deadline,
-            progress=progress,
+        encoding = SpaceEncoding(pool, axes, sampled=SAMPLED_AXES)
+        trials = _search_by_sampling(
+            study, encoding, pool, objective, evaluate, score, budget, gpn, deadline, progress
         )
-        polished = polish(
-            encoding, pool, score, evaluate, rounds=budget.polish_rounds, deadline=deadline
-        )
-        # the study keeps TPE's trials plus the best polished layouts (adding thousands of
-        # trials to an Optuna study costs seconds; the pool keeps them all)
-        best_polished = polished[np.argsort(-score(polished), kind="stable")[:RECORD_POLISHED]]
-        record_trials(study, encoding, pool, objective, best_polished)
-        if progress is not None and trials < budget.max_trials:  # stopped by the time limit
-            progress(budget.max_trials, budget.max_trials)
     timings["search_s"] = time.perf_counter() - t_search
     timings["performance_s"] = perf_time[0]
 
     done = np.flatnonzero(pool.evaluated)
-    order = done[rank_order(score(done), pool.headroom_bytes[done], pool.num_gpus[done])]
-    top = order[:top_k]
-    front = (
-        done[
-            pareto_front(
-                score(done), pool.headroom_bytes[done], headroom_step_bytes=PARETO_STEP_BYTES
-            )
-        ]
-        if pareto
-        else np.zeros(0, dtype=np.int64)
-    )
+    top, front = _top_and_front(pool, score, done, top_k, pareto)
     built = _build_plans(
         model, scenarios, pool, objective, np.concatenate([top, front]), profile, threshold
     )
@@ -345,6 +297,105 @@ def plan(
     return result
 
 
+def _check_plan_arguments(threshold: float, top_k: int) -> None:
+    if not 0.0 < threshold <= 1.0:
+        raise SpecError(f"threshold={threshold} must be in (0, 1]", field="memory_threshold")
+    if top_k < 1:
+        raise SpecError(f"top_k={top_k} must be >= 1", field="top_k")
+
+
+def _evaluator(
+    model: ModelSpec,
+    scenarios: Sequence[Scenario],
+    pool: CandidatePool,
+    profile: PerformanceProfile,
+    spent_s: list[float],
+) -> Callable[[IntArray], None]:
+    """A function that fills the pool's tokens/s for some indexes, scenario by scenario, and
+    adds the seconds it took to ``spent_s[0]``."""
+
+    def evaluate(idx: IntArray) -> None:
+        t0 = time.perf_counter()
+        for s in np.unique(pool.scenario[idx]):
+            sub = idx[pool.scenario[idx] == s]
+            sc = scenarios[int(s)]
+            perf = estimate_performance(model, sc.cluster, sc.job, pool.batch.take(sub), profile)
+            pool.tokens_per_s_per_gpu[sub] = np.nan_to_num(
+                np.asarray(perf.tokens_per_s_per_gpu, dtype=np.float64), nan=0.0
+            )
+        spent_s[0] += time.perf_counter() - t0
+
+    return evaluate
+
+
+def _search_exhaustively(
+    feasible: int, evaluate: Callable[[IntArray], None], progress: Progress | None
+) -> int:
+    """Evaluate every feasible layout, in chunks that bound the temporaries' memory."""
+    if progress is not None:
+        progress(0, feasible)
+    for lo in range(0, feasible, EXHAUSTIVE_CHUNK):
+        hi = min(feasible, lo + EXHAUSTIVE_CHUNK)
+        evaluate(np.arange(lo, hi, dtype=np.int64))
+        if progress is not None:
+            progress(hi, feasible)
+    return feasible
+
+
+def _search_by_sampling(
+    study: optuna.Study,
+    encoding: SpaceEncoding,
+    pool: CandidatePool,
+    objective: Objective,
+    evaluate: Callable[[IntArray], None],
+    score: Callable[[IntArray], FloatArray],
+    budget: SearchBudget,
+    gpus_per_node: IntArray,
+    deadline: float | None,
+    progress: Progress | None,
+) -> int:
+    """TPE from known-good layouts, then a neighbourhood polish; returns the TPE trials."""
+    trials = run_tpe(
+        study,
+        encoding,
+        pool,
+        objective,
+        evaluate,
+        max_trials=budget.max_trials,
+        batch_size=budget.batch_size,
+        warm=warm_start(pool, gpus_per_node),
+        deadline=deadline,
+        progress=progress,
+    )
+    polished = polish(
+        encoding, pool, score, evaluate, rounds=budget.polish_rounds, deadline=deadline
+    )
+    # the study keeps TPE's trials plus the best polished layouts (adding thousands of
+    # trials to an Optuna study costs seconds; the pool keeps them all)
+    best_polished = polished[np.argsort(-score(polished), kind="stable")[:RECORD_POLISHED]]
+    record_trials(study, encoding, pool, objective, best_polished)
+    if progress is not None and trials < budget.max_trials:  # stopped by the time limit
+        progress(budget.max_trials, budget.max_trials)
+    return trials
+
+
+def _top_and_front(
+    pool: CandidatePool,
+    score: Callable[[IntArray], FloatArray],
+    done: IntArray,
+    top_k: int,
+    pareto: bool,
+) -> tuple[IntArray, IntArray]:
+    """Pool indexes of the ``top_k`` best evaluated layouts and (if asked) the Pareto front."""
+    order = done[rank_order(score(done), pool.headroom_bytes[done], pool.num_gpus[done])]
+    if not pareto:
+        return order[:top_k], np.zeros(0, dtype=np.int64)
+    front = pareto_front(
+        score(done), pool.headroom_bytes[done], headroom_step_bytes=PARETO_STEP_BYTES
+    )
+    return order[:top_k], done[front]
+
+
 def _build_plans(
     model: ModelSpec,
     scenarios: list[Scenario],
@@ -374,7 +425,7 @@ def _build_plans(
             )
             out[int(i)] = Plan(
                 rank=0,
-                layout=overlap.resolve(model, sc.cluster, batch.layout(k)),
+                layout=comm_flags.resolve(model, sc.cluster, batch.layout(k)),
                 model=model,
                 cluster=sc.cluster,
                 job=sc.job,

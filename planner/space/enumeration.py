@@ -31,7 +31,7 @@ import numpy as np
 from planner.layouts import A2A_OFF, BoolArray, IntArray, LayoutBatch, a2a_code, dispatcher_code
 from planner.model.pipeline import split_layers
 from planner.model.pipeline_layout import balanced_layout
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.memory_axes import (
     MemoryChoices,
     apply_memory_choices,
@@ -262,7 +262,7 @@ def enumerate_layouts(
     )
     if c.moe_a2a_overlap is None and model.is_moe:
         # also search it off where auto turns it on: it costs a micro-batch of activations
-        on = overlap.allowed(model, cluster, batch)
+        on = comm_flags.allowed(model, cluster, batch)
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
         batch = LayoutBatch.concat([batch, off])

@@ -15,21 +15,19 @@ from itertools import product
 import numpy as np
 
 from planner.layout_settings import FP8_GATHER_AUTO, SettingsColumns, modules_mask
-from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, LayoutBatch
-from planner.model.pipeline import split_layers
-from planner.model.pipeline_layout import balanced_layout, parse_pipeline_layout
-from planner.specs import (
+from planner.layout_types import (
     CUDA_GRAPHS_CHOICES,
     GRAD_REDUCE_DTYPE_CHOICES,
     OPTIMIZER_STATE_DTYPE_CHOICES,
     CudaGraphs,
     GradReduceDtype,
-    Layout,
-    ModelSpec,
     OptimizerStateDtype,
     RecomputeModule,
-    SpecError,
 )
+from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, LayoutBatch
+from planner.model.pipeline import split_layers
+from planner.model.pipeline_layout import balanced_layout, parse_pipeline_layout
+from planner.specs import Layout, ModelSpec, SpecError
 
 __all__ = [
     "MemoryChoices",

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.layout_settings import FP8_GATHER_ON, GRAPHS_PARTIAL, MODULE_BITS
+from planner.layout_settings import FP8_GATHER_ON, GRAPHS_PARTIAL, MODULE_BITS, effective_modules
 from planner.layouts import A2A_ON, RECOMPUTE_FULL, RECOMPUTE_NONE, SHARD_NONE, BoolArray
-from planner.memory.recompute import effective_modules
 from planner.model.pipeline_layout import parse_pipeline_layout
 from planner.specs import SpecError
 

@@ -37,7 +37,7 @@ from planner.layouts import (
     LayoutBatch,
 )
 from planner.model.pipeline import split_arrays, split_layers
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.memory_rules import MEMORY_RULES, has_layout
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
@@ -299,11 +299,8 @@ def _bias_explain(ctx: _Context, i: int) -> str:
 
 def _pp_check(ctx: _Context) -> BoolArray:
     # an even, account-for-embedding/loss or uneven first/last split exists (rules 8-13)
-    bad: BoolArray = (
-        (ctx.batch.vpp == 1)
-        & (split_arrays(ctx.model.num_layers, ctx.batch).method < 0)
-        & ~has_layout(ctx)  # an explicit layout is checked by pipeline_layout_valid
-    )
+    split = split_arrays(ctx.model.num_layers, ctx.batch).method  # a layout: rule 14 instead
+    bad: BoolArray = (ctx.batch.vpp == 1) & (split < 0) & ~has_layout(ctx)
     return bad
 
 
@@ -485,18 +482,18 @@ def _positions_explain(ctx: _Context, i: int) -> str:
 
 def _a2a_check(ctx: _Context) -> BoolArray:
     requested = ctx.batch.moe_a2a_overlap == A2A_ON
-    blocked: BoolArray = requested & ~overlap.allowed(ctx.model, ctx.cluster, ctx.batch)
+    blocked: BoolArray = requested & ~comm_flags.allowed(ctx.model, ctx.cluster, ctx.batch)
     return blocked
 
 
 def _a2a_explain(ctx: _Context, i: int) -> str:
-    why = overlap.reasons_blocked(ctx.model, ctx.cluster, ctx.batch.layout(i))
+    why = comm_flags.reasons_blocked(ctx.model, ctx.cluster, ctx.batch.layout(i))
     return f"moe_a2a_overlap=true cannot be used here: {'; '.join(why)}; or leave it unset"
 
 
 def _flex_check(ctx: _Context) -> BoolArray:
     requested = ctx.batch.moe_dispatcher == DISPATCH_FLEX
-    blocked: BoolArray = requested & ~overlap.flex_allowed(ctx.model, ctx.cluster, ctx.batch)
+    blocked: BoolArray = requested & ~comm_flags.flex_allowed(ctx.model, ctx.cluster, ctx.batch)
     return blocked
 
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from planner.megatron.flags import parse_megatron_args
+from planner.megatron.args import parse_megatron_args
 
 runner = CliRunner()
 CASE_A = ["--model", "llama3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "16",

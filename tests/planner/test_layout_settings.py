@@ -30,8 +30,8 @@ from planner.specs import GPUSpec, Layout, SpecError, TrainingJob
         ({"activation_offload_layers": -1}, "activation_offload_layers", ">= 0"),
         ({"optimizer_offload_fraction": 1.5}, "optimizer_offload_fraction", "[0, 1]"),
         ({"optimizer_offload_fraction": True}, "optimizer_offload_fraction", "a number"),
-        ({"pp": 4, "pipeline_layout": "Et|tt|ttL"}, "pipeline_layout", "pp x vpp = 4 x 1"),
-        ({"pipeline_layout": "Et|q|L"}, "pipeline_layout", "'q'"),
+        ({"pipeline_layout": " "}, "pipeline_layout", "non-empty string"),
+        ({"pipeline_layout": 3}, "pipeline_layout", "non-empty string"),
     ],
 )
 def test_bad_values_name_the_field_and_the_fix(

@@ -17,28 +17,9 @@ from planner.calibration.fit import (
 from planner.calibration.measurements import Measurement
 from planner.performance.step_time import default_profile
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
-from tests.planner.fixtures import H100
+from tests.planner.fixtures import H100, LLAMA_8B, LLAMA_70B
 
-MODELS = [
-    ModelSpec(
-        name="m8",
-        num_layers=32,
-        hidden_size=4096,
-        ffn_hidden_size=14336,
-        num_attention_heads=32,
-        num_query_groups=8,
-        vocab_size=128256,
-    ),
-    ModelSpec(
-        name="m70",
-        num_layers=80,
-        hidden_size=8192,
-        ffn_hidden_size=28672,
-        num_attention_heads=64,
-        num_query_groups=8,
-        vocab_size=128256,
-    ),
-]
+MODELS = [LLAMA_8B, LLAMA_70B]
 LAYOUTS = [
     Layout(tp=1, pp=1, dp=64),
     Layout(tp=2, pp=1, dp=32),

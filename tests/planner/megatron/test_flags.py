@@ -12,18 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models_db.catalog import list_models, load_model
-from planner.megatron.flags import launch_spec, megatron_args, parse_megatron_args
-from planner.space import comm_flags as overlap
+from planner.megatron.args import parse_megatron_args
+from planner.megatron.flags import launch_spec, megatron_args
+from planner.space import comm_flags
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+from tests.planner.fixtures import H100, MIXTRAL_8X7B
 
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989e12,
-    peak_fp8_flop_per_s=1979e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-)
 B200 = replace(H100, name="b200", architecture="blackwell", peak_fp8_flop_per_s=4.5e15)
 LLAMA8B = ModelSpec(
     name="llama3.1-8b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
@@ -38,10 +32,6 @@ DEEPSEEK = ModelSpec(
     kv_lora_rank=512, qk_head_dim=128, qk_pos_emb_head_dim=64, v_head_dim=128,
     mtp_num_layers=1, max_position_embeddings=163840,
     rotary_base=10000, rotary_scaling_factor=40, mscale=1.0, mscale_all_dim=1.0,
-)  # fmt: skip
-MIXTRAL = ModelSpec(
-    name="mixtral-8x7b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
-    num_attention_heads=32, num_query_groups=8, vocab_size=32000, num_experts=8,
 )  # fmt: skip
 JOB = TrainingJob(seq_length=8192, global_batch_size=128)
 
@@ -161,7 +151,7 @@ def test_flags_parse_back_to_the_same_layout_and_job(case: Any) -> None:
     model, layout, job = case
     world = layout.num_gpus
     parsed = parse_megatron_args(megatron_args(model, cluster(8), job, layout), world_size=world)
-    assert parsed.layout == overlap.resolve(model, cluster(8), layout)
+    assert parsed.layout == comm_flags.resolve(model, cluster(8), layout)
     assert (parsed.seq_length, parsed.global_batch_size, parsed.precision) == (
         job.seq_length,
         job.global_batch_size,
@@ -230,7 +220,7 @@ def test_deepseek_emits_mla_and_mtp_flags() -> None:
 
 
 def test_moe_without_leading_dense_layers_uses_int_freq() -> None:
-    args = megatron_args(MIXTRAL, cluster(8), JOB, Layout(tp=2, ep=4, etp=1, dp=4))
+    args = megatron_args(MIXTRAL_8X7B, cluster(8), JOB, Layout(tp=2, ep=4, etp=1, dp=4))
     assert value(args, "--moe-layer-freq") == "1"
     assert value(args, "--moe-token-dispatcher-type") == "alltoall"
     assert "--moe-grouped-gemm" in args
@@ -408,10 +398,10 @@ def test_parse_without_world_size_assumes_one_replica() -> None:
 
 def test_top1_routing_emits_pre_softmax() -> None:
     # K = 1 with the softmax router is rejected by TransformerConfig without it (rule 35)
-    top1 = replace(MIXTRAL, moe_router_topk=1)
+    top1 = replace(MIXTRAL_8X7B, moe_router_topk=1)
     layout = Layout(tp=1, ep=8, dp=8)
     assert "--moe-router-pre-softmax" in megatron_args(top1, cluster(8), JOB, layout)
-    assert "--moe-router-pre-softmax" not in megatron_args(MIXTRAL, cluster(8), JOB, layout)
+    assert "--moe-router-pre-softmax" not in megatron_args(MIXTRAL_8X7B, cluster(8), JOB, layout)
 
 
 # --- rotary position embedding ----------------------------------------------------------------

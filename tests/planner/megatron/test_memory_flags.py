@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from planner.megatron.flags import megatron_args, parse_megatron_args
+from planner.megatron import megatron_args, parse_megatron_args
 from planner.space import comm_flags as overlap
 from planner.specs import Layout, TrainingJob
-from tests.planner.memory.test_estimate import LLAMA8B, MIXTRAL
+from tests.planner.fixtures import LLAMA_8B as LLAMA8B
+from tests.planner.fixtures import MIXTRAL_8X7B as MIXTRAL
 from tests.planner.space.test_memory_rules import MLA, hosted
 from tests.planner.space.test_rules import dense
 

@@ -11,31 +11,12 @@ from planner.layouts import (
     LayoutBatch,
 )
 from planner.memory.estimate import MemoryEstimate, MemoryOptions, estimate_memory
-from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
+from planner.specs import ClusterSpec, GPUSpec, Layout, TrainingJob
+from tests.planner.fixtures import LLAMA_8B, MIXTRAL_8X7B
 
 GIB = 2.0**30
 MIB = 2.0**20
 
-LLAMA8B = ModelSpec(
-    name="llama3.1-8b",
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=128256,
-)
-MIXTRAL = ModelSpec(
-    name="mixtral-like",
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=32000,
-    num_experts=8,
-    moe_router_topk=2,
-)
 GPU = GPUSpec(
     name="test-80gib",
     hbm_bytes=80 * 2**30,
@@ -71,7 +52,7 @@ def fujii_rows() -> MemoryEstimate:
         recompute=RECOMPUTE_NONE,
     )
     job = TrainingJob(seq_length=8192, global_batch_size=1024)
-    return estimate_memory(LLAMA8B, CLUSTER, job, batch, FUJII)
+    return estimate_memory(LLAMA_8B, CLUSTER, job, batch, FUJII)
 
 
 def test_fujii_model_states_within_one_percent(fujii_rows: MemoryEstimate) -> None:
@@ -105,7 +86,7 @@ JOB_A = TrainingJob(seq_length=8192, global_batch_size=128)
 def test_megatron_vector_a_weight_and_optimizer() -> None:
     """megatron-facts §8 A: 17231.64 MiB. Megatron charges the final norm (4096 params) to the
     first stage; we put it on the last stage, which is therefore the worst by 36 KiB."""
-    est = estimate_memory(LLAMA8B, CLUSTER, JOB_A, megatron_case())
+    est = estimate_memory(LLAMA_8B, CLUSTER, JOB_A, megatron_case())
     assert states(est)[0] * 1024 == pytest.approx(17231.64, rel=1e-5)
 
 
@@ -115,7 +96,7 @@ def test_megatron_vector_c_eighteen_bytes_per_param() -> None:
         tp=[1], pp=[1], dp=[8], recompute=RECOMPUTE_NONE, optimizer_sharding=SHARD_NONE
     )
     est = estimate_memory(
-        LLAMA8B, CLUSTER, TrainingJob(seq_length=8192, global_batch_size=128), batch
+        LLAMA_8B, CLUSTER, TrainingJob(seq_length=8192, global_batch_size=128), batch
     )
     assert states(est)[0] * 1024 == pytest.approx(137848.57, rel=1e-5)
 
@@ -130,14 +111,14 @@ def test_megatron_vector_a_layer_activations() -> None:
     """
     s, b, h, t, p = 8192, 1, 4096, 2, 2
     megatron_layers = 16416.06 * MIB - (8 * s * b * p + s * b * h * p) / t
-    est = estimate_memory(LLAMA8B, CLUSTER, JOB_A, megatron_case())
+    est = estimate_memory(LLAMA_8B, CLUSTER, JOB_A, megatron_case())
     ours = est.first_stage_terms["activations_bytes"][0]
     assert ours == pytest.approx(megatron_layers * 34 / 32, rel=1e-5)
 
 
 def test_megatron_vector_b_interleaving_multiplies_by_one_and_a_quarter() -> None:
     """megatron-facts §8 B = A x 1.25: (1 + (p-1)/(p v)) with p = v = 2."""
-    est = estimate_memory(LLAMA8B, CLUSTER, JOB_A, megatron_case(vpp=[1, 2], tp=[2, 2]))
+    est = estimate_memory(LLAMA_8B, CLUSTER, JOB_A, megatron_case(vpp=[1, 2], tp=[2, 2]))
     first = est.first_stage_terms["activations_bytes"]
     assert first[1] / first[0] == pytest.approx(20520.08 / 16416.06, rel=1e-6)
 
@@ -150,7 +131,7 @@ def test_megatron_vector_c_no_sp_layer_activations() -> None:
     s, b, h, v = 8192, 1, 4096, 128256
     megatron_layers = 38761.87 * MIB / 1.05 - (8 * s * b + s * b * h + 2 * (s * b * v + s * b * h))
     batch = megatron_case(tp=[1], pp=[1], dp=[8], recompute=RECOMPUTE_NONE)
-    est = estimate_memory(LLAMA8B, CLUSTER, JOB_A, batch)
+    est = estimate_memory(LLAMA_8B, CLUSTER, JOB_A, batch)
     ours = est.terms["activations_bytes"][0]
     assert ours == pytest.approx(megatron_layers * (34 + 4 * 32 / 4096) / 34, rel=1e-5)
 
@@ -162,7 +143,7 @@ def test_megatron_vector_d_mixtral_weight_and_optimizer() -> None:
         tp=[2], pp=[4], ep=[8], etp=[1], dp=[8], recompute=RECOMPUTE_SELECTIVE
     )
     job = TrainingJob(seq_length=4096, global_batch_size=256)
-    est = estimate_memory(MIXTRAL, CLUSTER, job, batch)
+    est = estimate_memory(MIXTRAL_8X7B, CLUSTER, job, batch)
     assert est.first_stage_terms["optimizer_bytes"][0] > 0
     first = est.first_stage_terms
     first_states = first["weights_bytes"] + first["gradients_bytes"] + first["optimizer_bytes"]
@@ -176,26 +157,26 @@ def test_megatron_vector_d_moe_activations_exceed_megatrons_dense_formula() -> N
         tp=[2], pp=[4], ep=[8], etp=[1], dp=[8], recompute=RECOMPUTE_SELECTIVE
     )
     job = TrainingJob(seq_length=4096, global_batch_size=256)
-    est = estimate_memory(MIXTRAL, CLUSTER, job, batch)
+    est = estimate_memory(MIXTRAL_8X7B, CLUSTER, job, batch)
     assert est.first_stage_terms["activations_bytes"][0] > 1.2 * 8224.06 * MIB
 
 
 def test_last_stage_holds_the_fp32_logits() -> None:
-    est = estimate_memory(LLAMA8B, CLUSTER, JOB_A, megatron_case())
+    est = estimate_memory(LLAMA_8B, CLUSTER, JOB_A, megatron_case())
     assert est.first_stage_terms["logits_bytes"][0] == 0
     assert est.last_stage_terms["logits_bytes"][0] >= 4 * 8192 * 128256 / 2
 
 
 def test_fp8_adds_weight_copies() -> None:
-    bf16 = estimate_memory(LLAMA8B, CLUSTER, JOB_A, megatron_case())
+    bf16 = estimate_memory(LLAMA_8B, CLUSTER, JOB_A, megatron_case())
     fp8_job = TrainingJob(seq_length=8192, global_batch_size=128, precision="fp8")
-    fp8 = estimate_memory(LLAMA8B, CLUSTER, fp8_job, megatron_case())
+    fp8 = estimate_memory(LLAMA_8B, CLUSTER, fp8_job, megatron_case())
     assert bf16.terms["fp8_bytes"][0] == 0
     assert fp8.terms["fp8_bytes"][0] > 0
 
 
 def test_capacity_is_the_gpu_hbm() -> None:
-    est = estimate_memory(LLAMA8B, CLUSTER, JOB_A, megatron_case())
+    est = estimate_memory(LLAMA_8B, CLUSTER, JOB_A, megatron_case())
     assert est.capacity_bytes == 80 * 2**30
 
 
@@ -203,7 +184,7 @@ def test_single_stage_reports_the_same_whole_model_for_first_and_last() -> None:
     # with pp = 1 there is one stage: it holds the embedding, the output layer and the norm
     batch = LayoutBatch.from_layouts([Layout(tp=2, dp=32)])
     est = estimate_memory(
-        MIXTRAL, CLUSTER, TrainingJob(seq_length=4096, global_batch_size=64), batch
+        MIXTRAL_8X7B, CLUSTER, TrainingJob(seq_length=4096, global_batch_size=64), batch
     )
     assert est.first_stage_bytes[0] == pytest.approx(est.last_stage_bytes[0])
     assert int(est.worst_stage[0]) == 0

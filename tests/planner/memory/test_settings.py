@@ -13,7 +13,9 @@ from planner.memory.activations import ActivationShape, layer_activations
 from planner.memory.estimate import MemoryEstimate, estimate_memory
 from planner.memory.recompute import fp8_saving
 from planner.specs import ClusterSpec, Layout, TrainingJob
-from tests.planner.memory.test_estimate import CLUSTER, GPU, LLAMA8B, MIXTRAL
+from tests.planner.fixtures import LLAMA_8B as LLAMA8B
+from tests.planner.fixtures import MIXTRAL_8X7B as MIXTRAL
+from tests.planner.memory.test_estimate import CLUSTER, GPU
 
 JOB = TrainingJob(seq_length=4096, global_batch_size=64)
 FP8 = TrainingJob(seq_length=4096, global_batch_size=64, precision="fp8")

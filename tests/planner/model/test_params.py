@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from planner.model.flops import padded_vocab
 from planner.model.params import param_counts
 from planner.specs import ModelSpec
+from tests.planner.fixtures import DEEPSEEK_V3
 
 
 def llama(**overrides: object) -> ModelSpec:
@@ -23,26 +25,6 @@ def llama(**overrides: object) -> ModelSpec:
 
 
 MIXTRAL = llama(name="mixtral-like", vocab_size=32000, num_experts=8, moe_router_topk=2)
-DEEPSEEK = ModelSpec(
-    name="deepseek-v3-like",
-    num_layers=61,
-    hidden_size=7168,
-    ffn_hidden_size=18432,
-    num_attention_heads=128,
-    vocab_size=129280,
-    multi_latent_attention=True,
-    q_lora_rank=1536,
-    kv_lora_rank=512,
-    qk_head_dim=128,
-    qk_pos_emb_head_dim=64,
-    v_head_dim=128,
-    num_experts=256,
-    moe_router_topk=8,
-    moe_ffn_hidden_size=2048,
-    moe_shared_expert_intermediate_size=2048,
-    moe_first_dense_layers=3,
-    mtp_num_layers=1,
-)
 
 
 def test_llama31_8b_total_matches_fujii() -> None:
@@ -72,7 +54,7 @@ def test_mixtral_total_and_active_match_megatron_vector_d() -> None:
 
 def test_deepseek_block_and_total_match_megatron_vector_e() -> None:
     """Megatron omits the MTP eh-projection and its norms; we count them (mtp_extra)."""
-    counts = param_counts(DEEPSEEK)
+    counts = param_counts(DEEPSEEK_V3)
     assert counts.decoder / 1e9 == pytest.approx(669.17, abs=0.005)  # megatron-facts §8 E
     megatron_total = counts.total - counts.mtp_num_layers * counts.mtp_extra
     assert megatron_total / 1e9 == pytest.approx(682.53, abs=0.005)
@@ -81,7 +63,7 @@ def test_deepseek_block_and_total_match_megatron_vector_e() -> None:
 
 def test_deepseek_active_counts_mtp_experts_at_top_k() -> None:
     """megatron-facts §4.1 review note: MTP at K gives 38.14 B, plus our MTP extras."""
-    counts = param_counts(DEEPSEEK)
+    counts = param_counts(DEEPSEEK_V3)
     without_extras = counts.active - counts.mtp_extra
     assert without_extras / 1e9 == pytest.approx(38.14, abs=0.005)
 
@@ -89,7 +71,7 @@ def test_deepseek_active_counts_mtp_experts_at_top_k() -> None:
 def test_padded_vocab_changes_only_embeddings() -> None:
     model = llama()
     plain = param_counts(model)
-    padded = param_counts(model, vocab_size=model.padded_vocab_size(8))
+    padded = param_counts(model, vocab_size=padded_vocab(model, 8))
     assert padded.total - plain.total == 2 * (129024 - 128256) * 4096
 
 

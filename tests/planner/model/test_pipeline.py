@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.megatron.flags import parse_megatron_args
+from planner.megatron.args import parse_megatron_args
 from planner.model.pipeline import pipeline_flags, split_layers
 
 

@@ -53,9 +53,20 @@ def test_malformed_strings_are_rejected(text: str) -> None:
     assert info.value.field == "pipeline_layout"
 
 
-def test_layout_checks_the_stage_count_against_pp_and_vpp() -> None:
-    with pytest.raises(SpecError, match="set vpp=4"):
-        Layout(pp=8, vpp=2, pipeline_layout="Et|(tt|)*30mL")
+def test_the_rules_check_the_stage_count_and_the_grammar() -> None:
+    from models_db.catalog import cluster_spec, load_model
+    from planner.space.rules import violations
+    from planner.specs import TrainingJob
+
+    model, cluster = load_model("deepseek-v3"), cluster_spec("dgx-h100", 1024)
+    job = TrainingJob(seq_length=4096, global_batch_size=8192, precision="fp8")
+    base = dict(tp=2, pp=8, ep=64, etp=1, dp=64)
+    (stages,) = violations(
+        model, cluster, job, Layout(**base, vpp=2, pipeline_layout="Et|(tt|)*30mL")
+    )
+    assert "set vpp=4" in stages
+    (grammar,) = violations(model, cluster, job, Layout(**base, vpp=4, pipeline_layout="Et|q|L"))
+    assert "'q'" in grammar
 
 
 def test_the_balanced_layout_of_deepseek_v3_on_8x4_is_nvidias() -> None:

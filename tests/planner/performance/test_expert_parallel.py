@@ -5,30 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from planner.layouts import LayoutBatch
-from planner.performance.compute import Gemm, elementwise_bytes_per_token
+from planner.model.shapes import Gemm
+from planner.performance.compute import elementwise_bytes_per_token
 from planner.performance.expert_parallel import grouped_expert_time, weight_bound_efficiency
 from planner.performance.step_time import PerformanceProfile, estimate_performance
-from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
+from planner.specs import ClusterSpec, Layout, TrainingJob
+from tests.planner.fixtures import H100, LLAMA_8B
 
-H100 = GPUSpec(
-    name="h100",
-    hbm_bytes=80e9,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989.4e12,
-    peak_fp8_flop_per_s=1978.9e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-    vendor="nvidia",
-    architecture="hopper",
-)
-LLAMA8 = ModelSpec(
-    name="llama8",
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=128256,
-)
 FC1 = Gemm(fwd_flop_per_token=2 * 7168 * 4096 * 8, n=4096, k=7168, shard="n")
 ONE = np.array([1.0])
 
@@ -65,7 +48,7 @@ def _fsdp_vs_distopt(interference: float) -> tuple[float, float]:
         for s in ("optimizer", "full")
     ]
     est = estimate_performance(
-        LLAMA8,
+        LLAMA_8B,
         ClusterSpec(name="c", gpu=H100, num_gpus=8, gpus_per_node=8),
         TrainingJob(seq_length=8192, global_batch_size=64),
         LayoutBatch.from_layouts(layouts),
@@ -83,8 +66,8 @@ def test_fsdp_is_slower_than_distributed_optimizer_when_its_gathers_hide() -> No
 
 def test_fp8_casts_count_output_gradients_and_every_routed_copy() -> None:
     tp, sp = np.array([1]), np.array([0.0])
-    bf16 = elementwise_bytes_per_token(LLAMA8, tp, sp, False)[0][0]
-    fp8 = elementwise_bytes_per_token(LLAMA8, tp, sp, True)[0][0]
+    bf16 = elementwise_bytes_per_token(LLAMA_8B, tp, sp, False)[0][0]
+    fp8 = elementwise_bytes_per_token(LLAMA_8B, tp, sp, True)[0][0]
     h, f, q, kv = 4096, 14336, 4096, 2 * 8 * 128
     inputs = h + q + h + f  # QKV, proj, FC1, FC2 inputs
     outputs = (q + kv) + h + 2 * f + h  # their outputs (FC1 2F with SwiGLU)

@@ -9,7 +9,9 @@ import pytest
 from planner.layouts import LayoutBatch
 from planner.performance.step_time import PerformanceEstimate, default_profile, estimate_performance
 from planner.specs import ClusterSpec, Layout, TrainingJob
-from tests.planner.memory.test_estimate import GPU, LLAMA8B, MIXTRAL
+from tests.planner.fixtures import LLAMA_8B as LLAMA8B
+from tests.planner.fixtures import MIXTRAL_8X7B as MIXTRAL
+from tests.planner.memory.test_estimate import GPU
 
 HOSTED = ClusterSpec(
     name="hosted",

@@ -4,15 +4,18 @@ rates in bench/results/gpu_kernels.json), all-to-all across nodes, pipeline spli
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from planner.layouts import LayoutBatch
+from planner.model.pipeline import stage_layers
 from planner.performance.collectives import Links, all_to_all_time, ring_time
-from planner.performance.compute import gemm_efficiency, stage_layers
+from planner.performance.compute import gemm_efficiency
 from planner.performance.step_time import PerformanceProfile
 from planner.specs import Layout
+from tests.planner.fixtures import LLAMA_8B
 
 KERNELS = Path(__file__).resolve().parents[3] / "bench" / "results" / "gpu_kernels.json"
 LINKS = Links(
@@ -68,11 +71,13 @@ def test_all_to_all_inside_a_node_uses_nvlink() -> None:
 def test_stage_layers_follow_megatrons_embedding_and_loss_split() -> None:
     # 10 layers on 4 ranks: (10 + 2) / 4 = 3 per rank, first and last rank one fewer
     batch = LayoutBatch.from_layouts([Layout(tp=1, pp=4, dp=1, micro_batch_size=1)])
-    busiest, last = stage_layers(10, batch)
+    layers = stage_layers(replace(LLAMA_8B, num_layers=10), batch)
+    busiest, last = layers.busiest, layers.last
     assert (float(busiest[0]), float(last[0])) == (3.0, 2.0)
 
 
 def test_stage_layers_of_an_even_split() -> None:
     batch = LayoutBatch.from_layouts([Layout(tp=1, pp=4, vpp=2, dp=1, micro_batch_size=1)])
-    busiest, last = stage_layers(32, batch)
+    layers = stage_layers(LLAMA_8B, batch)
+    busiest, last = layers.busiest, layers.last
     assert (float(busiest[0]), float(last[0])) == (8.0, 8.0)

@@ -9,17 +9,16 @@ import pytest
 
 from planner.layouts import LayoutBatch
 from planner.model.flops import flops_per_iteration
+from planner.performance.data_parallel import exposed_dp_comm
 from planner.performance.step_time import (
     BREAKDOWN_KEYS,
     PerformanceProfile,
     default_profile,
     estimate_performance,
-    expected_max_normal,
-    exposed_dp_comm,
-    model_flops_per_iteration,
 )
+from planner.performance.straggler import expected_max_normal
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
-from tests.planner.fixtures import H100
+from tests.planner.fixtures import H100, LLAMA_8B, LLAMA_70B, MIXTRAL_8X7B
 
 A100 = GPUSpec(
     name="a100-sxm4-80gb",
@@ -29,35 +28,6 @@ A100 = GPUSpec(
     peak_fp8_flop_per_s=None,
     intra_node_bandwidth_bytes_per_s=300e9,
     architecture="ampere",
-)
-LLAMA8 = ModelSpec(
-    name="llama-8b",
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=128256,
-)
-LLAMA70 = ModelSpec(
-    name="llama-70b",
-    num_layers=80,
-    hidden_size=8192,
-    ffn_hidden_size=28672,
-    num_attention_heads=64,
-    num_query_groups=8,
-    vocab_size=128256,
-)
-MIXTRAL = ModelSpec(
-    name="mixtral",
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=32000,
-    num_experts=8,
-    moe_router_topk=2,
 )
 
 
@@ -88,22 +58,22 @@ def estimate(
 
 def test_tp_across_nodes_is_slower_than_inside_a_node() -> None:
     layout = [Layout(tp=8, pp=1, dp=8)]
-    inside = estimate(LLAMA70, layout, per_node=8)
-    across = estimate(LLAMA70, layout, per_node=4)
+    inside = estimate(LLAMA_70B, layout, per_node=8)
+    across = estimate(LLAMA_70B, layout, per_node=4)
     assert across.breakdown["tp_comm_s"][0] > 2 * inside.breakdown["tp_comm_s"][0]
     assert across.step_time_s[0] > inside.step_time_s[0]
 
 
 def test_bubble_share_shrinks_with_more_microbatches() -> None:
     layout = [Layout(tp=4, pp=4, dp=4)]
-    few = estimate(LLAMA70, layout, gbs=16)
-    many = estimate(LLAMA70, layout, gbs=256)
+    few = estimate(LLAMA_70B, layout, gbs=16)
+    many = estimate(LLAMA_70B, layout, gbs=256)
     share = lambda e: e.breakdown["bubble_s"][0] / e.step_time_s[0]  # noqa: E731
     assert share(many) < share(few) / 4
 
 
 def test_interleaving_shrinks_the_bubble() -> None:
-    est = estimate(LLAMA70, [Layout(tp=4, pp=4, vpp=1, dp=4), Layout(tp=4, pp=4, vpp=5, dp=4)])
+    est = estimate(LLAMA_70B, [Layout(tp=4, pp=4, vpp=1, dp=4), Layout(tp=4, pp=4, vpp=5, dp=4)])
     assert est.breakdown["bubble_s"][1] < est.breakdown["bubble_s"][0] / 3
 
 
@@ -137,20 +107,22 @@ def test_mfu_is_a_fraction_for_many_layouts() -> None:
         recompute=rng.choice([0, 1, 2], n),
     )
     job = TrainingJob(seq_length=8192, global_batch_size=256)
-    est = estimate_performance(LLAMA70, cluster(), job, batch, default_profile(H100))
+    est = estimate_performance(LLAMA_70B, cluster(), job, batch, default_profile(H100))
     assert np.all(est.mfu > 0.0)
     assert np.all(est.mfu < 1.0)
 
 
 def test_step_time_scales_linearly_with_global_batch() -> None:
     layout = [Layout(tp=2, pp=1, dp=32)]
-    one = estimate(LLAMA8, layout, gbs=256).step_time_s[0]
-    two = estimate(LLAMA8, layout, gbs=512).step_time_s[0]
+    one = estimate(LLAMA_8B, layout, gbs=256).step_time_s[0]
+    two = estimate(LLAMA_8B, layout, gbs=512).step_time_s[0]
     assert two / one == pytest.approx(2.0, rel=0.05)
 
 
 def test_breakdown_sums_to_step_time() -> None:
-    est = estimate(MIXTRAL, [Layout(tp=2, pp=2, vpp=2, cp=2, ep=4, etp=1, dp=8, recompute="full")])
+    est = estimate(
+        MIXTRAL_8X7B, [Layout(tp=2, pp=2, vpp=2, cp=2, ep=4, etp=1, dp=8, recompute="full")]
+    )
     assert set(est.breakdown) == set(BREAKDOWN_KEYS)
     total = sum(v[0] for v in est.breakdown.values())
     assert total == pytest.approx(est.step_time_s[0], rel=1e-12)
@@ -159,13 +131,13 @@ def test_breakdown_sums_to_step_time() -> None:
 
 
 def test_full_recompute_costs_about_a_third_more_compute() -> None:
-    est = estimate(LLAMA8, [Layout(tp=1, dp=64), Layout(tp=1, dp=64, recompute="full")])
+    est = estimate(LLAMA_8B, [Layout(tp=1, dp=64), Layout(tp=1, dp=64, recompute="full")])
     ratio = est.breakdown["recompute_s"][1] / est.breakdown["compute_s"][1]
     assert 0.25 < ratio < 0.4  # forward = 1/3 of forward + backward
 
 
 def test_tokens_per_second_matches_step_time() -> None:
-    est = estimate(LLAMA8, [Layout(tp=2, pp=2, dp=16)], gbs=256)
+    est = estimate(LLAMA_8B, [Layout(tp=2, pp=2, dp=16)], gbs=256)
     assert est.tokens_per_s_per_gpu[0] == pytest.approx(256 * 8192 / est.step_time_s[0] / 64)
 
 
@@ -173,16 +145,13 @@ def test_model_flops_match_megatron_test_vector_a() -> None:
     # megatron-facts §8 case A: 5.397063e16 FLOPs per batch of 128 x 8192, t=2
     job = TrainingJob(seq_length=8192, global_batch_size=128)
     batch = LayoutBatch.from_columns(tp=[2], dp=[4])
-    assert model_flops_per_iteration(LLAMA8, job, batch)[0] == pytest.approx(5.397063e16, rel=1e-6)
-    assert flops_per_iteration(LLAMA8, job, batch)[0] == pytest.approx(
-        model_flops_per_iteration(LLAMA8, job, batch)[0], rel=1e-9
-    )
+    assert flops_per_iteration(LLAMA_8B, job, batch)[0] == pytest.approx(5.397063e16, rel=1e-6)
 
 
 def test_a100_without_fp8_times_fp8_jobs_as_bf16() -> None:
     layout = [Layout(tp=8, pp=1, dp=8)]
-    bf16 = estimate(LLAMA70, layout, gpu=A100, precision="bf16")
-    fp8 = estimate(LLAMA70, layout, gpu=A100, precision="fp8")
+    bf16 = estimate(LLAMA_70B, layout, gpu=A100, precision="bf16")
+    fp8 = estimate(LLAMA_70B, layout, gpu=A100, precision="fp8")
     assert fp8.step_time_s[0] == pytest.approx(bf16.step_time_s[0])
 
 
@@ -201,10 +170,10 @@ def test_hundred_thousand_layouts_in_half_a_second() -> None:
     )
     job = TrainingJob(seq_length=4096, global_batch_size=512)
     estimate_performance(
-        MIXTRAL, cluster(512), job, batch.take(np.arange(10)), default_profile(H100)
+        MIXTRAL_8X7B, cluster(512), job, batch.take(np.arange(10)), default_profile(H100)
     )
     start = time.perf_counter()
-    estimate_performance(MIXTRAL, cluster(512), job, batch, default_profile(H100))
+    estimate_performance(MIXTRAL_8X7B, cluster(512), job, batch, default_profile(H100))
     assert time.perf_counter() - start < 0.5
 
 
@@ -234,15 +203,15 @@ def test_expected_max_normal_is_zero_for_one_gpu_and_grows_like_sqrt_2_ln_n() ->
 
 def test_weak_scaling_loses_throughput_to_the_slowest_gpu() -> None:
     """Same work per data-parallel replica, more replicas: the slowest GPU sets the pace."""
-    small = estimate(LLAMA8, [Layout(tp=2, dp=8)], gpus=16, gbs=16)
-    large = estimate(LLAMA8, [Layout(tp=2, dp=1024)], gpus=2048, gbs=2048)
+    small = estimate(LLAMA_8B, [Layout(tp=2, dp=8)], gpus=16, gbs=16)
+    large = estimate(LLAMA_8B, [Layout(tp=2, dp=1024)], gpus=2048, gbs=2048)
     ratio = large.tokens_per_s_per_gpu[0] / small.tokens_per_s_per_gpu[0]
     assert 0.9 < ratio < 0.995
     assert large.breakdown["straggler_s"][0] > small.breakdown["straggler_s"][0] > 0
     still = PerformanceProfile(gpu="h100-sxm-80gb", straggler_spread=0.0)
     job = TrainingJob(seq_length=8192, global_batch_size=16)
     one = estimate_performance(
-        LLAMA8, cluster(16, 8, H100), job, LayoutBatch.from_layouts([Layout(tp=2, dp=8)]), still
+        LLAMA_8B, cluster(16, 8, H100), job, LayoutBatch.from_layouts([Layout(tp=2, dp=8)]), still
     )
     assert one.breakdown["straggler_s"][0] == 0.0
 

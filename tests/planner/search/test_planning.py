@@ -19,17 +19,10 @@ from planner.search.ranking import pareto_front, rank_order
 from planner.space.enumeration import SearchConstraints, enumerate_layouts
 from planner.space.rules import check_rules
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+from tests.planner.fixtures import H100, LLAMA_8B, LLAMA_70B
 
 GIB = 2**30
 
-H100 = GPUSpec(
-    name="h100-test",
-    hbm_bytes=80 * GIB,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989e12,
-    peak_fp8_flop_per_s=1979e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-)
 SMALL_GPU = GPUSpec(
     name="tiny-test",
     hbm_bytes=4 * GIB,
@@ -39,25 +32,7 @@ SMALL_GPU = GPUSpec(
     intra_node_bandwidth_bytes_per_s=100e9,
 )
 # Llama-3.1-8B shapes (meta-llama/Llama-3.1-8B config.json)
-LLAMA8B = ModelSpec(
-    name="llama-8b-test",
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=128256,
-)
 # Llama-3.1-70B shapes (meta-llama/Llama-3.1-70B config.json)
-LLAMA70B = ModelSpec(
-    name="llama-70b-test",
-    num_layers=80,
-    hidden_size=8192,
-    ffn_hidden_size=28672,
-    num_attention_heads=64,
-    num_query_groups=8,
-    vocab_size=128256,
-)
 PROFILE = default_profile(H100)
 JOB = TrainingJob(seq_length=4096, global_batch_size=64)
 # a small space: the exhaustive answer is the oracle for the sampled one
@@ -136,15 +111,15 @@ def test_pareto_front_is_exactly_the_non_dominated_set(points: list[tuple[int, i
 
 # --- the search -------------------------------------------------------------------------------
 def test_exhaustive_search_finds_the_brute_force_optimum() -> None:
-    result = plan(LLAMA8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE)
+    result = plan(LLAMA_8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE)
     assert result.search.method == "exhaustive"
     assert result.search.proven_optimal
-    best = oracle_best(LLAMA8B, cluster(16), JOB, SMALL)
+    best = oracle_best(LLAMA_8B, cluster(16), JOB, SMALL)
     assert result.plans[0].objective_value == pytest.approx(best, rel=1e-12)
 
 
 def test_plans_are_ranked_best_first() -> None:
-    result = plan(LLAMA8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE, top_k=20)
+    result = plan(LLAMA_8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE, top_k=20)
     values = [p.objective_value for p in result.plans]
     assert len(values) == 20
     # scores equal to 1e-9 count as ties (then headroom decides), so allow that much disorder
@@ -154,25 +129,25 @@ def test_plans_are_ranked_best_first() -> None:
 
 def test_tpe_comes_within_two_percent_of_the_exhaustive_optimum() -> None:
     c = cluster(64)
-    sampled = plan(LLAMA8B, c, JOB, profile=PROFILE, budget=TPE_BUDGET)
+    sampled = plan(LLAMA_8B, c, JOB, profile=PROFILE, budget=TPE_BUDGET)
     assert sampled.search.method == "tpe"
     assert not sampled.search.proven_optimal
     assert sampled.search.evaluated < sampled.search.feasible
-    best = oracle_best(LLAMA8B, c, JOB, SearchConstraints())
+    best = oracle_best(LLAMA_8B, c, JOB, SearchConstraints())
     assert sampled.plans[0].objective_value >= 0.98 * best
 
 
 def test_same_seed_gives_the_same_answer() -> None:
     budget = SearchBudget(max_trials=64, exhaustive_below=0, seed=11, polish_rounds=0)
-    first = plan(LLAMA8B, cluster(64), JOB, profile=PROFILE, budget=budget)
-    second = plan(LLAMA8B, cluster(64), JOB, profile=PROFILE, budget=budget)
+    first = plan(LLAMA_8B, cluster(64), JOB, profile=PROFILE, budget=budget)
+    second = plan(LLAMA_8B, cluster(64), JOB, profile=PROFILE, budget=budget)
     assert [p.layout for p in first.plans] == [p.layout for p in second.plans]
     assert [t.params for t in first.study.trials] == [t.params for t in second.study.trials]
 
 
 def test_fixed_tp_and_max_pp_are_respected() -> None:
     constraints = SearchConstraints(tp=2, max_pp=2)
-    result = plan(LLAMA8B, cluster(64), JOB, constraints=constraints, profile=PROFILE, top_k=50)
+    result = plan(LLAMA_8B, cluster(64), JOB, constraints=constraints, profile=PROFILE, top_k=50)
     assert result.plans
     assert {p.layout.tp for p in result.plans} == {2}
     assert max(p.layout.pp for p in result.plans) <= 2
@@ -180,16 +155,16 @@ def test_fixed_tp_and_max_pp_are_respected() -> None:
 
 def test_every_plan_passes_the_rules_and_fits() -> None:
     c = cluster(32)
-    result = plan(LLAMA70B, c, JOB, profile=PROFILE, top_k=30, pareto=True)
+    result = plan(LLAMA_70B, c, JOB, profile=PROFILE, top_k=30, pareto=True)
     layouts = [p.layout for p in result.plans + result.pareto]
     batch = LayoutBatch.from_layouts(layouts)
-    assert not check_rules(LLAMA70B, c, JOB, batch).any()
-    assert estimate_memory(LLAMA70B, c, JOB, batch, MemoryOptions(threshold=0.8)).fits.all()
+    assert not check_rules(LLAMA_70B, c, JOB, batch).any()
+    assert estimate_memory(LLAMA_70B, c, JOB, batch, MemoryOptions(threshold=0.8)).fits.all()
     assert all(p.memory["fits"] and p.memory["headroom_bytes"] >= 0 for p in result.plans)
 
 
 def test_nothing_feasible_gives_empty_plans_and_the_reasons() -> None:
-    result = plan(LLAMA70B, cluster(8, SMALL_GPU), JOB, profile=default_profile(SMALL_GPU))
+    result = plan(LLAMA_70B, cluster(8, SMALL_GPU), JOB, profile=default_profile(SMALL_GPU))
     assert result.plans == []
     assert result.search.feasible == 0
     assert result.rejections[memory_reason(0.8)] > 0
@@ -199,9 +174,9 @@ def test_nothing_feasible_gives_empty_plans_and_the_reasons() -> None:
 
 def test_cost_prefers_fewer_gpus_where_throughput_prefers_more() -> None:
     clusters = [cluster(8), cluster(128)]
-    fast = plan(LLAMA8B, clusters, JOB, profile=PROFILE)
+    fast = plan(LLAMA_8B, clusters, JOB, profile=PROFILE)
     cheap = plan(
-        LLAMA8B,
+        LLAMA_8B,
         clusters,
         JOB,
         profile=PROFILE,
@@ -215,18 +190,18 @@ def test_cost_prefers_fewer_gpus_where_throughput_prefers_more() -> None:
 def test_time_to_train_ranks_by_fewest_days() -> None:
     objective = Objective(kind="time_to_train", token_budget=1e12)
     result = plan(
-        LLAMA8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE, objective=objective, top_k=5
+        LLAMA_8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE, objective=objective, top_k=5
     )
     days = [p.objective_value for p in result.plans]
     assert all(a <= b * (1 + 1e-9) for a, b in itertools.pairwise(days))
-    best = oracle_best(LLAMA8B, cluster(16), JOB, SMALL)
+    best = oracle_best(LLAMA_8B, cluster(16), JOB, SMALL)
     assert days[0] == pytest.approx(1e12 / best / 86400, rel=1e-9)
 
 
 def test_ranges_find_the_best_of_the_separate_searches() -> None:
     objective = Objective(kind="cost", token_budget=1e12, usd_per_gpu_hour=2.0)
     result = plan(
-        LLAMA8B,
+        LLAMA_8B,
         cluster(8),
         JOB,
         constraints=SMALL,
@@ -238,7 +213,7 @@ def test_ranges_find_the_best_of_the_separate_searches() -> None:
     assert result.search.scenarios == 4
     separate = [
         plan(
-            LLAMA8B,
+            LLAMA_8B,
             cluster(n),
             TrainingJob(seq_length=4096, global_batch_size=b),
             constraints=SMALL,
@@ -257,7 +232,7 @@ def test_ranges_find_the_best_of_the_separate_searches() -> None:
 def test_sampled_search_over_ranges_reports_num_gpus_as_a_parameter() -> None:
     budget = SearchBudget(max_trials=32, exhaustive_below=0, polish_rounds=0)
     result = plan(
-        LLAMA8B,
+        LLAMA_8B,
         cluster(8),
         JOB,
         constraints=SMALL,
@@ -278,7 +253,7 @@ def test_pareto_front_ignores_headroom_finer_than_its_step() -> None:
 
 
 def test_pareto_plans_are_mutually_non_dominated() -> None:
-    result = plan(LLAMA8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE, pareto=True)
+    result = plan(LLAMA_8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE, pareto=True)
     step = 2.0**28  # plan() compares headroom in 256 MiB steps
     pts = [(p.objective_value, p.memory["headroom_bytes"] // step) for p in result.pareto]
     assert len(pts) >= 2
@@ -287,7 +262,7 @@ def test_pareto_plans_are_mutually_non_dominated() -> None:
 
 
 def test_to_dict_has_the_documented_shape() -> None:
-    out = plan(LLAMA8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE).to_dict()
+    out = plan(LLAMA_8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE).to_dict()
     assert set(out) == {"plans", "search", "rejections", "pareto"}
     assert set(out["plans"][0]) == {"layout", "memory", "performance", "objective"}
     assert set(out["plans"][0]["layout"]) == set(Layout().to_dict())
@@ -297,7 +272,7 @@ def test_to_dict_has_the_documented_shape() -> None:
 def test_progress_reaches_its_total() -> None:
     calls: list[tuple[int, int]] = []
     plan(
-        LLAMA8B,
+        LLAMA_8B,
         cluster(64),
         JOB,
         profile=PROFILE,
@@ -311,7 +286,7 @@ def test_progress_reaches_its_total() -> None:
 def test_a_given_storage_receives_the_exhaustive_trials() -> None:
     storage = optuna.storages.InMemoryStorage()
     result = plan(
-        LLAMA8B,
+        LLAMA_8B,
         cluster(16),
         JOB,
         constraints=SMALL,
@@ -327,7 +302,7 @@ def test_a_given_storage_receives_the_exhaustive_trials() -> None:
 
 def test_time_limit_stops_the_sampled_search_with_an_answer() -> None:
     budget = SearchBudget(max_trials=100_000, exhaustive_below=0, time_limit_s=0.3)
-    result = plan(LLAMA8B, cluster(64), JOB, profile=PROFILE, budget=budget)
+    result = plan(LLAMA_8B, cluster(64), JOB, profile=PROFILE, budget=budget)
     assert result.search.trials < 100_000
     assert result.search.elapsed_s < 5.0
     assert result.plans

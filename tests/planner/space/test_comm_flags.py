@@ -10,16 +10,12 @@ from planner.layouts import LayoutBatch
 from planner.megatron.flags import launch_spec, megatron_args
 from planner.memory.estimate import estimate_memory
 from planner.performance.step_time import default_profile, estimate_performance
-from planner.space import comm_flags as overlap
+from planner.space import comm_flags
 from planner.space.rules import violations
-from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
-from tests.planner.fixtures import H100
+from planner.specs import ClusterSpec, Layout, TrainingJob
+from tests.planner.fixtures import H100, MIXTRAL_8X7B
 
-MIXTRAL = ModelSpec(
-    name="mixtral-8x7b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
-    num_attention_heads=32, num_query_groups=8, vocab_size=32000, num_experts=8,
-)  # fmt: skip
-DENSE = replace(MIXTRAL, name="dense", num_experts=None)
+DENSE = replace(MIXTRAL_8X7B, name="dense", num_experts=None)
 JOB = TrainingJob(seq_length=4096, global_batch_size=256)
 
 
@@ -41,38 +37,40 @@ def test_auto_turns_it_on_for_expert_parallel_layouts_megatron_accepts() -> None
         Layout(tp=2, ep=8, etp=1, dp=32),  # --tp-comm-overlap wants CUDA_DEVICE_MAX_CONNECTIONS=1
         Layout(ep=8, dp=64, moe_a2a_overlap=False),  # the user's choice
     ]
-    got = overlap.enabled(MIXTRAL, c, LayoutBatch.from_layouts(on + off))
+    got = comm_flags.enabled(MIXTRAL_8X7B, c, LayoutBatch.from_layouts(on + off))
     assert got.tolist() == [True] * len(on) + [False] * len(off)
-    assert not overlap.resolve(DENSE, c, Layout(dp=64)).moe_a2a_overlap
+    assert not comm_flags.resolve(DENSE, c, Layout(dp=64)).moe_a2a_overlap
 
 
 def test_flags_and_environment_follow_the_resolved_choice() -> None:
     c = cluster(64)
-    spec = launch_spec(MIXTRAL, c, JOB, Layout(ep=8, dp=64))
-    assert set(overlap.A2A_FLAGS) <= set(spec.args)
-    assert spec.env["CUDA_DEVICE_MAX_CONNECTIONS"] == overlap.CONNECTIONS
-    plain = launch_spec(MIXTRAL, c, JOB, Layout(tp=2, ep=8, etp=1, dp=32))
+    spec = launch_spec(MIXTRAL_8X7B, c, JOB, Layout(ep=8, dp=64))
+    assert set(comm_flags.A2A_FLAGS) <= set(spec.args)
+    assert spec.env["CUDA_DEVICE_MAX_CONNECTIONS"] == comm_flags.CONNECTIONS
+    plain = launch_spec(MIXTRAL_8X7B, c, JOB, Layout(tp=2, ep=8, etp=1, dp=32))
     assert "--overlap-moe-expert-parallel-comm" not in plain.args
     assert plain.env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
     assert "--overlap-moe-expert-parallel-comm" not in megatron_args(
-        MIXTRAL, c, JOB, Layout(ep=8, dp=64, moe_a2a_overlap=False)
+        MIXTRAL_8X7B, c, JOB, Layout(ep=8, dp=64, moe_a2a_overlap=False)
     )
 
 
 def test_asking_for_it_where_megatron_refuses_names_the_reason() -> None:
     messages = violations(
-        MIXTRAL, cluster(64), JOB, Layout(pp=2, ep=8, dp=32, moe_a2a_overlap=True)
+        MIXTRAL_8X7B, cluster(64), JOB, Layout(pp=2, ep=8, dp=32, moe_a2a_overlap=True)
     )
     assert len(messages) == 1
     assert "moe_a2a_overlap=true" in messages[0] and "vpp >= 2" in messages[0]
-    assert violations(MIXTRAL, cluster(64), JOB, Layout(ep=8, dp=64, moe_a2a_overlap=True)) == []
+    assert (
+        violations(MIXTRAL_8X7B, cluster(64), JOB, Layout(ep=8, dp=64, moe_a2a_overlap=True)) == []
+    )
 
 
 def test_overlap_hides_all_to_all_time_but_never_more_than_the_compute() -> None:
     c = cluster(64)
     layouts = [Layout(ep=8, dp=64, moe_a2a_overlap=v) for v in (False, True)]
     est = estimate_performance(
-        MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts), default_profile(H100)
+        MIXTRAL_8X7B, c, JOB, LayoutBatch.from_layouts(layouts), default_profile(H100)
     )
     off, on = est.breakdown["ep_comm_s"]
     assert on < off
@@ -80,14 +78,14 @@ def test_overlap_hides_all_to_all_time_but_never_more_than_the_compute() -> None
     assert hidden <= est.breakdown["compute_s"][1] + 1e-12
     assert est.step_time_s[1] < est.step_time_s[0]
     none = default_profile(H100).with_coefficients(ep_overlap=0.0)
-    flat = estimate_performance(MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts), none)
+    flat = estimate_performance(MIXTRAL_8X7B, c, JOB, LayoutBatch.from_layouts(layouts), none)
     assert flat.breakdown["ep_comm_s"][1] == pytest.approx(flat.breakdown["ep_comm_s"][0])
 
 
 def test_overlap_holds_one_more_micro_batch_of_activations() -> None:
     c = cluster(64)
     layouts = [Layout(pp=2, vpp=2, ep=8, dp=32, moe_a2a_overlap=v) for v in (False, True)]
-    mem = estimate_memory(MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts))
+    mem = estimate_memory(MIXTRAL_8X7B, c, JOB, LayoutBatch.from_layouts(layouts))
     off, on = mem.first_stage_terms["activations_bytes"]
     assert on > off
 
@@ -97,7 +95,7 @@ def test_on_blackwell_it_combines_with_tp_comm_overlap() -> None:
         name="b", gpu=replace(H100, name="b200", architecture="blackwell"), num_gpus=64
     )
     layout = Layout(tp=2, ep=8, etp=1, dp=32)
-    args = megatron_args(MIXTRAL, b200, JOB, layout)
+    args = megatron_args(MIXTRAL_8X7B, b200, JOB, layout)
     assert "--tp-comm-overlap" in args and "--overlap-moe-expert-parallel-comm" in args
 
 
@@ -105,10 +103,10 @@ def test_fp8_jobs_gather_fp8_weights_with_the_distributed_optimizer() -> None:
     c = cluster(64)
     fp8 = TrainingJob(seq_length=4096, global_batch_size=256, precision="fp8")
     dist, plain = Layout(ep=8, dp=64), Layout(ep=8, dp=64, optimizer_sharding="none")
-    assert "--fp8-param-gather" in megatron_args(MIXTRAL, c, fp8, dist)
-    assert "--fp8-param-gather" not in megatron_args(MIXTRAL, c, fp8, plain)  # rule 53
-    assert "--fp8-param-gather" not in megatron_args(MIXTRAL, c, JOB, dist)
-    mem = estimate_memory(MIXTRAL, c, fp8, LayoutBatch.from_layouts([dist, plain]))
+    assert "--fp8-param-gather" in megatron_args(MIXTRAL_8X7B, c, fp8, dist)
+    assert "--fp8-param-gather" not in megatron_args(MIXTRAL_8X7B, c, fp8, plain)  # rule 53
+    assert "--fp8-param-gather" not in megatron_args(MIXTRAL_8X7B, c, JOB, dist)
+    mem = estimate_memory(MIXTRAL_8X7B, c, fp8, LayoutBatch.from_layouts([dist, plain]))
     weights, fp8_copies = (mem.first_stage_terms[k] for k in ("weights_bytes", "fp8_bytes"))
     # fp8 weights (1 byte) replace bf16 ones (2) and the separate fp8 copy: 2 bytes saved
     linear = mem.first_stage_terms["fp8_bytes"][1] / 2.0
@@ -125,24 +123,24 @@ def test_fp8_jobs_gather_fp8_weights_with_the_distributed_optimizer() -> None:
 def test_flex_dispatcher_is_picked_where_the_expert_group_spans_nodes() -> None:
     c = cluster(64)
     spans, inside = Layout(tp=2, ep=8, etp=2, dp=32), Layout(tp=2, ep=8, etp=1, dp=32)
-    assert overlap.resolve(MIXTRAL, c, spans).moe_dispatcher == "flex"
-    assert overlap.resolve(MIXTRAL, c, inside).moe_dispatcher == "alltoall"
-    assert overlap.resolve(DENSE, c, Layout(dp=64)).moe_dispatcher is None
-    spec = launch_spec(MIXTRAL, c, JOB, spans)
+    assert comm_flags.resolve(MIXTRAL_8X7B, c, spans).moe_dispatcher == "flex"
+    assert comm_flags.resolve(MIXTRAL_8X7B, c, inside).moe_dispatcher == "alltoall"
+    assert comm_flags.resolve(DENSE, c, Layout(dp=64)).moe_dispatcher is None
+    spec = launch_spec(MIXTRAL_8X7B, c, JOB, spans)
     assert "--moe-flex-dispatcher-backend" in spec.args and "flex" in spec.args
     assert any("DeepEP" in note for note in spec.notes)
     forced = replace(spans, moe_dispatcher="alltoall")
-    assert "--moe-flex-dispatcher-backend" not in megatron_args(MIXTRAL, c, JOB, forced)
+    assert "--moe-flex-dispatcher-backend" not in megatron_args(MIXTRAL_8X7B, c, JOB, forced)
 
 
 def test_flex_sends_one_copy_per_destination_node() -> None:
-    assert overlap.distinct_node_share(1, 8) == pytest.approx(1 / 8)  # one node: one copy
-    assert overlap.distinct_node_share(4, 1) == pytest.approx(1.0)
-    assert overlap.distinct_node_share(8, 8) == pytest.approx(1 - (7 / 8) ** 8)
+    assert comm_flags.distinct_node_share(1, 8) == pytest.approx(1 / 8)  # one node: one copy
+    assert comm_flags.distinct_node_share(4, 1) == pytest.approx(1.0)
+    assert comm_flags.distinct_node_share(8, 8) == pytest.approx(1 - (7 / 8) ** 8)
     c = cluster(64)
     layouts = [Layout(tp=2, ep=8, etp=2, dp=32, moe_dispatcher=d) for d in ("alltoall", "flex")]
     est = estimate_performance(
-        MIXTRAL, c, JOB, LayoutBatch.from_layouts(layouts), default_profile(H100)
+        MIXTRAL_8X7B, c, JOB, LayoutBatch.from_layouts(layouts), default_profile(H100)
     )
     nccl, deepep = est.breakdown["ep_comm_s"]
     assert deepep < nccl
@@ -151,8 +149,8 @@ def test_flex_sends_one_copy_per_destination_node() -> None:
 def test_flex_on_a_gpu_without_deepep_is_refused() -> None:
     a100 = ClusterSpec(name="a", gpu=replace(H100, architecture="ampere"), num_gpus=64)
     layout = Layout(tp=2, ep=8, etp=2, dp=32)
-    assert overlap.resolve(MIXTRAL, a100, layout).moe_dispatcher == "alltoall"
-    messages = violations(MIXTRAL, a100, JOB, replace(layout, moe_dispatcher="flex"))
+    assert comm_flags.resolve(MIXTRAL_8X7B, a100, layout).moe_dispatcher == "alltoall"
+    messages = violations(MIXTRAL_8X7B, a100, JOB, replace(layout, moe_dispatcher="flex"))
     assert any("DeepEP" in m for m in messages)
 
 
@@ -164,12 +162,12 @@ def test_tp_and_a2a_overlap_share_one_compute_window() -> None:
     layout = Layout(tp=8, ep=8, etp=1, dp=8, moe_a2a_overlap=True)
     job = TrainingJob(seq_length=4096, global_batch_size=64)
     est = estimate_performance(
-        MIXTRAL, b200, job, LayoutBatch.from_layouts([layout]), default_profile(H100)
+        MIXTRAL_8X7B, b200, job, LayoutBatch.from_layouts([layout]), default_profile(H100)
     )
     compute = est.breakdown["compute_s"][0]
     exposed = est.breakdown["tp_comm_s"][0] + est.breakdown["ep_comm_s"][0]
     off = estimate_performance(
-        MIXTRAL, b200, job,
+        MIXTRAL_8X7B, b200, job,
         LayoutBatch.from_layouts([replace(layout, moe_a2a_overlap=False)]),
         default_profile(H100).with_coefficients(tp_overlap=0.0),
     )  # fmt: skip

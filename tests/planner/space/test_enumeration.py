@@ -12,27 +12,12 @@ import pytest
 from planner.layouts import A2A_AUTO, A2A_OFF, LayoutBatch
 from planner.space.enumeration import SearchConstraints, enumerate_layouts, rejection_histogram
 from planner.space.rules import RULES, check_rules
-from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
+from tests.planner.fixtures import H100, LLAMA_8B, MIXTRAL_8X7B
 
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989e12,
-    peak_fp8_flop_per_s=1979e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-)
-LLAMA8B = ModelSpec(
-    name="llama3.1-8b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
-    num_attention_heads=32, num_query_groups=8, vocab_size=128256,
-)  # fmt: skip
 LLAMA405B = ModelSpec(
     name="llama3.1-405b", num_layers=126, hidden_size=16384, ffn_hidden_size=53248,
     num_attention_heads=128, num_query_groups=8, vocab_size=128256,
-)  # fmt: skip
-MIXTRAL = ModelSpec(
-    name="mixtral-8x7b", num_layers=32, hidden_size=4096, ffn_hidden_size=14336,
-    num_attention_heads=32, num_query_groups=8, vocab_size=32000, num_experts=8,
 )  # fmt: skip
 JOB = TrainingJob(seq_length=8192, global_batch_size=128)
 
@@ -49,58 +34,60 @@ def rows(batch: LayoutBatch) -> set[tuple[Any, ...]]:
 
 
 def test_every_row_uses_all_gpus() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(64), JOB)
+    batch = enumerate_layouts(LLAMA_8B, cluster(64), JOB)
     assert len(batch) > 0
     assert (batch.tp * batch.pp * batch.cp * batch.dp == 64).all()
 
 
 def test_no_duplicate_rows() -> None:
-    batch = enumerate_layouts(MIXTRAL, cluster(32), JOB)
+    batch = enumerate_layouts(MIXTRAL_8X7B, cluster(32), JOB)
     assert len(rows(batch)) == len(batch)
 
 
 def test_moe_search_tries_the_a2a_overlap_off_where_auto_would_turn_it_on() -> None:
-    batch = enumerate_layouts(MIXTRAL, cluster(32), JOB)
+    batch = enumerate_layouts(MIXTRAL_8X7B, cluster(32), JOB)
     off = batch.moe_a2a_overlap == A2A_OFF
     assert off.any() and (batch.ep[off] > 1).all()
-    assert (enumerate_layouts(LLAMA8B, cluster(32), JOB).moe_a2a_overlap == A2A_AUTO).all()
-    fixed = enumerate_layouts(MIXTRAL, cluster(32), JOB, SearchConstraints(moe_a2a_overlap=False))
+    assert (enumerate_layouts(LLAMA_8B, cluster(32), JOB).moe_a2a_overlap == A2A_AUTO).all()
+    fixed = enumerate_layouts(
+        MIXTRAL_8X7B, cluster(32), JOB, SearchConstraints(moe_a2a_overlap=False)
+    )
     assert (fixed.moe_a2a_overlap == A2A_OFF).all()
 
 
 def test_dense_model_has_no_expert_parallelism() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(32), JOB)
+    batch = enumerate_layouts(LLAMA_8B, cluster(32), JOB)
     assert (batch.ep == 1).all() and (batch.etp == batch.tp).all()
 
 
 def test_moe_model_etp_is_one_or_tp_and_ep_divides_experts() -> None:
-    batch = enumerate_layouts(MIXTRAL, cluster(32), JOB)
+    batch = enumerate_layouts(MIXTRAL_8X7B, cluster(32), JOB)
     assert ((batch.etp == 1) | (batch.etp == batch.tp)).all()
     assert (8 % batch.ep == 0).all()
     assert set(batch.ep.tolist()) == {1, 2, 4, 8}
 
 
 def test_vpp_only_with_pp_and_divides_layers_per_stage() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(64), JOB)
+    batch = enumerate_layouts(LLAMA_8B, cluster(64), JOB)
     assert (batch.pp[batch.vpp > 1] > 1).all()
     assert ((32 // batch.pp) % batch.vpp == 0).all()
     assert (batch.vpp > 1).any()
 
 
 def test_sequence_parallel_exactly_when_tp_above_one_by_default() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(16), JOB)
+    batch = enumerate_layouts(LLAMA_8B, cluster(16), JOB)
     assert (batch.sequence_parallel == (batch.tp > 1)).all()
 
 
 def test_default_tp_stays_inside_a_node() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(64), JOB)
+    batch = enumerate_layouts(LLAMA_8B, cluster(64), JOB)
     assert set(batch.tp.tolist()) == {1, 2, 4, 8}
 
 
 def test_fixed_axes_are_respected() -> None:
     c = SearchConstraints(tp=2, pp=(1, 2), micro_batch_size=(1, 2), recompute=("full",),
                           optimizer_sharding=("optimizer",))  # fmt: skip
-    batch = enumerate_layouts(LLAMA8B, cluster(16), JOB, c)
+    batch = enumerate_layouts(LLAMA_8B, cluster(16), JOB, c)
     assert set(batch.tp.tolist()) == {2}
     assert set(batch.pp.tolist()) == {1, 2}
     assert set(batch.micro_batch_size.tolist()) == {1, 2}
@@ -111,14 +98,14 @@ def test_fixed_axes_are_respected() -> None:
 def test_max_limits_are_respected() -> None:
     c = SearchConstraints(max_tp=4, max_pp=2, max_cp=2, max_ep=2, max_micro_batch_size=4,
                           max_vpp=2)  # fmt: skip
-    batch = enumerate_layouts(MIXTRAL, cluster(64), JOB, c)
+    batch = enumerate_layouts(MIXTRAL_8X7B, cluster(64), JOB, c)
     assert batch.tp.max() == 4 and batch.pp.max() == 2 and batch.cp.max() == 2
     assert batch.ep.max() == 2 and batch.micro_batch_size.max() == 4 and batch.vpp.max() == 2
 
 
 def test_sequence_parallel_choices_never_give_sp_to_tp1() -> None:
     c = SearchConstraints(sequence_parallel=(True, False))
-    batch = enumerate_layouts(LLAMA8B, cluster(8), JOB, c)
+    batch = enumerate_layouts(LLAMA_8B, cluster(8), JOB, c)
     assert not batch.sequence_parallel[batch.tp == 1].any()
     tp2 = batch.sequence_parallel[batch.tp == 2]
     assert tp2.any() and not tp2.all()
@@ -174,12 +161,12 @@ def test_matches_brute_force_product() -> None:
 def test_contains_megatron_facts_case_a_and_it_is_valid() -> None:
     # megatron-facts §8 case A: t=2, p=2, d=4, b=1, SP, selective, dist-opt on 16 GPUs
     job = TrainingJob(seq_length=8192, global_batch_size=128)
-    batch = enumerate_layouts(LLAMA8B, cluster(16), job)
+    batch = enumerate_layouts(LLAMA_8B, cluster(16), job)
     case_a = Layout(tp=2, pp=2, dp=4, micro_batch_size=1, recompute="selective")
     key = next(iter(rows(LayoutBatch.from_layouts([case_a]))))
     index = [i for i in range(len(batch)) if next(iter(rows(batch.take([i])))) == key]
     assert len(index) == 1
-    assert not check_rules(LLAMA8B, cluster(16), job, batch.take(index)).any()
+    assert not check_rules(LLAMA_8B, cluster(16), job, batch.take(index)).any()
 
 
 def test_405b_on_16384_gpus_is_small_and_fast() -> None:
@@ -194,9 +181,9 @@ def test_405b_on_16384_gpus_is_small_and_fast() -> None:
 
 
 def test_user_sizes_that_cannot_fill_the_cluster_are_explained() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(8), JOB, SearchConstraints(tp=3))
+    batch = enumerate_layouts(LLAMA_8B, cluster(8), JOB, SearchConstraints(tp=3))
     assert len(batch) > 0
-    hist = rejection_histogram(LLAMA8B, cluster(8), JOB, batch)
+    hist = rejection_histogram(LLAMA_8B, cluster(8), JOB, batch)
     assert list(hist) == ["tp*pp*cp*dp must equal the number of GPUs"]
     assert hist[next(iter(hist))] == len(batch)
 
@@ -206,7 +193,7 @@ def test_histogram_counts_first_violated_rule() -> None:
         tp=[3, 3, 1, 4], dp=[2, 8, 24, 6], micro_batch_size=[1, 1, 3, 1]
     )  # row 0: world size first; row 1: heads; row 2: batch; row 3: valid
     job = TrainingJob(seq_length=8192, global_batch_size=96)
-    hist = rejection_histogram(LLAMA8B, cluster(24), job, batch)
+    hist = rejection_histogram(LLAMA_8B, cluster(24), job, batch)
     by_id = {r.summary: r.id for r in RULES}
     assert {by_id[k]: v for k, v in hist.items()} == {
         "world_size": 1,
@@ -216,9 +203,9 @@ def test_histogram_counts_first_violated_rule() -> None:
 
 
 def test_histogram_total_is_number_of_invalid_layouts() -> None:
-    batch = enumerate_layouts(MIXTRAL, cluster(64), JOB)
-    violated = check_rules(MIXTRAL, cluster(64), JOB, batch)
-    hist = rejection_histogram(MIXTRAL, cluster(64), JOB, batch, violated)
+    batch = enumerate_layouts(MIXTRAL_8X7B, cluster(64), JOB)
+    violated = check_rules(MIXTRAL_8X7B, cluster(64), JOB, batch)
+    hist = rejection_histogram(MIXTRAL_8X7B, cluster(64), JOB, batch, violated)
     assert sum(hist.values()) == int(violated.any(axis=1).sum()) > 0
     assert list(hist.values()) == sorted(hist.values(), reverse=True)
 
@@ -241,15 +228,15 @@ def test_invalid_constraints_raise(kwargs: dict[str, Any], match: str) -> None:
 
 
 def test_default_constraints_enumerate_all_recompute_and_sharding_modes_but_fsdp() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(8), JOB)
+    batch = enumerate_layouts(LLAMA_8B, cluster(8), JOB)
     assert set(batch.recompute.tolist()) == {0, 1, 2}
     assert set(batch.optimizer_sharding.tolist()) == {0, 1}  # full sharding is opt-in
     opt_in = SearchConstraints(optimizer_sharding=("none", "optimizer", "full"))
-    assert set(enumerate_layouts(LLAMA8B, cluster(8), JOB, opt_in).optimizer_sharding) == {0, 1, 2}
+    assert set(enumerate_layouts(LLAMA_8B, cluster(8), JOB, opt_in).optimizer_sharding) == {0, 1, 2}
     assert np.isin(batch.micro_batch_size, [1, 2, 4, 8, 16, 32, 64, 128]).all()
 
 
 def test_fixed_vpp_choices_keep_pp1_plain() -> None:
-    batch = enumerate_layouts(LLAMA8B, cluster(16), JOB, SearchConstraints(vpp=(1, 2)))
+    batch = enumerate_layouts(LLAMA_8B, cluster(16), JOB, SearchConstraints(vpp=(1, 2)))
     assert (batch.vpp[batch.pp == 1] == 1).all()
     assert set(batch.vpp[batch.pp > 1].tolist()) == {1, 2}

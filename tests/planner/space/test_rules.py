@@ -11,15 +11,8 @@ import pytest
 from planner.layouts import LayoutBatch
 from planner.space.rules import RULES, check_rules, violations
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
+from tests.planner.fixtures import H100
 
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989e12,
-    peak_fp8_flop_per_s=1979e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-)
 A100 = GPUSpec(
     name="a100-sxm-80gb",
     hbm_bytes=80 * 2**30,

@@ -1,0 +1,93 @@
+"""Buffers and overheads per GPU: communication buffers, the CUDA/NCCL runtime, fragmentation.
+
+Terms the textbook formulas leave out but a real run allocates (memory-estimator-fujii §7):
+pipeline send/receive buffers, MoE all-to-all buffers, FSDP's gathered layers, the CUDA
+context and library workspaces, NCCL's buffers per communicator, and the caching allocator's
+unusable blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.layouts import DISPATCH_FLEX, SHARD_FULL, FloatArray, LayoutBatch
+from planner.memory.activations import BF16, ActivationShape, routed_tokens
+from planner.memory.options import MemoryOptions
+from planner.model.params import ParamCounts
+from planner.specs import ModelSpec
+
+
+def comm_buffer_bytes(
+    model: ModelSpec,
+    batch: LayoutBatch,
+    shape: ActivationShape,
+    counts: ParamCounts,
+    opts: MemoryOptions,
+) -> FloatArray:
+    """Pipeline p2p, DP bucket, MoE all-to-all and FSDP gather buffers of one GPU."""
+    h = model.hidden_size
+    tokens = shape.tokens
+    # pipeline send/recv of s/(c t) x b x h activations and gradients, doubled when interleaved
+    p2p = np.where(batch.pp > 1, 4 * BF16 * tokens * h / shape.sp_shard, 0.0)
+    p2p = p2p * np.where(batch.vpp > 1, 2.0, 1.0)
+    comm = p2p + opts.dp_bucket_bytes
+    if model.is_moe:
+        # all-to-all dispatch and combine buffers of one MoE layer
+        routed = routed_tokens(model, shape, opts.moe_token_imbalance)
+        comm = comm + 2 * BF16 * routed * h
+        flex = batch.moe_dispatcher == DISPATCH_FLEX  # DeepEP's own buffers
+        comm = comm + np.where(flex, opts.deepep_buffer_bytes, 0.0)
+    # FSDP: two layers' gathered bf16 weights (prefetch) and one layer's fp32 gradients
+    layer = np.maximum(
+        counts.dense_layer.tp_sharded / shape.t + counts.dense_layer.replicated,
+        counts.moe_layer.tp_sharded / shape.t
+        + counts.moe_layer.replicated
+        + counts.moe_layer.routed_experts / (batch.etp * batch.ep),
+    )
+    comm = comm + np.where(batch.optimizer_sharding == SHARD_FULL, (2 * 2 + 4) * layer, 0.0)
+    return np.asarray(comm, np.float64)
+
+
+def communicators(model: ModelSpec, batch: LayoutBatch) -> FloatArray:
+    """NCCL communicators of size > 1 one GPU belongs to (TP, CP, DP x CP, PP, EP, expert DP)."""
+    count = (
+        (batch.tp > 1).astype(np.float64)
+        + (batch.cp > 1)
+        + (batch.dp * batch.cp > 1)
+        + ((batch.dp > 1) & (batch.cp > 1))
+        + (batch.pp > 1)
+    )
+    if model.is_moe:
+        count = count + (batch.ep > 1) + (batch.expert_dp > 1) + (batch.etp != batch.tp)
+    result: FloatArray = count
+    return result
+
+
+def runtime_overhead_bytes(model: ModelSpec, batch: LayoutBatch, opts: MemoryOptions) -> FloatArray:
+    """CUDA context, library workspaces and NCCL buffers (memory-estimator-fujii §7, S7)."""
+    if not opts.include_runtime_overhead:
+        return np.zeros(len(batch))
+    return np.asarray(
+        opts.cuda_context_bytes
+        + opts.library_workspace_bytes
+        + opts.nccl_bytes_per_communicator * communicators(model, batch),
+        np.float64,
+    )
+
+
+def fragmentation_bytes(stage: dict[str, FloatArray], opts: MemoryOptions) -> FloatArray:
+    """Caching-allocator blocks reserved but unusable: a fraction of the per-step memory."""
+    dynamic = (
+        stage["activations_bytes"]
+        + stage["logits_bytes"]
+        + stage["workspace_bytes"]
+        + stage["comm_buffers_bytes"]
+    )
+    fraction = 0.0
+    if opts.include_runtime_overhead:
+        fraction = (
+            opts.expandable_fragmentation_fraction
+            if opts.expandable_segments
+            else opts.fragmentation_fraction
+        )
+    return np.asarray(fraction * dynamic, np.float64)
