@@ -77,13 +77,11 @@ def _module_problems(ctx: Ctx, mask: int, a2a_on: bool) -> list[str]:
 
 
 def _modules_check(ctx: Ctx) -> BoolArray:
-    masks = effective_modules(ctx.batch)
-    a2a = ctx.batch.moe_a2a_overlap == A2A_ON
-    bad = np.zeros(len(ctx.batch), dtype=np.bool_)
-    for key in set(zip(masks.tolist(), a2a.tolist(), strict=True)):
-        if _module_problems(ctx, *key):
-            bad |= (masks == key[0]) & (a2a == key[1])
-    return bad
+    keys = 2 * effective_modules(ctx.batch) + (ctx.batch.moe_a2a_overlap == A2A_ON)
+    unique, inverse = np.unique(keys, return_inverse=True)
+    broken = np.array([bool(_module_problems(ctx, k // 2, bool(k % 2))) for k in unique.tolist()])
+    result: BoolArray = broken[inverse.reshape(-1)]  # one check per distinct (modules, overlap)
+    return result
 
 
 def _modules_explain(ctx: Ctx, i: int) -> str:
