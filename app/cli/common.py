@@ -86,7 +86,7 @@ ProfileOpt = Annotated[
 GpusPerNodeOpt = Annotated[int | None, typer.Option(help="GPUs per node (default: preset's).")]
 GpuMemoryOpt = Annotated[float | None, typer.Option(help="Override GPU memory (GiB).")]
 SeqLengthOpt = Annotated[int | None, typer.Option(help="Sequence length.")]
-PrecisionOpt = Annotated[str | None, typer.Option(help="bf16 or fp8.")]
+PrecisionOpt = Annotated[str | None, typer.Option(help="bf16, fp8 or fp16.")]
 ThresholdOpt = Annotated[float | None, typer.Option(help="Feasibility threshold (0.8).")]
 DispatcherOpt = Annotated[
     str | None,

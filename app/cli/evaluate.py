@@ -29,6 +29,17 @@ from app.cli.common import (
     out_console,
     print_json,
 )
+from app.cli.memory_options import (
+    ActOffloadOpt,
+    Fp8GatherOpt,
+    GradDtypeOpt,
+    GraphsOpt,
+    LayoutOpt,
+    ModulesOpt,
+    NumLayersOpt,
+    OptOffloadOpt,
+    StateDtypeOpt,
+)
 
 Opt = typer.Option
 
@@ -91,6 +102,15 @@ def evaluate(
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
     moe_a2a_overlap: A2AOverlapOpt = None,
     moe_dispatcher: DispatcherOpt = None,
+    grad_reduce_dtype: GradDtypeOpt = None,
+    optimizer_state_dtype: StateDtypeOpt = None,
+    fp8_param_gather: Fp8GatherOpt = None,
+    recompute_modules: ModulesOpt = None,
+    recompute_num_layers: NumLayersOpt = None,
+    cuda_graphs: GraphsOpt = None,
+    activation_offload_layers: ActOffloadOpt = None,
+    optimizer_offload_fraction: OptOffloadOpt = None,
+    pipeline_layout: LayoutOpt = None,
     memory_threshold: ThresholdOpt = None,
     profile: ProfileOpt = None,
     input: Annotated[

@@ -27,6 +27,22 @@ from app.cli.common import (
     out_console,
     print_json,
 )
+from app.cli.memory_options import (
+    ActOffloadOpt,
+    AutoLayoutOpt,
+    Fp8GatherOpt,
+    GradDtypeOpt,
+    GraphsOpt,
+    LayoutOpt,
+    MaximizeOpt,
+    MinimizeOpt,
+    ModulesOpt,
+    NumericsOpt,
+    NumLayersOpt,
+    OptOffloadOpt,
+    SearchModulesOpt,
+    StateDtypeOpt,
+)
 from app.cli.ranges import print_expansions
 
 Opt = typer.Option
@@ -72,6 +88,20 @@ def plan(
     ] = None,
     moe_a2a_overlap: A2AOverlapOpt = None,
     moe_dispatcher: DispatcherOpt = None,
+    grad_reduce_dtype: GradDtypeOpt = None,
+    optimizer_state_dtype: StateDtypeOpt = None,
+    fp8_param_gather: Fp8GatherOpt = None,
+    recompute_modules: ModulesOpt = None,
+    recompute_num_layers: NumLayersOpt = None,
+    cuda_graphs: GraphsOpt = None,
+    activation_offload_layers: ActOffloadOpt = None,
+    optimizer_offload_fraction: OptOffloadOpt = None,
+    pipeline_layout: LayoutOpt = None,
+    allow_numerics_changes: NumericsOpt = False,
+    search_recompute_modules: SearchModulesOpt = False,
+    auto_pipeline_layout: AutoLayoutOpt = False,
+    maximize: MaximizeOpt = None,
+    minimize: MinimizeOpt = None,
     objective: Annotated[str | None, Opt(help="throughput, time_to_train or cost.")] = None,
     token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
     usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,
@@ -130,6 +160,8 @@ def _plan_with_progress(plan_request: Any, request: Any, profile: Any) -> dict[s
 def _print_result(result: dict[str, Any]) -> None:
     search = result["search"]
     console = out_console()
+    if "question" in result:  # an inverse question: the value reached first
+        console.print(f"[bold]{result['question']}[/] reached: {result['value']}", highlight=False)
     if not result["plans"]:  # no empty table: the reasons below say why
         _print_rejections(console, result)
         return

@@ -34,6 +34,7 @@ def build_request(
 
     ``server_cluster=False`` leaves ``--cluster`` for a remote server to resolve.
     """
+    from app.cli.memory_options import cli_memory_values
     from app.planning.convert import expand_text_lists, flag_label, parse_request
     from app.planning.schemas import PlanJobCreate
     from planner import SpecError
@@ -42,6 +43,7 @@ def build_request(
     if "model" in data:
         data["model"] = inline_model_file(data["model"])
     try:
+        data = cli_memory_values(data, lists=issubclass(schema, PlanJobCreate))
         if issubclass(schema, PlanJobCreate):  # lists and ranges: '1,2,4', '64-1024'
             data = expand_text_lists(data)
         profile = None

@@ -28,7 +28,14 @@ Label = Callable[[str], str]
 
 # fields that take several values, and how the CLI, CSV rows and the web form write them
 LIST_FIELDS = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
-CHOICE_LIST_FIELDS = ("recompute", "optimizer_sharding")
+CHOICE_LIST_FIELDS = (
+    "recompute",
+    "optimizer_sharding",
+    "recompute_modules",
+    "grad_reduce_dtype",
+    "optimizer_state_dtype",
+    "optimizer_offload_fraction",
+)
 RANGE_FIELDS = {"num_gpus": "num_gpus_options", "global_batch_size": "global_batch_size_options"}
 MAX_LIST_VALUES = 64
 
@@ -188,9 +195,14 @@ def resolve_cluster(req: EvaluationRequest | PlanJobCreate, num_gpus: int) -> Cl
         raise SpecError(exc.message, field=exc.field) from exc
 
 
-def resolve_job(req: EvaluationRequest | PlanJobCreate, global_batch_size: int) -> TrainingJob:
+def resolve_job(
+    req: EvaluationRequest | PlanJobCreate, global_batch_size: int, seq_length: int | None = None
+) -> TrainingJob:
+    length = seq_length or req.seq_length
+    if length is None:
+        raise SpecError("seq_length is required (tokens per sequence)", field="seq_length")
     return TrainingJob(
-        seq_length=req.seq_length, global_batch_size=global_batch_size, precision=req.precision
+        seq_length=length, global_batch_size=global_batch_size, precision=req.precision
     )
 
 
@@ -223,6 +235,15 @@ def to_layout(req: EvaluationRequest) -> Layout:
         optimizer_sharding=req.optimizer_sharding,
         moe_a2a_overlap=req.moe_a2a_overlap,
         moe_dispatcher=req.moe_dispatcher,
+        grad_reduce_dtype=req.grad_reduce_dtype,
+        optimizer_state_dtype=req.optimizer_state_dtype,
+        fp8_param_gather=req.fp8_param_gather,
+        recompute_modules=tuple(req.recompute_modules) if req.recompute_modules else None,
+        recompute_num_layers=req.recompute_num_layers,
+        cuda_graphs=req.cuda_graphs,
+        activation_offload_layers=req.activation_offload_layers,
+        optimizer_offload_fraction=req.optimizer_offload_fraction,
+        pipeline_layout=req.pipeline_layout,
     )
 
 

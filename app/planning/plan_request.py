@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
+from app.planning.memory_request import INVERSE_SEQ_START, check_inverse, to_memory_choices
 from app.planning.schemas import PlanJobCreate
 from models_db.profiles import load_profile
 from planner import (
@@ -45,7 +46,10 @@ def to_constraints(req: PlanJobCreate) -> SearchConstraints:
     if req.sequence_parallel is not None:
         kwargs["sequence_parallel"] = (req.sequence_parallel,)
     return SearchConstraints(
-        **kwargs, moe_a2a_overlap=req.moe_a2a_overlap, moe_dispatcher=req.moe_dispatcher
+        **kwargs,
+        moe_a2a_overlap=req.moe_a2a_overlap,
+        moe_dispatcher=req.moe_dispatcher,
+        memory=to_memory_choices(req),
     )
 
 
@@ -79,12 +83,16 @@ class PreparedPlan:
 def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
     """Resolve and validate a plan request without searching; SpecError names the bad field."""
     model = model or resolve_model(req.model)
+    check_inverse(req)
+    seq_length = INVERSE_SEQ_START if req.maximize == "seq_length" else None
     gpu_counts = req.num_gpus_options or ([req.num_gpus] if req.num_gpus is not None else [])
     if not gpu_counts:
         raise SpecError("num_gpus (or num_gpus_options) is required", field="num_gpus")
     batches = req.global_batch_size_options or (
         [req.global_batch_size] if req.global_batch_size is not None else []
     )
+    if not batches and (req.maximize or req.minimize):  # one sequence per GPU at the most
+        batches = [max(gpu_counts)]
     if not batches:
         raise SpecError(
             "global_batch_size (or global_batch_size_options) is required",
@@ -93,7 +101,7 @@ def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
     return PreparedPlan(
         model=model,
         clusters=[resolve_cluster(req, n) for n in sorted(set(gpu_counts))],
-        jobs=[resolve_job(req, b) for b in sorted(set(batches))],
+        jobs=[resolve_job(req, b, seq_length) for b in sorted(set(batches))],
         constraints=to_constraints(req),
         objective=to_objective(req),
         budget=SearchBudget(
@@ -105,6 +113,18 @@ def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
     )
 
 
+def add_launch_flags(plans_json: list[dict[str, Any]], plans: list[Any]) -> None:
+    """Each plan's JSON with its Megatron-LM launch flags (``megatron``)."""
+    for plan_json, found in zip(plans_json, plans, strict=True):
+        launch = launch_spec(found.model, found.cluster, found.job, found.layout)
+        plan_json["megatron"] = {
+            "args": launch.args,
+            "command": launch.command,
+            "env": launch.env,
+            "notes": list(launch.notes),
+        }
+
+
 def run_plan(
     req: PlanJobCreate,
     *,
@@ -113,6 +133,10 @@ def run_plan(
 ) -> dict[str, Any]:
     """Search for the best layouts of ``req``; the result's JSON with each plan's launch flags."""
     p = to_plan(req)
+    if req.maximize or req.minimize:
+        from app.planning.memory_request import run_inverse
+
+        return run_inverse(req, p, profile=profile, progress=progress)
     result = plan(
         p.model,
         p.clusters if len(p.clusters) > 1 else p.clusters[0],
@@ -127,14 +151,7 @@ def run_plan(
         progress=progress,
     )
     out = result.to_dict()
-    for plan_json, found in zip(out["plans"], result.plans, strict=True):
-        launch = launch_spec(found.model, found.cluster, found.job, found.layout)
-        plan_json["megatron"] = {
-            "args": launch.args,
-            "command": launch.command,
-            "env": launch.env,
-            "notes": list(launch.notes),
-        }
+    add_launch_flags(out["plans"], result.plans)
     out["model"] = p.model.name
     out["gpu"] = p.clusters[0].gpu.name
     return out

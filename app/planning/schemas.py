@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.core.bounds import check_spec_numbers
 from app.core.schemas import Page, SlugRef
+from app.planning.memory_fields import MemoryEvaluationFields, MemoryPlanFields
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FINISHED = ("succeeded", "failed", "cancelled")
@@ -29,7 +30,7 @@ NETWORK_FIELDS = (
 Recompute = Literal["none", "selective", "full"]
 Sharding = Literal["none", "optimizer", "full"]
 Dispatcher = Literal["alltoall", "flex"]
-Precision = Literal["bf16", "fp8"]
+Precision = Literal["bf16", "fp8", "fp16"]
 Objective = Literal["throughput", "time_to_train", "cost"]
 
 ModelRef = Annotated[
@@ -112,7 +113,7 @@ class _Common(BaseModel):
         return check_spec_numbers(value)
 
 
-class EvaluationRequest(_Common):
+class EvaluationRequest(MemoryEvaluationFields, _Common):
     """One layout to check against Megatron's rules, memory and the performance model."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [EVALUATION_EXAMPLE]})
@@ -133,11 +134,18 @@ class EvaluationRequest(_Common):
     moe_dispatcher: Dispatcher | None = Field(default=None, description=DISPATCHER_HELP)
 
 
-class PlanJobCreate(_Common):
+class PlanJobCreate(MemoryPlanFields, _Common):
     """A search for the best layouts; axes given here are fixed, the rest are searched."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [PLAN_EXAMPLE]})
 
+    seq_length: int | None = Field(  # type: ignore[assignment]
+        default=None,
+        ge=1,
+        le=1_048_576,
+        description="tokens per sequence (required); with maximize=seq_length the upper limit "
+        "(default: the model's max_position_embeddings)",
+    )
     num_gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
     num_gpus_options: list[Annotated[int, Field(ge=1, le=MAX_GPUS)]] | None = Field(
         default=None, min_length=1, max_length=64

@@ -1,0 +1,130 @@
+"""A plan request's memory settings and inverse questions, into the planner's (issue 13).
+
+``to_memory_choices`` turns the request's memory fields into :class:`planner.MemoryChoices`;
+``run_inverse`` answers ``maximize`` (``seq_length``, ``micro_batch_size``) and ``minimize``
+(``num_gpus``) with :mod:`planner.search.inverse`, each plan's JSON stating the value reached
+(``"seq_length": 5120``) and carrying its launch flags like any plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from app.planning.schemas import PlanJobCreate
+from planner import MemoryChoices, PerformanceProfile, SpecError
+
+if TYPE_CHECKING:
+    from app.planning.plan_request import PreparedPlan
+
+Progress = Callable[[int, int], None]
+INVERSE_SEQ_START = 128
+"""Sequence length of the job a ``maximize=seq_length`` request resolves to before the search
+(the search's granularity: every value it tries is a multiple of it)."""
+
+
+def to_memory_choices(req: PlanJobCreate) -> MemoryChoices:
+    """The request's memory settings; the planner's SpecError names the bad field."""
+
+    def values(name: str) -> tuple[Any, ...] | None:
+        given = getattr(req, name)
+        return tuple(dict.fromkeys(given)) if given is not None else None
+
+    fractions = values("optimizer_offload_fraction")
+    return MemoryChoices(
+        grad_reduce_dtype=values("grad_reduce_dtype"),
+        optimizer_state_dtype=values("optimizer_state_dtype"),
+        allow_numerics_changes=req.allow_numerics_changes,
+        recompute_modules=values("recompute_modules"),
+        search_recompute_modules=req.search_recompute_modules,
+        recompute_num_layers=req.recompute_num_layers,
+        cuda_graphs=req.cuda_graphs,
+        activation_offload_layers=req.activation_offload_layers,
+        optimizer_offload_fraction=fractions if fractions is not None else (0.0,),
+        fp8_param_gather=req.fp8_param_gather,
+        pipeline_layout=req.pipeline_layout,
+        auto_pipeline_layout=req.auto_pipeline_layout,
+    )
+
+
+def check_inverse(req: PlanJobCreate) -> None:
+    """An inverse question asks about one model, cluster and batch; SpecError otherwise."""
+    if req.maximize is not None and req.minimize is not None:
+        raise SpecError(
+            f"ask one question: maximize={req.maximize} or minimize={req.minimize}, not both",
+            field="minimize",
+        )
+    question = req.maximize or req.minimize
+    if question is None:
+        return
+    field = "maximize" if req.maximize else "minimize"
+    for many in ("num_gpus_options", "global_batch_size_options"):
+        if getattr(req, many) is not None:
+            raise SpecError(
+                f"{field}={question} takes one {many.removesuffix('_options')}, not a list",
+                field=many,
+            )
+    if req.maximize == "micro_batch_size" and req.micro_batch_size is not None:
+        raise SpecError(
+            "maximize=micro_batch_size searches micro_batch_size; leave it unset",
+            field="micro_batch_size",
+        )
+
+
+def run_inverse(
+    req: PlanJobCreate,
+    prepared: PreparedPlan,
+    *,
+    profile: PerformanceProfile | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The answer to the request's inverse question, as JSON with each plan's launch flags."""
+    from app.planning.plan_request import add_launch_flags
+    from models_db.profiles import load_profile
+    from planner.search.inverse import fewest_gpus, largest_micro_batch, longest_sequence
+
+    p = prepared
+    cluster, job = p.clusters[0], p.jobs[0]
+    common: dict[str, Any] = {
+        "profile": profile if profile is not None else load_profile(cluster.gpu),
+        "constraints": p.constraints,
+        "threshold": p.threshold,
+        "top_k": p.top_k,
+        "budget": p.budget,
+    }
+    if req.maximize == "seq_length":
+        answer = longest_sequence(
+            p.model, cluster, job, granularity=INVERSE_SEQ_START,
+            max_seq_length=req.seq_length, **common,
+        )  # fmt: skip
+    elif req.maximize == "micro_batch_size":
+        answer = largest_micro_batch(p.model, cluster, job, **common)
+    else:
+        answer = fewest_gpus(p.model, cluster, job, **common)
+    out = answer.to_dict()
+    add_launch_flags(out["plans"], answer.plans)
+    if progress is not None:
+        progress(len(answer.probes), len(answer.probes))
+    return {
+        **out,
+        "search": {"inverse": answer.question, "probes": len(answer.probes)},
+        "rejections": {} if answer.plans else {_nothing_fits(answer.question, answer.probes): 1},
+        "model": p.model.name,
+        "gpu": cluster.gpu.name,
+    }
+
+
+MISSING_OFFLOAD = (
+    "Megatron-LM offers no CPU offload of parameters or gradients (only of the Adam state, "
+    "--optimizer-cpu-offload, and of activations, --cpu-offloading-num-layers; megatron-facts "
+    "1.7 and rule 59), so the weights and gradients must fit in GPU memory: add GPUs, or allow "
+    "optimizer_sharding=full, bf16 gradients (allow_numerics_changes) or optimizer offload"
+)
+
+
+def _nothing_fits(question: str, probes: tuple[tuple[int, int], ...]) -> str:
+    """Why an inverse question has no answer, and what the planner cannot offer."""
+    tried = probes[0][0] if probes else "any value"
+    if question == "num_gpus":
+        tried = f"up to {probes[-1][0]}" if probes else tried
+    return f"no layout fits at {question}={tried}. {MISSING_OFFLOAD}"
