@@ -27,10 +27,24 @@ LAYOUT_COLUMNS = (
     "moe_a2a_overlap",
     "moe_dispatcher",
 )
+MEMORY_COLUMNS = (  # the layout's memory settings (issue 13), as the request names them
+    "grad_reduce_dtype",
+    "optimizer_state_dtype",
+    "fp8_param_gather",
+    "recompute_modules",
+    "recompute_num_layers",
+    "cuda_graphs",
+    "activation_offload_layers",
+    "optimizer_offload_fraction",
+    "pipeline_layout",
+)
+INVERSE_COLUMNS = ("seq_length_reached", "micro_batch_size_reached", "num_gpus_reached")
 OUTPUT_COLUMNS = (
     "name",
     "rank",
     *LAYOUT_COLUMNS,
+    *MEMORY_COLUMNS,
+    *INVERSE_COLUMNS,
     "tokens_per_s_per_gpu",
     "mfu",
     "step_time_s",
@@ -61,6 +75,12 @@ def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "name": name,
             "rank": rank,
             **{k: lay.get(k, "") for k in LAYOUT_COLUMNS},  # results stored before a field existed
+            **{k: _cell(lay.get(k)) for k in MEMORY_COLUMNS},
+            **{
+                k: plan.get(k.removesuffix("_reached"), "")
+                for k in INVERSE_COLUMNS
+                if k.removesuffix("_reached") == result.get("question")
+            },  # fmt: skip
             "tokens_per_s_per_gpu": round(perf["tokens_per_s_per_gpu"], 1),
             "mfu": round(perf["mfu"], 4),
             "step_time_s": round(perf["step_time_s"], 4),
@@ -71,6 +91,13 @@ def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "megatron_command": plan["megatron"]["command"],
             "error": "",
         }
+
+
+def _cell(value: Any) -> Any:
+    """A memory setting as a CSV cell: lists comma-joined, unset empty."""
+    if value is None:
+        return ""
+    return ",".join(map(str, value)) if isinstance(value, list | tuple) else value
 
 
 def to_csv(rows: Iterable[dict[str, Any]]) -> str:

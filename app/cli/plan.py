@@ -168,7 +168,9 @@ def _print_result(result: dict[str, Any]) -> None:
     table = Table(
         title=f"Best layouts for {result.get('model')} on {result.get('gpu')}",
         caption=(
-            f"{search.get('evaluated')} layouts evaluated, {search.get('feasible')} feasible, "
+            f"{search.get('probes')} values of {search.get('inverse')} tried"
+            if "inverse" in search
+            else f"{search.get('evaluated')} layouts evaluated, {search.get('feasible')} feasible, "
             f"{'proven optimal' if search.get('proven_optimal') else 'sampled search'}, "
             f"{search.get('elapsed_s', 0):.2f} s"
         ),
