@@ -80,7 +80,7 @@ def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 k: plan.get(k.removesuffix("_reached"), "")
                 for k in INVERSE_COLUMNS
                 if k.removesuffix("_reached") == result.get("question")
-            },  # fmt: skip
+            },
             "tokens_per_s_per_gpu": round(perf["tokens_per_s_per_gpu"], 1),
             "mfu": round(perf["mfu"], 4),
             "step_time_s": round(perf["step_time_s"], 4),

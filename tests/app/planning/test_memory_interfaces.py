@@ -152,9 +152,9 @@ def test_maximize_seq_length_states_the_value_in_every_plan() -> None:
 
 def test_largest_micro_batch_and_fewest_gpus() -> None:
     bigger = plan_request({**JOB, "maximize": "micro_batch_size", "tp": 1, "top_k": 1})
-    assert bigger["value"] > 1 and bigger["plans"][0]["layout"]["micro_batch_size"] == bigger[
-        "value"
-    ]
+    assert (
+        bigger["value"] > 1 and bigger["plans"][0]["layout"]["micro_batch_size"] == bigger["value"]
+    )
     assert bigger["plans"][0]["micro_batch_size"] == bigger["value"]
     fewest = plan_request(
         {"model": "llama3.1-70b", "gpu": "h100", "num_gpus": 64, "seq_length": 4096,
