@@ -107,7 +107,11 @@ def run_inverse(
         progress(len(answer.probes), len(answer.probes))
     return {
         **out,
-        "search": {"inverse": answer.question, "probes": len(answer.probes)},
+        "search": {
+            "inverse": answer.question,
+            "probes": len(answer.probes),
+            "feasible": dict(answer.probes).get(answer.value, 0) if answer.value else 0,
+        },
         "rejections": {} if answer.plans else {_nothing_fits(answer.question, answer.probes): 1},
         "model": p.model.name,
         "gpu": cluster.gpu.name,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.web import memory_form
 from planner.specs import SpecError
 
 RECOMPUTE_OPTIONS = ("none", "selective", "full")
@@ -20,7 +21,7 @@ OBJECTIVES = (
     ("time_to_train", "Shortest time to train a token budget"),
     ("cost", "Lowest cost for a token budget"),
 )
-PRECISIONS = ("bf16", "fp8")
+PRECISIONS = ("bf16", "fp8", "fp16")
 
 # Axes that may be fixed to one value or given as a list ("1,2,4") or range ("1-8").
 AXIS_FIELDS = (
@@ -60,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "moe_a2a_overlap": "auto",
     "moe_dispatcher": "auto",
     "top_k": "10",
+    **memory_form.DEFAULTS,
 }
 A2A_OVERLAP_OPTIONS = {"auto": None, "on": True, "off": False}
 """The MoE all-to-all overlap select: auto = on wherever Megatron allows it."""
@@ -97,7 +99,7 @@ class FormState:
             "top_k",
             "exhaustive",
         }
-        if any(name in advanced for name in self.errors):
+        if any(name in advanced or memory_form.is_memory_error(name) for name in self.errors):
             return True
         if any(self.values.get(name) not in (None, "", "auto") for name in MOE_SWITCHES):
             return True
@@ -124,6 +126,7 @@ def form_values(form: Mapping[str, Any], multi: Mapping[str, list[str]]) -> dict
     for name in ("recompute", "optimizer_sharding"):
         values[name] = list(multi.get(name, []))
     values["exhaustive"] = "exhaustive" in form
+    values.update(memory_form.memory_values(form, multi))
     values.setdefault("model_source", "catalog")
     return values
 
@@ -179,6 +182,7 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
         raise SpecError("choose auto, alltoall or flex", field="moe_dispatcher")
     if dispatcher != "auto":
         req["moe_dispatcher"] = dispatcher
+    req.update(memory_form.memory_request(values))
     req["objective"] = values.get("objective") or "throughput"
     if values.get("exhaustive"):
         req["exhaustive"] = True
@@ -220,7 +224,7 @@ def error_field(field_name: str | None, values: Mapping[str, Any]) -> str | None
         return "num_nodes" if field_name == "num_gpus" else "num_gpus"
     if field_name in ("global_batch_size_options",):
         return "global_batch_size"
-    return field_name
+    return memory_form.error_input(field_name)
 
 
 def values_from_request(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -235,6 +239,7 @@ def values_from_request(request: Mapping[str, Any]) -> dict[str, Any]:
             values[key] = value
         else:
             values[key] = value if isinstance(value, list) else str(value)
+    values.update(memory_form.memory_form_values(request))
     model = request.get("model")
     if isinstance(model, dict):
         values["model_source"] = "hf_config"

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from app.web import forms, views
+from app.web import forms, memory_form, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
@@ -39,6 +39,13 @@ def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]
         "recompute_options": forms.RECOMPUTE_OPTIONS,
         "sharding_options": forms.SHARDING_OPTIONS,
         "objectives": forms.OBJECTIVES,
+        "memory": {
+            "questions": memory_form.QUESTIONS,
+            "dtypes": memory_form.DTYPE_OPTIONS,
+            "fp8_gather": tuple(memory_form.FP8_GATHER_OPTIONS),
+            "cuda_graphs": memory_form.CUDA_GRAPH_OPTIONS,
+            "modules": memory_form.RECOMPUTE_MODULE_OPTIONS,
+        },
         "nav": "plan",
     }
 
