@@ -226,3 +226,11 @@ class ScalingCurveCreate(PlanJobCreate):
         default=None, min_length=1, max_length=MAX_SCALING_POINTS
     )
     max_trials: int = Field(default=DEFAULT_MAX_TRIALS, ge=1, le=MAX_SCALING_TRIALS)
+    seq_length: int = Field(ge=1, le=1_048_576)  # type: ignore[assignment]
+
+    @field_validator("maximize", "minimize")
+    @classmethod
+    def _no_inverse_question(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError("a scaling curve ranks layouts per GPU count; ask it with plan")
+        return value

@@ -188,6 +188,10 @@ def test_inverse_question_errors_name_the_field(real_client: TestClient) -> None
     assert result.exit_code != 0 and "--maximize" in result.output
     both = {**JOB, "maximize": "seq_length", "minimize": "num_gpus"}
     assert real_client.post("/v1/plan-jobs", json=both).status_code == 422
+    curve = {**JOB, "num_gpus_options": [8, 16], "maximize": "seq_length"}
+    curve.pop("num_gpus")
+    bad = real_client.post("/v1/scaling-curves", json=curve)
+    assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "maximize"
     with pytest.raises(Exception, match="seq_length is required"):
         plan_request({k: v for k, v in JOB.items() if k != "seq_length"})
 
