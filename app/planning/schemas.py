@@ -226,7 +226,7 @@ class ScalingCurveCreate(PlanJobCreate):
         default=None, min_length=1, max_length=MAX_SCALING_POINTS
     )
     max_trials: int = Field(default=DEFAULT_MAX_TRIALS, ge=1, le=MAX_SCALING_TRIALS)
-    seq_length: int = Field(ge=1, le=1_048_576)  # type: ignore[assignment]
+    seq_length: int = Field(ge=1, le=1_048_576)
 
     @field_validator("maximize", "minimize")
     @classmethod
