@@ -121,8 +121,9 @@ def run_inverse(
 MISSING_OFFLOAD = (
     "Megatron-LM offers no CPU offload of parameters or gradients (only of the Adam state, "
     "--optimizer-cpu-offload, and of activations, --cpu-offloading-num-layers; megatron-facts "
-    "1.7 and rule 59), so the weights and gradients must fit in GPU memory: add GPUs, or allow "
-    "optimizer_sharding=full, bf16 gradients (allow_numerics_changes) or optimizer offload"
+    "1.7 and rule 59), so the weights and gradients, sharded at most over all GPUs "
+    "(optimizer_sharding=full, Torch-FSDP2), must fit in GPU memory; minimize=num_gpus finds "
+    "the fewest GPUs on which they do"
 )
 
 
