@@ -209,3 +209,19 @@ def test_founding_case_says_what_megatron_lacks() -> None:
     assert answer["value"] is None and answer["plans"] == []
     (reason,) = answer["rejections"]
     assert "no CPU offload of parameters or gradients" in reason
+
+
+def test_batch_row_asks_an_inverse_question(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(
+        "name,model,gpu,num_gpus,tp,maximize,top_k\nlong,llama3.1-8b,h100,8,8,seq_length,2\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.csv"
+    result = runner.invoke(cli, ["batch", str(jobs), "-o", str(out), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    direct = plan_request({**JOB, "seq_length": None, "global_batch_size": None, "tp": 8,
+                           "maximize": "seq_length", "top_k": 2})  # fmt: skip
+    assert [int(r["seq_length_reached"]) for r in rows] == [direct["value"]] * 2
+    assert rows[0]["micro_batch_size_reached"] == "" and rows[0]["error"] == ""
