@@ -95,6 +95,17 @@ def _memory(lines: list[str]) -> None:
         f">= {s['min_measured_of_ran_called_infeasible_gib']:.0f} GiB, above the 80 % line).",
         "",
     ]
+    recipes = _load("memory_recipes")
+    if recipes is not None:
+        r = recipes["summary"]
+        lines += [
+            f"**Memory, NVIDIA recipes** (`bench/results/memory_recipes.md`): of "
+            f"{r['recipes']} dgxc recipes that ran, {r['recipes_within_hbm']} fit in HBM and "
+            f"{r['recipes_within_80']} under the 80 % line; DeepSeek-V3's shipped H100 layouts "
+            f"with their settings: {r['shipped_within_80']} of 2 under the 80 % line; "
+            f"{r['peaks']} published peaks: |error| median {100 * r['peak_error_median']:.0f} %.",
+            "",
+        ]
 
 
 def _speed(lines: list[str]) -> None:

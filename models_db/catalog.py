@@ -64,6 +64,8 @@ class ClusterPreset:
     inter_node_latency_s: float
     intra_node_latency_s: float
     description: str = ""
+    host_memory_bytes_per_gpu: float | None = None
+    """Host DRAM per GPU (node DRAM / GPUs per node), for offloading."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,6 +81,7 @@ class ClusterPreset:
             inter_node_bandwidth_bytes_per_s=self.inter_node_bandwidth_bytes_per_s,
             inter_node_latency_s=self.inter_node_latency_s,
             intra_node_latency_s=self.intra_node_latency_s,
+            host_memory_bytes_per_gpu=self.host_memory_bytes_per_gpu,
             sources=dict(self.sources),
         )
 

@@ -11,9 +11,11 @@ from planner.megatron import LaunchSpec, launch_spec, megatron_args, parse_megat
 from planner.memory import MemoryEstimate, MemoryOptions, estimate_memory
 from planner.model import (
     ParamCounts,
+    PipelineLayout,
     PipelineSplit,
     flops_per_iteration,
     param_counts,
+    parse_pipeline_layout,
     split_layers,
 )
 from planner.performance import (
@@ -23,24 +25,38 @@ from planner.performance import (
     estimate_performance,
 )
 from planner.search import (
+    InverseAnswer,
     Objective,
     Plan,
     PlanResult,
     SearchBudget,
     SearchStats,
     evaluate_layouts,
+    fewest_gpus,
+    largest_micro_batch,
+    longest_sequence,
     plan,
 )
-from planner.space import RULES, Rule, SearchConstraints, check_rules, enumerate_layouts, violations
+from planner.space import (
+    RULES,
+    MemoryChoices,
+    Rule,
+    SearchConstraints,
+    check_rules,
+    enumerate_layouts,
+    violations,
+)
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
 __all__ = [
     "RULES",
     "ClusterSpec",
     "GPUSpec",
+    "InverseAnswer",
     "LaunchSpec",
     "Layout",
     "LayoutBatch",
+    "MemoryChoices",
     "MemoryEstimate",
     "MemoryOptions",
     "ModelSpec",
@@ -48,6 +64,7 @@ __all__ = [
     "ParamCounts",
     "PerformanceEstimate",
     "PerformanceProfile",
+    "PipelineLayout",
     "PipelineSplit",
     "Plan",
     "PlanResult",
@@ -63,11 +80,15 @@ __all__ = [
     "estimate_memory",
     "estimate_performance",
     "evaluate_layouts",
+    "fewest_gpus",
     "flops_per_iteration",
+    "largest_micro_batch",
     "launch_spec",
+    "longest_sequence",
     "megatron_args",
     "param_counts",
     "parse_megatron_args",
+    "parse_pipeline_layout",
     "plan",
     "split_layers",
     "violations",

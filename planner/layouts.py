@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from planner.layout_settings import SettingsColumns
 from planner.specs import (
     MOE_DISPATCHER_CHOICES,
     OPTIMIZER_SHARDING_CHOICES,
@@ -74,6 +75,8 @@ class LayoutBatch:
     optimizer_sharding: IntArray
     moe_a2a_overlap: IntArray
     moe_dispatcher: IntArray
+    settings: SettingsColumns | None = None
+    """Memory settings (planner.layout_settings); None: every layout at its defaults."""
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -111,6 +114,7 @@ class LayoutBatch:
             moe_dispatcher=np.fromiter(
                 (dispatcher_code(x.moe_dispatcher) for x in items), np.int64, len(items)
             ),
+            settings=SettingsColumns.from_layouts(items),
         )
 
     @classmethod
@@ -159,6 +163,7 @@ class LayoutBatch:
             optimizer_sharding=OPTIMIZER_SHARDING_CHOICES[int(self.optimizer_sharding[i])],
             moe_a2a_overlap=a2a_value(int(self.moe_a2a_overlap[i])),
             moe_dispatcher=dispatcher_value(int(self.moe_dispatcher[i])),
+            **(self.settings.layout_fields(i) if self.settings is not None else {}),
         )
 
     def layouts(self) -> list[Layout]:
@@ -181,6 +186,7 @@ class LayoutBatch:
             optimizer_sharding=self.optimizer_sharding[idx],
             moe_a2a_overlap=self.moe_a2a_overlap[idx],
             moe_dispatcher=self.moe_dispatcher[idx],
+            settings=None if self.settings is None else self.settings.take(idx),
         )
 
     @staticmethod
@@ -202,7 +208,17 @@ class LayoutBatch:
             optimizer_sharding=cat("optimizer_sharding"),
             moe_a2a_overlap=cat("moe_a2a_overlap"),
             moe_dispatcher=cat("moe_dispatcher"),
+            settings=(
+                None
+                if all(b.settings is None for b in batches)
+                else SettingsColumns.concat([b.mem for b in batches])
+            ),
         )
+
+    @property
+    def mem(self) -> SettingsColumns:
+        """The memory settings, defaults filled in where the batch carries none."""
+        return SettingsColumns.defaults(len(self)) if self.settings is None else self.settings
 
     @property
     def model_parallel_size(self) -> IntArray:

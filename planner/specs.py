@@ -9,21 +9,22 @@ them. Model fields use Megatron-LM's flag names with underscores (``--num-query-
 from __future__ import annotations
 
 import math
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Literal, TypeVar
+
+from planner.layout_types import MemorySettings
 
 Normalization = Literal["LayerNorm", "RMSNorm"]
 PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
-Precision = Literal["bf16", "fp8"]
+Precision = Literal["bf16", "fp8", "fp16"]
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
-
 _T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
 OPTIMIZER_SHARDING_CHOICES: tuple[OptimizerSharding, ...] = ("none", "optimizer", "full")
-PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8")
+PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8", "fp16")
 MOE_DISPATCHER_CHOICES: tuple[MoeDispatcher, ...] = ("alltoall", "flex")
 
 
@@ -48,6 +49,11 @@ def _positive(obj: object, *names: str) -> None:
             raise SpecError(f"{name}={value!r} must be an integer", field=name)
         if value <= 0:
             raise SpecError(f"{name}={value} must be a positive integer", field=name)
+
+
+def _positive_or_none(obj: object, name: str) -> None:
+    if (value := getattr(obj, name)) is not None and not value > 0:
+        raise SpecError(f"{name} must be positive or null", field=name)
 
 
 def _divisors(n: int) -> list[int]:
@@ -369,6 +375,12 @@ class GPUSpec:
     """Dense fp8 peak; None where the GPU has no fp8 tensor cores (A100)."""
     intra_node_bandwidth_bytes_per_s: float
     """Scale-up link bandwidth per GPU, one direction (NVLink / Infinity Fabric)."""
+    bf16_supported: bool = True
+    """False for GPUs without bf16 tensor cores (V100): their jobs train in fp16 with loss
+    scaling, and ``peak_bf16_flop_per_s`` then holds the fp16 peak."""
+    host_link_bandwidth_bytes_per_s: float | None = None
+    """GPU-to-host link per direction (PCIe Gen4/Gen5 x16, NVLink-C2C): prices CPU offload.
+    None means unknown; offloading then cannot be planned."""
     vendor: str = "nvidia"
     architecture: str = "hopper"
     """ampere | hopper | blackwell | cdna3: decides kernels and env vars."""
@@ -388,6 +400,7 @@ class GPUSpec:
         ):
             if not getattr(self, name) > 0:
                 raise SpecError(f"{name} must be positive", field=name)
+        _positive_or_none(self, "host_link_bandwidth_bytes_per_s")
         if self.peak_fp8_flop_per_s is not None and self.peak_fp8_flop_per_s <= 0:
             raise SpecError(
                 "peak_fp8_flop_per_s must be positive or null", field="peak_fp8_flop_per_s"
@@ -419,6 +432,9 @@ class ClusterSpec:
     """Network bandwidth per GPU, one direction (8 x 400 Gb/s NICs per 8 GPUs = 50 GB/s)."""
     inter_node_latency_s: float = 5e-6
     intra_node_latency_s: float = 2e-6
+    host_memory_bytes_per_gpu: float | None = None
+    """Host DRAM available to each GPU's process for offloaded optimizer state and activations
+    (node DRAM / GPUs per node); None means unknown, and offloading cannot be planned."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -429,6 +445,7 @@ class ClusterSpec:
                 f"gpus_per_node={self.gpus_per_node}; use a multiple of {self.gpus_per_node}",
                 field="num_gpus",
             )
+        _positive_or_none(self, "host_memory_bytes_per_gpu")
         if not self.inter_node_bandwidth_bytes_per_s > 0:
             raise SpecError(
                 "inter_node_bandwidth_bytes_per_s must be positive",
@@ -463,7 +480,8 @@ class TrainingJob:
         _positive(self, "seq_length", "global_batch_size")
         if self.precision not in PRECISION_CHOICES:
             raise SpecError(
-                f"precision={self.precision!r} is not supported; use bf16 or fp8", field="precision"
+                f"precision={self.precision!r} is not supported; use bf16, fp8 or fp16 (V100)",
+                field="precision",
             )
 
     @property
@@ -472,8 +490,9 @@ class TrainingJob:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Layout:
-    """One parallel layout. ``dp`` is derived: num_gpus / (tp * pp * cp)."""
+class Layout(MemorySettings):
+    """One parallel layout and its memory settings (fields of the base class,
+    :class:`planner.layout_types.MemorySettings`). ``dp`` is derived: num_gpus / (tp pp cp)."""
 
     tp: int = 1
     pp: int = 1
@@ -523,6 +542,9 @@ class Layout:
                 "full",
                 field="optimizer_sharding",
             )
+        from planner.layout_checks import check_memory_settings  # it imports this module
+
+        check_memory_settings(self)
 
     @property
     def expert_tp(self) -> int:
@@ -540,21 +562,7 @@ class Layout:
         """The same layout with defaults made explicit (etp, sequence_parallel; the automatic
         moe_a2a_overlap and moe_dispatcher need the model and stay None:
         :func:`planner.space.comm_flags.resolve`)."""
-        return Layout(
-            tp=self.tp,
-            pp=self.pp,
-            vpp=self.vpp,
-            cp=self.cp,
-            ep=self.ep,
-            etp=self.expert_tp,
-            dp=self.dp,
-            micro_batch_size=self.micro_batch_size,
-            recompute=self.recompute,
-            sequence_parallel=self.sp,
-            optimizer_sharding=self.optimizer_sharding,
-            moe_a2a_overlap=self.moe_a2a_overlap,
-            moe_dispatcher=self.moe_dispatcher,
-        )
+        return replace(self, etp=self.expert_tp, sequence_parallel=self.sp)
 
     def to_dict(self) -> dict[str, Any]:
         n = self.normalized()

@@ -8,9 +8,15 @@ import argparse
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from planner.megatron.memory_flags import (
+    add_memory_arguments,
+    fp8_param_gather_on,
+    layout_vpp,
+    parsed_memory_fields,
+)
 from planner.specs import Layout, OptimizerSharding, Recompute, SpecError
 
 
@@ -75,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fp8-format", choices=("e4m3", "hybrid"), default=None)
     p.add_argument("--fp8-recipe", default="delayed")
     p.add_argument("--attention-backend", default="auto")
+    add_memory_arguments(p)
     return p
 
 
@@ -125,9 +132,11 @@ def parse_megatron_args(
             f"world_size={world} is not divisible by tp*pp*cp = {tp * pp * cp}",
             field="world_size",
         )
-    vpp = ns.num_virtual_stages_per_pipeline_rank or 1
+    vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
+    vpp = vpp or ns.num_virtual_stages_per_pipeline_rank or 1
     if ns.num_layers_per_virtual_pipeline_stage:  # v = L / (p N) (megatron-facts rule 9)
         vpp = ns.num_layers // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+    precision = "fp8" if ns.fp8_format else "fp16" if ns.fp16 else "bf16"
     recompute: Recompute = "none"
     if ns.recompute_granularity == "selective" or ns.recompute_activations:
         recompute = "selective"
@@ -146,7 +155,10 @@ def parse_megatron_args(
             None if ns.num_experts is None
             else "flex" if ns.moe_token_dispatcher_type == "flex" else "alltoall"
         ),
+        **parsed_memory_fields(ns, precision),
     )  # fmt: skip
+    if precision == "fp8" and ns.fp8_param_gather != fp8_param_gather_on(precision, layout):
+        layout = replace(layout, fp8_param_gather=ns.fp8_param_gather)  # differs from auto
     freq, first_dense = (1, 0)
     if ns.num_experts is not None:
         freq, first_dense = _parse_moe_layer_freq(ns.moe_layer_freq, ns.num_layers)
@@ -196,6 +208,6 @@ def parse_megatron_args(
         layout=layout,
         seq_length=ns.seq_length,
         global_batch_size=ns.global_batch_size,
-        precision="fp8" if ns.fp8_format else "bf16",
+        precision=precision,
         model_fields=fields,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from planner.megatron.memory_flags import fp8_param_gather_on, memory_args, recompute_args
 from planner.model.flops import VOCAB_DIVISIBLE_BY, padded_vocab
 from planner.model.pipeline import pipeline_flags
 from planner.space import comm_flags
@@ -62,8 +63,11 @@ def megatron_args(
         "--context-parallel-size", str(lay.cp),
     ]  # fmt: skip
     # even, account-for-embedding/loss, or uneven first/last stages (planner.model.pipeline)
-    args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
-    if lay.vpp > 1:
+    if lay.pipeline_layout:  # the only VPP flag then (rule 7); v = stages / p
+        args += ["--pipeline-model-parallel-layout", lay.pipeline_layout]
+    else:
+        args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
+    if lay.vpp > 1 and not lay.pipeline_layout:
         # the v form works with even and uneven stages alike (megatron-facts §1.2, rule 10)
         args += ["--num-virtual-stages-per-pipeline-rank", str(lay.vpp)]
     if model.is_moe:
@@ -96,16 +100,11 @@ def megatron_args(
         args += _mla_args(model)
     if model.mtp_num_layers:
         args += ["--mtp-num-layers", str(model.mtp_num_layers)]
-    if lay.recompute == "selective":
-        args += ["--recompute-granularity", "selective"]
-    elif lay.recompute == "full":
-        # full needs a method and a layer count (megatron-facts rule 48)
-        args += ["--recompute-granularity", "full", "--recompute-method", "uniform"]
-        args += ["--recompute-num-layers", "1"]
-    args.append("--bf16")
+    args += recompute_args(lay)
+    args += memory_args(model, job.precision, lay)  # precision, optimizer, offload, graphs
     if job.precision == "fp8":
         args += ["--fp8-format", "hybrid", "--fp8-recipe", _fp8_recipe(cluster.gpu.architecture)]
-        if comm_flags.fp8_param_gather(job.precision, lay.optimizer_sharding):
+        if fp8_param_gather_on(job.precision, lay):
             args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
     # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
     args += ["--attention-backend", "auto"]

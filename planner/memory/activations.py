@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, FloatArray, IntArray, LayoutBatch
+from planner.layouts import FloatArray, LayoutBatch
 from planner.memory.options import MemoryOptions
-from planner.model.pipeline import StageLayers
 from planner.specs import ModelSpec
 
 BF16 = 2.0
@@ -157,9 +156,12 @@ def _moe_mlp(
     per_expert_token = _mlp_saved_per_token(
         model, model.expert_ffn_hidden_size, swiglu_fused=swiglu_fused
     )
-    # each routed copy keeps its dispatched input and expert output (2h each) plus its share
-    # of FC1/FC2 activations over the expert-TP group
-    routed = routed_tokens(model, shape, imbalance) * (2 * BF16 * h + per_expert_token / shape.etp)
+    # each routed copy keeps its permuted FC1 input (2h), its fp32 routing prob (4 B, applied in
+    # the activation since core 0.13) and its share of FC1/FC2 activations over the expert-TP
+    # group; the expert output is no longer kept ("memory efficient token permutation",
+    # mechanisms-facts §6.3)
+    per_copy = BF16 * h + FP32 + per_expert_token / shape.etp
+    routed = routed_tokens(model, shape, imbalance) * per_copy
     saved = saved + routed
     if model.shared_expert_ffn_hidden_size:
         shared = _mlp_saved_per_token(
@@ -213,79 +215,15 @@ def backward_workspace(
     return result
 
 
-def saved_per_layer(acts: LayerActivations, recompute: IntArray) -> FloatArray:
-    """Bytes one layer keeps for backward under each layout's recompute (megatron-facts §1.6)."""
-    full = acts.full
-    selective = full - acts.core_attention  # core_attn is Megatron's default module (§1.6)
-    result: FloatArray = np.where(
-        recompute == RECOMPUTE_FULL,
-        acts.layer_input,
-        np.where(recompute == RECOMPUTE_SELECTIVE, selective, full),
-    )
-    return result
-
-
-def activation_bytes(
-    model: ModelSpec,
-    batch: LayoutBatch,
-    shape: ActivationShape,
-    layers: StageLayers,
-    inflight: tuple[FloatArray, FloatArray],
-    opts: MemoryOptions,
-) -> tuple[FloatArray, FloatArray]:
-    """Saved activations of the first and the last rank: in-flight micro-batches x their layers.
-
-    ``inflight`` is (first, last) rank's micro-batches in flight (:mod:`planner.memory.stages`).
-    """
-
-    def acts(moe: bool) -> LayerActivations:
-        return layer_activations(
-            model,
-            shape,
-            moe=moe,
-            swiglu_fused=opts.swiglu_fused,
-            flash_attention=opts.flash_attention,
-            moe_imbalance=opts.moe_token_imbalance,
-        )
-
-    dense_acts = acts(False)
-    moe_acts = acts(True) if model.is_moe else dense_acts
-    saved_dense = saved_per_layer(dense_acts, batch.recompute)
-    saved_moe = saved_per_layer(moe_acts, batch.recompute)
-    mtp_acts = moe_acts if model.moe_layer_pattern()[-1] else dense_acts
-    # MTP depth: its layer plus enorm/hnorm/eh-projection inputs (3 x 2sbh)
-    saved_mtp = saved_per_layer(mtp_acts, batch.recompute) + 3 * dense_acts.layer_input
-    # full recompute regenerates one layer's complete activations at a time (Korthikanti §5)
-    regenerated = np.where(
-        batch.recompute == RECOMPUTE_FULL, np.maximum(dense_acts.full, moe_acts.full), 0.0
-    )
-    inflight_first, inflight_last = inflight
-    stage_output = dense_acts.layer_input if opts.keep_stage_outputs else 0.0
-    first = (
-        inflight_first
-        * (layers.first_dense * saved_dense + layers.first_moe * saved_moe + stage_output)
-        + regenerated
-    )
-    last = (
-        inflight_last
-        * (
-            layers.last_dense * saved_dense
-            + layers.last_moe * saved_moe
-            + model.mtp_num_layers * saved_mtp
-        )
-        + regenerated
-    )
-    return first, last
-
-
 def embedding_input_bytes(
     model: ModelSpec,
     shape: ActivationShape,
     batch: LayoutBatch,
-    inflight_first: FloatArray,
+    inflight: FloatArray,
     opts: MemoryOptions,
 ) -> FloatArray:
-    """The embedding's saved input on the first rank (token ids, or Fujii's conservative form)."""
+    """The embedding's saved input on its rank (token ids of ``inflight`` micro-batches, or
+    Fujii's conservative form)."""
     h = model.hidden_size
     tokens = shape.tokens
     if opts.embedding_input == "fujii":
@@ -293,7 +231,7 @@ def embedding_input_bytes(
         return np.asarray(8.0 * tokens * h * batch.pp / shape.t, np.float64)
     # int64 token and position ids, plus the embedding dropout mask when dropout is on
     per_mb = 16.0 * tokens + (tokens * h / shape.sp_shard if model.hidden_dropout > 0 else 0)
-    return np.asarray(inflight_first * per_mb, np.float64)
+    return np.asarray(inflight * per_mb, np.float64)
 
 
 def logits_bytes(model: ModelSpec, shape: ActivationShape, vocab: FloatArray) -> FloatArray:

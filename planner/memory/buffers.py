@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.layouts import SHARD_FULL, FloatArray, LayoutBatch
+from planner.layouts import DISPATCH_FLEX, SHARD_FULL, FloatArray, LayoutBatch
 from planner.memory.activations import BF16, ActivationShape, routed_tokens
 from planner.memory.options import MemoryOptions
 from planner.model.params import ParamCounts
@@ -35,6 +35,8 @@ def comm_buffer_bytes(
         # all-to-all dispatch and combine buffers of one MoE layer
         routed = routed_tokens(model, shape, opts.moe_token_imbalance)
         comm = comm + 2 * BF16 * routed * h
+        flex = batch.moe_dispatcher == DISPATCH_FLEX  # DeepEP's own buffers
+        comm = comm + np.where(flex, opts.deepep_buffer_bytes, 0.0)
     # FSDP: two layers' gathered bf16 weights (prefetch) and one layer's fp32 gradients
     layer = np.maximum(
         counts.dense_layer.tp_sharded / shape.t + counts.dense_layer.replicated,
@@ -81,5 +83,11 @@ def fragmentation_bytes(stage: dict[str, FloatArray], opts: MemoryOptions) -> Fl
         + stage["workspace_bytes"]
         + stage["comm_buffers_bytes"]
     )
-    fraction = opts.fragmentation_fraction if opts.include_runtime_overhead else 0.0
+    fraction = 0.0
+    if opts.include_runtime_overhead:
+        fraction = (
+            opts.expandable_fragmentation_fraction
+            if opts.expandable_segments
+            else opts.fragmentation_fraction
+        )
     return np.asarray(fraction * dynamic, np.float64)

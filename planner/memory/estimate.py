@@ -6,39 +6,54 @@ evaluated (embedding + p in-flight micro-batches versus output layer + fp32 logi
 weights and routed-token activations, MLA, recompute none/selective/full, Torch-FSDP2-style full
 sharding as well as the distributed optimizer, fp8 weight copies, and explicit terms for
 communication buffers and the CUDA/NCCL runtime. A layout fits when the most loaded rank's total
-is at most ``threshold`` x HBM (Fujii §6).
+is at most ``threshold`` x HBM (Fujii §6). With a ``pipeline_layout`` every rank is charged
+(:mod:`planner.memory.stage_loads`); the memory settings of issue 13 act through
+:mod:`planner.memory.recompute` (recompute modules, block recompute, fp8 activations) and
+:mod:`planner.memory.states` (bf16 gradients and moments, optimizer offload, fp8 parameters).
 
 Each term of :data:`TERM_NAMES` is one function: weights, gradients and optimizer state in
-:func:`planner.memory.states.model_state_bytes`, fp8 copies in ``fp8_weight_bytes``; activations,
-the embedding input and the logits in :mod:`planner.memory.activations` (``activation_bytes``,
-``embedding_input_bytes``, ``logits_bytes``, ``backward_workspace``); communication buffers, the
-runtime and fragmentation in :mod:`planner.memory.buffers`.
+:func:`planner.memory.states.model_state_bytes`, fp8 copies in ``fp8_weight_bytes``; the embedding
+input and the logits in :mod:`planner.memory.activations`; communication buffers, the runtime and
+fragmentation in :mod:`planner.memory.buffers`; CUDA-graph buffers in :func:`graph_buffers`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from planner.layouts import BoolArray, FloatArray, IntArray, LayoutBatch
+from planner.layout_settings import GRAPHS_FULL, GRAPHS_PARTIAL, full_recompute_share
+from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, IntArray, LayoutBatch
 from planner.memory.activations import (
     ActivationShape,
-    activation_bytes,
+    LayerActivations,
     backward_workspace,
     embedding_input_bytes,
+    layer_activations,
     logits_bytes,
 )
 from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
 from planner.memory.options import GIB as GIB  # re-exported
 from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
-from planner.memory.stages import in_flight_microbatches, stage_params
+from planner.memory.recompute import fp8_saving, freeable, saved_per_layer
+from planner.memory.stage_loads import (
+    StageLoad,
+    default_loads,
+    layout_loads,
+    load_params,
+    merge,
+)
+from planner.memory.stages import StageParams, in_flight_microbatches
 from planner.memory.states import fp8_weight_bytes, model_state_bytes
 from planner.model.flops import padded_vocab
-from planner.model.params import param_counts
-from planner.model.pipeline import stage_layers
+from planner.model.params import ParamCounts, param_counts
 from planner.space import comm_flags
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
+
+NO_FLASH_ATTENTION = frozenset({"volta"})
+"""Architectures without TE fused/flash attention (FlashAttention-2 and cuDNN fused attention
+need sm80+ [U]): their attention saves the s^2 softmax tensors (Korthikanti §4.1)."""
 
 TERM_NAMES: tuple[str, ...] = (
     "weights_bytes",
@@ -50,6 +65,7 @@ TERM_NAMES: tuple[str, ...] = (
     "logits_bytes",
     "workspace_bytes",
     "comm_buffers_bytes",
+    "cuda_graphs_bytes",
     "fragmentation_bytes",
     "runtime_overhead_bytes",
 )
@@ -76,6 +92,82 @@ class MemoryEstimate:
     """total_bytes <= threshold x capacity_bytes."""
     stage_params: dict[str, FloatArray] = field(default_factory=dict)
     """Parameters per GPU: first_dense, first_expert, last_dense, last_expert."""
+    worst_rank: IntArray | None = None
+    """Pipeline rank of the most loaded GPU (every rank is charged when a pipeline_layout is
+    given; otherwise 0 or p-1)."""
+    host_bytes: FloatArray | None = None
+    """Host memory per GPU for offloaded optimizer state and activations."""
+    host_fits: BoolArray | None = None
+    """host_bytes within the cluster's host memory per GPU (True where nothing is offloaded)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Shared:
+    """Per-layer and per-step quantities every rank's terms are built from."""
+
+    saved_dense: FloatArray
+    saved_moe: FloatArray
+    saved_mtp: FloatArray
+    layer_input: FloatArray
+    regenerated: FloatArray
+    shape: ActivationShape
+    logits: FloatArray
+    workspace: FloatArray
+    comm: FloatArray
+    runtime: FloatArray
+    offload_layer_bytes: FloatArray
+    """Activations of the layers whose activations go to the host (legacy CPU offload)."""
+
+
+def _stage_terms(
+    model: ModelSpec,
+    counts: ParamCounts,
+    batch: LayoutBatch,
+    job: TrainingJob,
+    load: StageLoad,
+    shared: _Shared,
+    opts: MemoryOptions,
+) -> tuple[dict[str, FloatArray], FloatArray, StageParams]:
+    """All terms of one pipeline rank, its host bytes and its parameters."""
+    params = load_params(model, counts, batch, load)
+    states, host = model_state_bytes(params, batch, job, opts)
+    terms = fp8_weight_bytes(states, params, job, batch, opts)
+    stage_output = shared.layer_input if opts.keep_stage_outputs else 0.0
+    activations = (
+        load.act_dense * shared.saved_dense
+        + load.act_moe * shared.saved_moe
+        + load.act_mtp * shared.saved_mtp
+        + np.where(load.stage_output, load.inflight * stage_output, 0.0)
+        + shared.regenerated
+    )
+    offloaded = np.minimum(shared.offload_layer_bytes * load.inflight, activations)
+    terms["activations_bytes"] = activations - offloaded
+    host = host + offloaded
+    embedding = embedding_input_bytes(model, shared.shape, batch, load.inflight, opts)
+    terms["embedding_input_bytes"] = np.where(load.embedding, embedding, 0.0)
+    terms["logits_bytes"] = np.where(load.loss, shared.logits, 0.0)
+    terms["workspace_bytes"] = shared.workspace
+    terms["comm_buffers_bytes"] = shared.comm
+    terms["cuda_graphs_bytes"] = graph_buffers(batch, load, shared.layer_input, shared.shape.tokens)
+    terms["runtime_overhead_bytes"] = shared.runtime
+    terms["fragmentation_bytes"] = fragmentation_bytes(terms, opts)
+    return terms, host, params
+
+
+def graph_buffers(
+    batch: LayoutBatch, load: StageLoad, layer_input: FloatArray, tokens: FloatArray
+) -> FloatArray:
+    """CUDA-graph static buffers (mechanisms-facts §3.4): per-layer graphs keep a static input
+    and output per captured layer and in-flight micro-batch [inferred; NVIDIA: 'a few GB, over
+    10 GB with PP > 1']; a full-iteration graph keeps its static inputs (token ids, labels,
+    position ids and loss mask: 32 bytes per token [inferred])."""
+    graphs = batch.mem.cuda_graphs
+    per_layer = 2.0 * layer_input * (load.act_dense + load.act_moe)
+    whole = 32.0 * tokens * load.embedding
+    result: FloatArray = np.where(
+        graphs == GRAPHS_PARTIAL, per_layer, np.where(graphs == GRAPHS_FULL, whole, 0.0)
+    )
+    return result
 
 
 def estimate_memory(
@@ -85,64 +177,136 @@ def estimate_memory(
     batch: LayoutBatch,
     options: MemoryOptions | None = None,
 ) -> MemoryEstimate:
-    """Per-GPU peak bytes of the first and last pipeline rank for every layout in ``batch``."""
+    """Per-GPU peak bytes of every pipeline rank that can be the most loaded, per layout.
+
+    Without a pipeline_layout: the first rank (embedding, most micro-batches in flight) and the
+    last (output layer, fp32 logits, MTP). With one: every rank, from the layout itself.
+    """
     opts = options or MemoryOptions()
+    if cluster.gpu.architecture in NO_FLASH_ATTENTION:
+        opts = replace(opts, flash_attention=False)
     counts = param_counts(model, seq_length=job.seq_length)
-    layers = stage_layers(model, batch)
-    first_params, last_params = stage_params(model, counts, batch, layers)
-    first = fp8_weight_bytes(
-        model_state_bytes(first_params, batch, opts), first_params, job, batch, opts
-    )
-    last = fp8_weight_bytes(
-        model_state_bytes(last_params, batch, opts), last_params, job, batch, opts
-    )
+    a2a = comm_flags.enabled(model, cluster, batch)
+    inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size, a2a)
+    first_load, last_load = default_loads(model, batch, inflight_first, inflight_last)
+    layouts = batch.mem.pipeline_layout
+    with_layout = batch.mem.has_layout
+    loads = [first_load, last_load]
+    if with_layout.any():
+        m = np.maximum(batch.num_microbatches(job.global_batch_size), 1).astype(np.float64)
+        slots = layout_loads(model, batch, layouts, with_layout, m, a2a)
+        loads = [merge(first_load, slots[0], with_layout), merge(last_load, slots[1], with_layout)]
+        loads += [merge(first_load, extra, with_layout) for extra in slots[2:]]
+    shared = _shared(model, counts, job, batch, opts, loads)
 
-    shape = ActivationShape.of(job.seq_length, batch)
-    inflight_first, inflight_last = in_flight_microbatches(
-        batch, job.global_batch_size, comm_flags.enabled(model, cluster, batch)
+    results = [_stage_terms(model, counts, batch, job, load, shared, opts) for load in loads]
+    stage_terms = [{k: np.asarray(r[0][k], dtype=np.float64) for k in TERM_NAMES} for r in results]
+    totals = np.array([np.sum([t[k] for k in TERM_NAMES], axis=0) for t in stage_terms])
+    worst_slot = np.argmax(totals, axis=0)
+    total: FloatArray = totals.max(axis=0)
+    pick = np.arange(len(batch))
+    terms = {k: np.array([t[k] for t in stage_terms])[worst_slot, pick] for k in TERM_NAMES}
+    host = np.array([r[1] for r in results])[worst_slot, pick]
+    # slot 0 is rank 0, slot 1 rank p-1, slot k >= 2 rank k-1 (planner.memory.stage_loads)
+    worst_rank = np.where(
+        worst_slot == 0, 0, np.where(worst_slot == 1, batch.pp - 1, worst_slot - 1)
     )
-    first["activations_bytes"], last["activations_bytes"] = activation_bytes(
-        model, batch, shape, layers, (inflight_first, inflight_last), opts
-    )
-    single = batch.pp == 1
-    embedding_input = embedding_input_bytes(model, shape, batch, inflight_first, opts)
-    first["embedding_input_bytes"] = embedding_input
-    last["embedding_input_bytes"] = np.where(single, embedding_input, 0.0)
-    logits = logits_bytes(model, shape, padded_vocab(model, batch.tp))
-    last["logits_bytes"] = logits
-    first["logits_bytes"] = np.where(single, logits, 0.0)
-    workspace = backward_workspace(model, shape, moe_imbalance=opts.moe_token_imbalance)
-    first["workspace_bytes"] = last["workspace_bytes"] = workspace
-    comm = comm_buffer_bytes(model, batch, shape, counts, opts)
-    first["comm_buffers_bytes"] = last["comm_buffers_bytes"] = comm
-    runtime = runtime_overhead_bytes(model, batch, opts)
-    first["runtime_overhead_bytes"] = last["runtime_overhead_bytes"] = runtime
-    for stage in (first, last):
-        stage["fragmentation_bytes"] = fragmentation_bytes(stage, opts)
-
-    first_terms = {name: np.asarray(first[name], dtype=np.float64) for name in TERM_NAMES}
-    last_terms = {name: np.asarray(last[name], dtype=np.float64) for name in TERM_NAMES}
-    first_total: FloatArray = np.sum([first_terms[k] for k in TERM_NAMES], axis=0)
-    last_total: FloatArray = np.sum([last_terms[k] for k in TERM_NAMES], axis=0)
-    worst: IntArray = (last_total > first_total).astype(np.int64)
-    total: FloatArray = np.maximum(first_total, last_total)
-    terms = {k: np.where(worst == 1, last_terms[k], first_terms[k]) for k in TERM_NAMES}
+    host_capacity = cluster.host_memory_bytes_per_gpu
+    host_fits = host <= 0 if host_capacity is None else host <= opts.threshold * host_capacity
     capacity = float(cluster.gpu.hbm_bytes)
+    first_params, last_params = results[0][2], results[1][2]
     return MemoryEstimate(
         terms=terms,
-        first_stage_terms=first_terms,
-        last_stage_terms=last_terms,
-        first_stage_bytes=first_total,
-        last_stage_bytes=last_total,
+        first_stage_terms=stage_terms[0],
+        last_stage_terms=stage_terms[1],
+        first_stage_bytes=totals[0],
+        last_stage_bytes=totals[1],
         total_bytes=total,
-        worst_stage=worst,
+        worst_stage=(worst_slot == 1).astype(np.int64),
         capacity_bytes=capacity,
         threshold=opts.threshold,
-        fits=total <= opts.threshold * capacity,
+        fits=(total <= opts.threshold * capacity) & host_fits,
         stage_params={
             "first_dense": first_params.dense,
             "first_expert": first_params.expert,
             "last_dense": last_params.dense,
             "last_expert": last_params.expert,
         },
+        worst_rank=worst_rank.astype(np.int64),
+        host_bytes=host,
+        host_fits=host_fits,
+    )
+
+
+def _shared(
+    model: ModelSpec,
+    counts: ParamCounts,
+    job: TrainingJob,
+    batch: LayoutBatch,
+    opts: MemoryOptions,
+    loads: list[StageLoad],
+) -> _Shared:
+    shape = ActivationShape.of(job.seq_length, batch)
+
+    def acts(moe: bool) -> LayerActivations:
+        return layer_activations(
+            model,
+            shape,
+            moe=moe,
+            swiglu_fused=opts.swiglu_fused,
+            flash_attention=opts.flash_attention,
+            moe_imbalance=opts.moe_token_imbalance,
+        )
+
+    def saved(layer: LayerActivations, moe: bool) -> FloatArray:
+        free = freeable(
+            model,
+            shape,
+            layer,
+            moe=moe,
+            swiglu_fused=opts.swiglu_fused,
+            imbalance=opts.moe_token_imbalance,
+        )
+        kept = saved_per_layer(layer, free, batch, moe=moe, full_share=share)
+        if job.precision != "fp8":
+            return kept
+        fp8 = fp8_saving(model, shape, batch, moe=moe, imbalance=opts.moe_token_imbalance)
+        return np.maximum(kept - fp8, layer.layer_input)
+
+    # block recompute: the first N layers of each model chunk (chunk = rank layers / v)
+    chunk = (loads[0].dense + loads[0].moe) / batch.vpp
+    share = full_recompute_share(batch.mem, chunk)
+    dense_acts = acts(False)
+    moe_acts = acts(True) if model.is_moe else dense_acts
+    saved_dense = saved(dense_acts, False)
+    saved_moe = saved(moe_acts, model.is_moe)
+    mtp_moe = model.moe_layer_pattern()[-1]
+    mtp_acts = moe_acts if mtp_moe else dense_acts
+    # MTP depth: its layer plus enorm/hnorm/eh-projection inputs (3 x 2sbh)
+    saved_mtp = saved(mtp_acts, mtp_moe and model.is_moe) + 3 * dense_acts.layer_input
+    # full recompute regenerates one layer's complete activations at a time (Korthikanti §5)
+    regenerated = np.where(
+        batch.recompute == RECOMPUTE_FULL, np.maximum(dense_acts.full, moe_acts.full), 0.0
+    )
+    logits = logits_bytes(model, shape, padded_vocab(model, batch.tp))
+    workspace = backward_workspace(model, shape, moe_imbalance=opts.moe_token_imbalance)
+    comm = comm_buffer_bytes(model, batch, shape, counts, opts)
+    runtime = runtime_overhead_bytes(model, batch, opts)
+    # legacy CPU offload of the first N layers (pp = 1 only, rule 50): their saved tensors
+    pattern = model.moe_layer_pattern()
+    n_off = np.minimum(batch.mem.activation_offload_layers, model.num_layers)
+    moe_off = np.array([sum(pattern[:k]) for k in range(model.num_layers + 1)])[n_off]
+    offload = (n_off - moe_off) * saved_dense + moe_off * saved_moe
+    return _Shared(
+        saved_dense=saved_dense,
+        saved_moe=saved_moe,
+        saved_mtp=saved_mtp,
+        layer_input=dense_acts.layer_input,
+        regenerated=regenerated,
+        shape=shape,
+        logits=logits,
+        workspace=workspace,
+        comm=comm,
+        runtime=runtime,
+        offload_layer_bytes=offload,
     )

@@ -52,6 +52,15 @@ class MemoryOptions:
     (per-step) memory: activations, logits, workspaces and buffers."""
     include_runtime_overhead: bool = True
     """False drops the CUDA/NCCL/library and fragmentation terms (Fujii's paper scope)."""
+    expandable_segments: bool = False
+    """``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``: the allocator grows segments in
+    place instead of caching fixed blocks, so most fragmentation goes (mechanisms-facts §6.7:
+    a Llama3-70B layout that ran out of memory from fragmentation at 58.8 GB passes with it)."""
+    expandable_fragmentation_fraction: float = 0.02
+    """Fragmentation left with expandable segments [inferred: page-granular growth]."""
+    deepep_buffer_bytes: float = 2 * GIB
+    """DeepEP's NVLink + RDMA buffers per GPU with the flex dispatcher [U: DeepEP sizes them by
+    hidden size and group; about 1 GB each at DeepSeek-V3's size]."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:

@@ -16,8 +16,9 @@ import numpy as np
 
 from planner.layouts import FloatArray, IntArray
 from planner.model.shapes import Gemm, sharded_width
-from planner.performance.context import StepContext
+from planner.performance.context import BF16_BYTES, StepContext
 from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
+from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.specs import ModelSpec
 
 
@@ -117,6 +118,8 @@ class ComputeTimes:
     """MTP layers (on the last rank), forward."""
     compute_mb: FloatArray
     """Forward + backward (3x forward) of the busiest rank, the last rank's loss included."""
+    replay: ReplayParts
+    """What each selective-recompute module replays (planner.performance.memory_settings)."""
 
 
 def gemm_fwd_time(
@@ -256,18 +259,36 @@ def compute_time(ctx: StepContext) -> ComputeTimes:
     mtp_fwd = sh.mtp_layers * (moe_fwd if sh.mtp_is_moe else dense_fwd)
     last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * ce_bytes * vocab / tp * tokens / hbm
     compute_mb = np.maximum(3 * stage_fwd, 3 * ctx.last_layers * layer_fwd + last_extra)
-    return ComputeTimes(core=core, stage_fwd=stage_fwd, mtp_fwd=mtp_fwd, compute_mb=compute_mb)
+    h, model = ctx.model.hidden_size, ctx.model
+    up_proj = tuple(
+        g
+        for g in sh.attention_gemms
+        if model.multi_latent_attention and g.k != h and g.shard == "n"
+    )
+    replay = ReplayParts(
+        core_attn=core,
+        dense_mlp=gemms_time(ctx, sh.dense_mlp_gemms, tokens, tp) + dense_bytes * tokens / hbm / 2,
+        moe_block=np.maximum(moe_fwd - attn_gemm - core, 0.0),
+        shared_experts=gemms_time(ctx, sh.shared_expert_gemms, tokens, tp),
+        mla_up_proj=gemms_time(ctx, up_proj, tokens, tp),
+        # SwiGLU reads 2F_e and writes F_e per routed copy; a norm reads and writes h per token
+        moe_act=3 * BF16_BYTES * model.expert_ffn_hidden_size * model.moe_router_topk
+        * tokens / tp / hbm,
+        layernorm=2 * BF16_BYTES * h * tokens / tp / hbm,
+    )  # fmt: skip
+    return ComputeTimes(
+        core=core, stage_fwd=stage_fwd, mtp_fwd=mtp_fwd, compute_mb=compute_mb, replay=replay
+    )
 
 
 def recompute_time(ctx: StepContext, c: ComputeTimes) -> FloatArray:
-    """Recompute of one micro-batch (megatron-facts §1.6): selective = core attention, full =
-    the whole forward again."""
-    layers_fwd = c.stage_fwd + c.mtp_fwd
-    return np.asarray(
-        np.where(
-            ctx.batch.recompute == 1,
-            ctx.layers_per_stage * c.core,
-            np.where(ctx.batch.recompute == 2, layers_fwd, 0.0),
-        ),
-        np.float64,
+    """Recompute of one micro-batch (megatron-facts §1.6): the replays of the selective modules
+    (core attention by default; planner.performance.memory_settings), or with full recompute the
+    forward of the recomputed layers again."""
+    return recompute_seconds(
+        ctx.batch,
+        c.replay,
+        dense_layers=ctx.layers_per_stage * (1 - ctx.moe_fraction),
+        moe_layers=ctx.layers_per_stage * ctx.moe_fraction,
+        layers_fwd=c.stage_fwd + c.mtp_fwd,
     )

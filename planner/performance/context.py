@@ -14,6 +14,7 @@ import numpy as np
 from planner.layouts import FloatArray, IntArray, LayoutBatch
 from planner.model.flops import padded_vocab
 from planner.model.pipeline import stage_layers
+from planner.model.pipeline_layout import layout_rank_layers
 from planner.model.shapes import LayerShapes, layer_shapes
 from planner.performance.collectives import Links, link_share
 from planner.performance.profile import PerformanceProfile
@@ -90,6 +91,9 @@ def step_context(
     seq, hidden = float(job.seq_length), float(model.hidden_size)
     tokens = b * seq / cp
     layers = stage_layers(model, batch)
+    busiest, last = layers.busiest, layers.last
+    if batch.mem.has_layout.any():  # --pipeline-model-parallel-layout sets each rank's layers
+        busiest, last = layout_rank_layers(batch, busiest, last)
     tp = batch.tp.astype(f)
     return StepContext(
         model=model,
@@ -123,8 +127,8 @@ def step_context(
             inter_latency_s=profile.inter_latency_s,
         ),
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s * profile.hbm_efficiency,
-        layers_per_stage=layers.busiest,
-        last_layers=layers.last,
+        layers_per_stage=busiest,
+        last_layers=last,
         moe_fraction=sh.num_moe_layers / float(model.num_layers),
         vocab=padded_vocab(model, tp),
     )

@@ -16,9 +16,9 @@ from planner.layouts import SHARD_FULL, SHARD_NONE, FloatArray
 from planner.performance import overlap
 from planner.performance.collectives import ring_time
 from planner.performance.context import BF16_BYTES, StepContext
+from planner.performance.memory_settings import grad_reduce_bytes
 from planner.space import comm_flags
 
-GRAD_REDUCE_BYTES = 4.0  # megatron-facts §1.8: bf16 runs reduce gradients in fp32 by default
 DDP_BUCKET_PARAMS = 40e6  # performance-facts §6.1: bucket = max(40 M, 1 M x DP) parameters
 
 
@@ -72,18 +72,19 @@ def dp_comm_time(ctx: StepContext, compute_mb: FloatArray, params: StageParamCou
     edp = np.maximum(batch.expert_dp, 1)
     eone = batch.etp * batch.ep
     shard = batch.optimizer_sharding
-    rs = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 1.0) + ring_time(
-        links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 1.0
+    grad_b = grad_reduce_bytes(batch, ctx.job.precision)  # fp32, or bf16 (memory_settings)
+    rs = ring_time(links, dgroup, batch.tp, p_dense * grad_b, 1.0) + ring_time(
+        links, edp, eone, p_exp * grad_b, 1.0
     )
     # --fp8-param-gather: linear weights are gathered in fp8 (1 byte), the embedding in bf16
-    gather = comm_flags.fp8_param_gather("fp8" if ctx.fp8 else "bf16", shard)
+    gather = comm_flags.fp8_gather(ctx.job, batch) & ctx.fp8
     gather_bytes = np.where(gather, 1.0, BF16_BYTES)
     p_embed = ctx.hidden * ctx.vocab / ctx.tp
     ag = ring_time(
         links, dgroup, batch.tp, (p_dense - p_embed) * gather_bytes + p_embed * BF16_BYTES, 1.0
     ) + ring_time(links, edp, eone, p_exp * gather_bytes, 1.0)
-    ar = ring_time(links, dgroup, batch.tp, p_dense * GRAD_REDUCE_BYTES, 2.0) + ring_time(
-        links, edp, eone, p_exp * GRAD_REDUCE_BYTES, 2.0
+    ar = ring_time(links, dgroup, batch.tp, p_dense * grad_b, 2.0) + ring_time(
+        links, edp, eone, p_exp * grad_b, 2.0
     )
     bwd_mb, fwd_mb = 2 * compute_mb / 3, compute_mb / 3
     grad_t = np.where(shard == SHARD_NONE, ar, rs)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.layout_settings import MODULE_BITS, effective_modules
 from planner.layouts import FloatArray
 from planner.model.shapes import Gemm, sharded_width
 from planner.performance import overlap
@@ -116,7 +117,9 @@ def ep_all_to_all_time(
     inter_share = np.where(comm_flags.flex_dispatch(model, cluster, batch), dedup, 1.0)
     a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes, inter_share)
     a2a = a2a * prof.moe_imbalance
-    a2a_all = (4 + 2 * full) * ctx.layers_per_stage * ctx.moe_fraction * a2a
+    # a recomputed MoE block ('moe' module) dispatches and combines again in backward (§6.4)
+    moe_replay = ((effective_modules(batch) & MODULE_BITS["moe"]) != 0).astype(np.float64)
+    a2a_all = (4 + 2 * full + 2 * moe_replay) * ctx.layers_per_stage * ctx.moe_fraction * a2a
     # 1F1B A2A overlap (planner.space.comm_flags): one micro-batch's dispatch/combine runs under
     # the other's compute, so at most that compute hides it. Only steady-state steps have a
     # partner: rank 0 warms up W = 2(p-1) + (v-1)p + 1 virtual micro-batches (megatron-facts

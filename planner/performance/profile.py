@@ -58,6 +58,10 @@ class PerformanceProfile:
     """Achieved intra-node bus bandwidth / per-direction link spec at mid sizes (§4.2-4.3)."""
     network_efficiency: float = 0.75
     """Achieved per-NIC bus bandwidth / per-GPU network spec at mid sizes (§4.4)."""
+    host_optimizer_params_per_s: float = 6.3e8
+    """Parameters per second one GPU's share of the host runs Adam on with
+    ``--optimizer-cpu-offload`` [inferred from mechanisms-facts §6.6: Qwen3-30B-A3B TP2 PP2 EP4
+    on 16 H100, f = 1 adds 3.19 s for about 1.9e9 local parameters, 0.18 s of it on PCIe]."""
     intra_latency_s: float = 7e-6
     """Collective latency per log2(n) step inside a node (§4.3 fitted alpha)."""
     inter_latency_s: float = 15e-6
@@ -147,6 +151,13 @@ _PRIORS: dict[str, dict[str, float]] = {
         "attention_efficiency": 0.5,
         "attention_half_seq": 512.0,
         "nvlink_efficiency": 0.72,
+        "tp_overlap": 0.0,
+    },
+    "volta": {  # V100 fp16: no flash attention (sm80+), Megatron's unfused softmax path [U]
+        "gemm_efficiency": 0.75,  # [U] no measured V100 row in the shared data
+        "attention_efficiency": 0.3,
+        "attention_score_bytes": 12.0,  # see the field: 10-20 for the unfused path
+        "nvlink_efficiency": 0.7,
         "tp_overlap": 0.0,
     },
     "hopper": {},  # the dataclass defaults are the H100/H200 priors

@@ -18,7 +18,8 @@ and ``recompute_time``, :func:`~planner.performance.tensor_parallel.tp_comm_time
 :func:`~planner.performance.data_parallel.dp_comm_time`,
 :func:`~planner.performance.optimizer.optimizer_step_time`,
 :func:`~planner.performance.straggler.straggler_time`, and the interference of hidden traffic
-(:func:`~planner.performance.overlap.interference`).
+(:func:`~planner.performance.overlap.interference`); the memory settings' replays, host optimizer
+and activation offload in :mod:`planner.performance.memory_settings`.
 
 Conventions: ``model_tflops_per_gpu`` uses Megatron's model-FLOPs formula (megatron-facts §5,
 vocabulary padded by each layout's tp, no recompute factor). ``mfu`` divides that by the GPU's
@@ -39,6 +40,7 @@ from planner.performance.context import step_context
 from planner.performance.context_parallel import cp_comm_time
 from planner.performance.data_parallel import dp_comm_time, stage_param_counts
 from planner.performance.expert_parallel import ep_all_to_all_time
+from planner.performance.memory_settings import activation_offload_time
 from planner.performance.optimizer import optimizer_step_time
 from planner.performance.pipeline import pipeline_bubble, pp_p2p_time
 from planner.performance.profile import PerformanceProfile as PerformanceProfile  # re-exported
@@ -57,6 +59,7 @@ BREAKDOWN_KEYS = (
     "dp_comm_s",
     "bubble_s",
     "optimizer_s",
+    "offload_s",
     "overhead_s",
     "straggler_s",
 )
@@ -105,6 +108,7 @@ def estimate_performance(
         "dp_comm_s": dp_comm_time(ctx, compute_mb, params),
         "bubble_s": pipeline_bubble(ctx, stage_mb, ep_unhidden),
         "optimizer_s": optimizer_step_time(ctx, params),
+        "offload_s": m * activation_offload_time(ctx, compute_mb),
         "overhead_s": m * overhead_mb + profile.step_overhead_s,
         "straggler_s": straggler_time(ctx, compute_mb + recompute_mb, gpus),
     }

@@ -53,6 +53,9 @@ def memory_json(mem: MemoryEstimate, i: int) -> dict[str, Any]:
         "first_stage_bytes": _num(mem.first_stage_bytes[i]),
         "last_stage_bytes": _num(mem.last_stage_bytes[i]),
         "breakdown": {name: _num(values[i]) for name, values in mem.terms.items()},
+        "worst_rank": None if mem.worst_rank is None else int(mem.worst_rank[i]),
+        "host_bytes": None if mem.host_bytes is None else _num(mem.host_bytes[i]),
+        "host_fits": None if mem.host_fits is None else bool(mem.host_fits[i]),
     }
 
 

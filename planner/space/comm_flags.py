@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.layout_settings import FP8_GATHER_AUTO, FP8_GATHER_ON
 from planner.layouts import (
     A2A_AUTO,
     A2A_ON,
@@ -43,7 +44,7 @@ from planner.layouts import (
     BoolArray,
     LayoutBatch,
 )
-from planner.specs import ClusterSpec, Layout, ModelSpec
+from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 BLACKWELL_OR_NEWER = frozenset({"blackwell", "rubin"})
 TP_COMM_OVERLAP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
@@ -82,6 +83,15 @@ def fp8_param_gather(precision: str, optimizer_sharding: Any) -> Any:
     sharding = np.asarray(optimizer_sharding)
     none = SHARD_NONE if sharding.dtype.kind in "iu" else "none"
     return (precision == "fp8") & (sharding != none)
+
+
+def fp8_gather(job: TrainingJob, batch: LayoutBatch) -> BoolArray:
+    """``--fp8-param-gather`` per layout: the field where set, else on for fp8 jobs with the
+    distributed optimizer or FSDP (:func:`fp8_param_gather`)."""
+    auto = fp8_param_gather(job.precision, batch.optimizer_sharding)
+    code = batch.mem.fp8_param_gather
+    result: BoolArray = np.where(code == FP8_GATHER_AUTO, auto, code == FP8_GATHER_ON)
+    return result & (job.precision == "fp8")
 
 
 def _pre_blackwell(cluster: ClusterSpec) -> bool:

@@ -24,13 +24,19 @@ When user-fixed sizes leave no layout whose product divides the GPU count, those
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from planner.layouts import A2A_OFF, BoolArray, IntArray, LayoutBatch, a2a_code, dispatcher_code
 from planner.model.pipeline import split_layers
+from planner.model.pipeline_layout import balanced_layout
 from planner.space import comm_flags
+from planner.space.memory_axes import (
+    MemoryChoices,
+    apply_memory_choices,
+    attach_balanced_layouts,
+)
 from planner.space.rules import RULES, check_rules
 from planner.specs import (
     MOE_DISPATCHER_CHOICES,
@@ -87,6 +93,8 @@ class SearchConstraints:
     """MoE all-to-all overlap: None (the default) searches it on wherever Megatron allows it
     and off (it holds one more micro-batch of activations); False keeps it off, True on."""
     moe_dispatcher: MoeDispatcher | None = None
+    memory: MemoryChoices = field(default_factory=MemoryChoices)
+    """Memory settings of every candidate, and which of them the search varies (issue 13)."""
     """MoE token dispatcher for every candidate: None (the planner's choice per layout),
     'alltoall' or 'flex' (DeepEP)."""
 
@@ -195,9 +203,19 @@ def enumerate_layouts(
     # (pp, vpp) pairs: Megatron can split the layers over p x v stages; v > 1 needs p > 1
     pairs: list[tuple[int, int]] = []
     for p in pps:
+        if c.memory.pipeline_layout is not None:  # the layout fixes v = stages / p
+            v_layout = c.memory.layout_vpp(p)
+            pairs += [] if v_layout is None else [(p, v_layout)]
+            continue
         splittable = [
             v for v in range(2, n_layers // p + 1) if split_layers(n_layers, p, v) is not None
         ]
+        if not splittable and p > 1 and c.memory.auto_pipeline_layout:
+            # no standard interleaved split (DeepSeek-V3's 61 layers): balanced explicit layouts
+            depth = model.mtp_num_layers
+            splittable = [
+                v for v in range(2, n_layers // p + 1) if balanced_layout(n_layers, depth, p, v)
+            ]
         vs = _axis(c, "vpp", [1, *splittable] if p > 1 else [1], None)
         if p == 1 and 1 in vs:
             vs = [1]
@@ -248,6 +266,9 @@ def enumerate_layouts(
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
         batch = LayoutBatch.concat([batch, off])
+    batch = apply_memory_choices(model, batch, c.memory)
+    if c.memory.pipeline_layout is None and c.memory.auto_pipeline_layout:
+        batch = attach_balanced_layouts(model, batch)
     return batch
 
 

@@ -38,6 +38,7 @@ from planner.layouts import (
 )
 from planner.model.pipeline import split_arrays, split_layers
 from planner.space import comm_flags
+from planner.space.memory_rules import MEMORY_RULES, has_layout
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 __all__ = ["RULES", "Rule", "check_rules", "violations"]
@@ -298,9 +299,8 @@ def _bias_explain(ctx: _Context, i: int) -> str:
 
 def _pp_check(ctx: _Context) -> BoolArray:
     # an even, account-for-embedding/loss or uneven first/last split exists (rules 8-13)
-    bad: BoolArray = (ctx.batch.vpp == 1) & (
-        split_arrays(ctx.model.num_layers, ctx.batch).method < 0
-    )
+    split = split_arrays(ctx.model.num_layers, ctx.batch).method  # a layout: rule 14 instead
+    bad: BoolArray = (ctx.batch.vpp == 1) & (split < 0) & ~has_layout(ctx)
     return bad
 
 
@@ -325,7 +325,8 @@ def _vpp_pp_explain(ctx: _Context, i: int) -> str:
 
 def _vpp_layers_check(ctx: _Context) -> BoolArray:
     b = ctx.batch
-    bad: BoolArray = (b.vpp > 1) & (b.pp > 1) & (split_arrays(ctx.model.num_layers, b).method < 0)
+    split = split_arrays(ctx.model.num_layers, b).method
+    bad: BoolArray = (b.vpp > 1) & (b.pp > 1) & (split < 0) & ~has_layout(ctx)
     return bad
 
 
@@ -574,6 +575,7 @@ RULES: tuple[Rule, ...] = (
           "moe_dispatcher='flex' (DeepEP) needs ep > 1 on NVIDIA Hopper or Blackwell",
           "megatron-facts §1.5; performance-facts §5.1", _flex_check, _flex_explain),
 )  # fmt: skip
+RULES = (*RULES, *(_rule(*spec) for spec in MEMORY_RULES))  # memory settings (issue 13)
 
 
 def check_rules(

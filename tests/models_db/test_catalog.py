@@ -32,6 +32,7 @@ MODELS = [
 GPUS = [
     "a100-sxm4-40gb", "a100-sxm4-80gb", "b200-sxm-180gb", "b300-sxm-288gb", "gb200-186gb",
     "gb300-288gb", "h100-sxm-80gb", "h200-sxm-141gb", "h800-sxm-80gb", "mi300x-192gb",
+    "v100-sxm2-32gb",
 ]  # fmt: skip
 MiB = 2**20
 

@@ -141,7 +141,9 @@ def test_fixed_layout_breaks_no_rule(case: tuple[Any, ...]) -> None:
 
 def test_every_rule_has_a_breaking_case() -> None:
     # query_groups_vs_tp and sizes_positive have their own tests below
-    covered = {c[0] for c in CASES} | {"sizes_positive", "query_groups_vs_tp"}
+    from tests.planner.space.test_memory_rules import MEMORY_RULE_IDS  # memory settings
+
+    covered = {c[0] for c in CASES} | {"sizes_positive", "query_groups_vs_tp"} | MEMORY_RULE_IDS
     assert covered == {r.id for r in RULES}
 
 
