@@ -22,6 +22,7 @@ import numpy as np
 
 from models_db.catalog import load_gpu, load_model, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
+from models_db.measurement_stacks import annotate_rows
 from planner.calibration.fit import (
     DEFAULT_COEFFICIENTS,
     CVReport,
@@ -32,6 +33,7 @@ from planner.calibration.fit import (
 from planner.calibration.measurements import Measurement, SkippedRow, parse_rows, read_rows
 from planner.performance.step_time import default_profile
 from planner.specs import GPUSpec
+from planner.stack_settings import DEFAULT_MOE_IMBALANCE
 
 DATA = Path("/work/shared/data/measured-throughput.csv")
 RESULTS = Path(__file__).parent / "results"
@@ -53,7 +55,7 @@ def coefficients_for(gpu: GPUSpec) -> tuple[str, ...]:
 
 def load() -> tuple[list[Measurement], list[SkippedRow]]:
     return parse_rows(
-        read_rows(data_path()),
+        annotate_rows(read_rows(data_path())),  # each source's stack (models_db)
         load_gpu,
         network_bytes_per_s=network_bytes_per_s,
         model_lookup=model_for_measurement,
@@ -302,10 +304,11 @@ def moe_sanity() -> list[dict[str, Any]]:
             inter_node_bandwidth_bytes_per_s=50e9,
         )
         profile = load_profile(gpu)
-        if case.get("balanced"):
-            profile = profile.with_coefficients(moe_imbalance=1.0)
         job = TrainingJob(
-            seq_length=case["seq"], global_batch_size=case["gbs"], precision=case["precision"]
+            seq_length=case["seq"],
+            global_batch_size=case["gbs"],
+            precision=case["precision"],
+            moe_imbalance=1.0 if case.get("balanced") else DEFAULT_MOE_IMBALANCE,
         )
         est = estimate_performance(model, cluster, job, LayoutBatch.from_layouts([layout]), profile)
         out.append(

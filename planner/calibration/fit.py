@@ -65,7 +65,6 @@ BOUNDS: dict[str, tuple[float, float, float]] = {
     "ep_overlap": (0.0, 1.0, 0.3),
     "layer_overhead_s": (0.0, 2e-3, 50e-6),
     "step_overhead_s": (0.0, 5.0, 0.1),
-    "moe_imbalance": (1.0, 3.0, 0.2),
     "straggler_spread": (0.0, 0.06, 0.01),
 }
 
