@@ -25,6 +25,7 @@ from models_db.measurement_models import model_for_measurement
 from models_db.measurement_stacks import annotate_rows
 from planner.calibration.fit import (
     DEFAULT_COEFFICIENTS,
+    GROUPINGS,
     CVReport,
     cross_validate,
     fit_profile,
@@ -173,7 +174,7 @@ def run() -> dict[str, Any]:
             "values": report.values_after,
         }
     result["in_sample_fit"] = in_sample
-    for group_by in ("source", "sweep", "gpu", "family"):
+    for group_by in GROUPINGS:
         cv = cross_validate(
             rows, default_profile, group_by=group_by, coefficients_for=coefficients_for
         )
@@ -461,7 +462,7 @@ def markdown(res: dict[str, Any]) -> str:
         "p90 after | sweeps: top-1 / top-3 / ranked | median Spearman |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for key in ("cv_by_source", "cv_by_sweep", "cv_by_gpu", "cv_by_family"):
+    for key in [f"cv_by_{g}" for g in GROUPINGS]:
         cv = res[key]
         rho = cv["median_spearman"]
         rho_text = "n/a" if rho is None else f"{rho:.2f}"
@@ -482,7 +483,12 @@ def markdown(res: dict[str, Any]) -> str:
         "(*before*) plus the software coefficients fitted on the other GPU type (*after*; chip "
         "efficiencies never cross architectures). Leave-one-model-family-out: every GPU type is "
         "fitted without the family; a GPU type left with no rows (A100 when GPT is held out) "
-        "gets the transfer from the other.",
+        "gets the transfer from the other. Leave-one-stack-out holds out every row run with one "
+        "software stack (`models_db/measurement_stacks.csv`: the job's stack fields, CUDA graphs "
+        "and gradient dtype); leave-one-cluster-out every row of one cluster as the model sees it "
+        "(GPU type, GPUs per node, network bandwidth per GPU). On the shared rows each stack and "
+        "each cluster goes with one GPU type, so these folds coincide with leave-one-GPU-out "
+        "until rows of other stacks or clusters are added.",
         "",
         "## Transfer to other GPU types and model families (out of sample)",
         "",
@@ -490,7 +496,7 @@ def markdown(res: dict[str, Any]) -> str:
         "| median pred/meas after |",
         "|---|---|---|---|---|---|---|",
     ]
-    for key in ("cv_by_gpu", "cv_by_family"):
+    for key in ("cv_by_gpu", "cv_by_family", "cv_by_stack", "cv_by_cluster"):
         for g, st in res[key]["per_group"].items():
             lines.append(
                 f"| {res[key]['group_by']}: {g} | {int(st['n'])} | "

@@ -20,6 +20,7 @@ from planner.performance.context import BF16_BYTES, StepContext
 from planner.performance.cross_entropy import cross_entropy_passes
 from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
+from planner.performance.moe_compute import GemmRate, router_time
 from planner.specs import ModelSpec
 
 
@@ -229,6 +230,27 @@ def logits_time(ctx: StepContext) -> FloatArray:
     )
 
 
+def router_fwd_equivalent(ctx: StepContext) -> FloatArray:
+    """One MoE layer's router (gating GEMM h x E and its fp32 score passes, mechanisms-facts
+    §4.3) in this module's forward units: (forward + backward) / 3, as the caller triples it.
+    With SP each GPU routes its tokens / t (megatron-facts rule 33)."""
+    prof, gpu = ctx.profile, ctx.gpu
+    rate = GemmRate(
+        peak_flop_per_s=gpu.peak_bf16_flop_per_s,  # the gate runs in bf16 (fp32 output)
+        plateau=prof.gemm_efficiency,
+        half_tokens=prof.gemm_half_tokens,
+        half_flop=prof.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
+        hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+    )
+    fwd, bwd = router_time(
+        rate,
+        tokens=ctx.tokens / ctx.tp,
+        hidden=ctx.hidden,
+        experts=float(ctx.model.num_experts or 1),
+    )
+    return np.asarray((fwd + bwd) / 3.0, np.float64)
+
+
 def compute_time(ctx: StepContext) -> ComputeTimes:
     """Compute of one micro-batch on the busiest rank: GEMMs, attention, memory-bound ops, loss.
 
@@ -259,6 +281,7 @@ def compute_time(ctx: StepContext) -> ComputeTimes:
             + core
             + gemms_time(ctx, sh.shared_expert_gemms, tokens, tp)
             + routed_expert_time(ctx)
+            + router_fwd_equivalent(ctx)
             + moe_bytes * tokens / hbm
         )
     moe_frac = ctx.moe_fraction
