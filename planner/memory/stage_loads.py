@@ -106,18 +106,34 @@ def layout_loads(
     rows = np.flatnonzero(with_layout)
     slots = max(2, int(batch.pp[rows].max())) if rows.size else 2
     table = np.zeros((slots, n, 10))
+    if not rows.size:
+        return _loads(table)
     pattern = model.moe_layer_pattern()
-    cache: dict[tuple[str, int, int, int, int], np.ndarray] = {}
-    for i in rows.tolist():
-        p, v = int(batch.pp[i]), int(batch.vpp[i])
-        key = (str(layouts[i]), p, v, max(int(microbatches[i]), 1), int(extra[i]))
-        if key not in cache:
-            parsed = parse_pipeline_layout(key[0])
-            order = [0, p - 1, *range(1, p - 1)]
-            ranks = [_rank_load(parsed, pattern, p, v, r, key[3], key[4]) for r in order]
-            ranks += [ranks[0]] * (slots - len(ranks))
-            cache[key] = np.array(ranks[:slots])
-        table[:, i, :] = cache[key]
+    # one evaluation per distinct (layout, pp, vpp, micro-batches, overlap), broadcast back
+    texts, text_code = np.unique(layouts[rows].astype(str), return_inverse=True)
+    keys = np.stack(
+        [
+            text_code.reshape(-1),
+            batch.pp[rows],
+            batch.vpp[rows],
+            np.maximum(microbatches[rows], 1).astype(np.int64),
+            extra[rows].astype(np.int64),
+        ],
+        axis=1,
+    )
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    values = np.zeros((unique.shape[0], slots, 10))
+    for k, (code, p, v, m, more) in enumerate(unique.tolist()):
+        parsed = parse_pipeline_layout(str(texts[code]))
+        order = [0, p - 1, *range(1, p - 1)]
+        ranks = [_rank_load(parsed, pattern, p, v, r, m, more) for r in order]
+        ranks += [ranks[0]] * (slots - len(ranks))
+        values[k] = np.array(ranks[:slots])
+    table[:, rows, :] = values[inverse.reshape(-1)].transpose(1, 0, 2)
+    return _loads(table)
+
+
+def _loads(table: np.ndarray) -> list[StageLoad]:
     return [
         StageLoad(
             dense=t[:, 0],

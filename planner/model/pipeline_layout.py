@@ -228,9 +228,15 @@ def layout_rank_layers(
 ) -> tuple[FloatArray, FloatArray]:
     """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
     busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
-    for i in np.flatnonzero(batch.mem.has_layout).tolist():
-        parsed = parse_pipeline_layout(str(batch.mem.pipeline_layout[i]))
-        p = int(batch.pp[i])
-        busiest[i] = parsed.max_rank_layers(p)
-        last[i] = len(parsed.rank_layers(p, p - 1))
+    rows = np.flatnonzero(batch.mem.has_layout)
+    if not rows.size:
+        return busiest, last
+    texts, code = np.unique(batch.mem.pipeline_layout[rows].astype(str), return_inverse=True)
+    keys = np.stack([code.reshape(-1), batch.pp[rows]], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    per_key = np.zeros((unique.shape[0], 2))
+    for k, (c, p) in enumerate(unique.tolist()):  # one parse per distinct (layout, pp)
+        parsed = parse_pipeline_layout(str(texts[c]))
+        per_key[k] = parsed.max_rank_layers(p), len(parsed.rank_layers(p, p - 1))
+    busiest[rows], last[rows] = per_key[inverse.reshape(-1)].T
     return busiest, last

@@ -44,8 +44,15 @@ def _layout_error(ctx: Ctx, i: int) -> str | None:
 
 def _layout_check(ctx: Ctx) -> BoolArray:
     bad = np.zeros(len(ctx.batch), dtype=np.bool_)
-    for i in np.flatnonzero(has_layout(ctx)).tolist():
-        bad[i] = _layout_error(ctx, i) is not None
+    rows = np.flatnonzero(has_layout(ctx))
+    if not rows.size:
+        return bad
+    b = ctx.batch
+    _, code = np.unique(b.mem.pipeline_layout[rows].astype(str), return_inverse=True)
+    keys = np.stack([code.reshape(-1), b.pp[rows], b.vpp[rows]], axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    broken = np.array([_layout_error(ctx, int(rows[i])) is not None for i in first])
+    bad[rows] = broken[inverse.reshape(-1)]  # one check per distinct (layout, pp, vpp)
     return bad
 
 
@@ -70,13 +77,11 @@ def _module_problems(ctx: Ctx, mask: int, a2a_on: bool) -> list[str]:
 
 
 def _modules_check(ctx: Ctx) -> BoolArray:
-    masks = effective_modules(ctx.batch)
-    a2a = ctx.batch.moe_a2a_overlap == A2A_ON
-    bad = np.zeros(len(ctx.batch), dtype=np.bool_)
-    for key in set(zip(masks.tolist(), a2a.tolist(), strict=True)):
-        if _module_problems(ctx, *key):
-            bad |= (masks == key[0]) & (a2a == key[1])
-    return bad
+    keys = 2 * effective_modules(ctx.batch) + (ctx.batch.moe_a2a_overlap == A2A_ON)
+    unique, inverse = np.unique(keys, return_inverse=True)
+    broken = np.array([bool(_module_problems(ctx, k // 2, bool(k % 2))) for k in unique.tolist()])
+    result: BoolArray = broken[inverse.reshape(-1)]  # one check per distinct (modules, overlap)
+    return result
 
 
 def _modules_explain(ctx: Ctx, i: int) -> str:

@@ -67,7 +67,8 @@ def test_deepseek_v3_candidates_interleave_with_balanced_layouts() -> None:
     model = load_model("deepseek-v3")
     cluster = cluster_spec("dgx-h100", 1024)
     job = TrainingJob(seq_length=4096, global_batch_size=8192, precision="fp8")
-    fixed = SearchConstraints(tp=2, pp=8, ep=64, etp=1, micro_batch_size=1)
+    fixed = SearchConstraints(tp=2, pp=8, ep=64, etp=1, micro_batch_size=1,
+                              memory=MemoryChoices(auto_pipeline_layout=True))  # fmt: skip
     batch = enumerate_layouts(model, cluster, job, fixed)
     valid = ~check_rules(model, cluster, job, batch).any(axis=1)
     interleaved = {
@@ -76,6 +77,5 @@ def test_deepseek_v3_candidates_interleave_with_balanced_layouts() -> None:
         if valid[i] and batch.vpp[i] == 4
     }
     assert interleaved == {"Et|(tt|)*30mL"}
-    off = SearchConstraints(tp=2, pp=8, ep=64, etp=1, micro_batch_size=1,
-                            memory=MemoryChoices(auto_pipeline_layout=False))  # fmt: skip
+    off = SearchConstraints(tp=2, pp=8, ep=64, etp=1, micro_batch_size=1)  # the default
     assert set(enumerate_layouts(model, cluster, job, off).vpp.tolist()) == {1}
