@@ -22,8 +22,10 @@ import numpy as np
 
 from models_db.catalog import load_gpu, load_model, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
+from models_db.measurement_stacks import annotate_rows
 from planner.calibration.fit import (
     DEFAULT_COEFFICIENTS,
+    GROUPINGS,
     CVReport,
     cross_validate,
     fit_profile,
@@ -32,6 +34,7 @@ from planner.calibration.fit import (
 from planner.calibration.measurements import Measurement, SkippedRow, parse_rows, read_rows
 from planner.performance.step_time import default_profile
 from planner.specs import GPUSpec
+from planner.stack_settings import DEFAULT_MOE_IMBALANCE
 
 DATA = Path("/work/shared/data/measured-throughput.csv")
 RESULTS = Path(__file__).parent / "results"
@@ -53,7 +56,7 @@ def coefficients_for(gpu: GPUSpec) -> tuple[str, ...]:
 
 def load() -> tuple[list[Measurement], list[SkippedRow]]:
     return parse_rows(
-        read_rows(data_path()),
+        annotate_rows(read_rows(data_path())),  # each source's stack (models_db)
         load_gpu,
         network_bytes_per_s=network_bytes_per_s,
         model_lookup=model_for_measurement,
@@ -171,7 +174,7 @@ def run() -> dict[str, Any]:
             "values": report.values_after,
         }
     result["in_sample_fit"] = in_sample
-    for group_by in ("source", "sweep", "gpu", "family"):
+    for group_by in GROUPINGS:
         cv = cross_validate(
             rows, default_profile, group_by=group_by, coefficients_for=coefficients_for
         )
@@ -302,10 +305,11 @@ def moe_sanity() -> list[dict[str, Any]]:
             inter_node_bandwidth_bytes_per_s=50e9,
         )
         profile = load_profile(gpu)
-        if case.get("balanced"):
-            profile = profile.with_coefficients(moe_imbalance=1.0)
         job = TrainingJob(
-            seq_length=case["seq"], global_batch_size=case["gbs"], precision=case["precision"]
+            seq_length=case["seq"],
+            global_batch_size=case["gbs"],
+            precision=case["precision"],
+            moe_imbalance=1.0 if case.get("balanced") else DEFAULT_MOE_IMBALANCE,
         )
         est = estimate_performance(model, cluster, job, LayoutBatch.from_layouts([layout]), profile)
         out.append(
@@ -458,7 +462,7 @@ def markdown(res: dict[str, Any]) -> str:
         "p90 after | sweeps: top-1 / top-3 / ranked | median Spearman |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for key in ("cv_by_source", "cv_by_sweep", "cv_by_gpu", "cv_by_family"):
+    for key in [f"cv_by_{g}" for g in GROUPINGS]:
         cv = res[key]
         rho = cv["median_spearman"]
         rho_text = "n/a" if rho is None else f"{rho:.2f}"
@@ -479,7 +483,12 @@ def markdown(res: dict[str, Any]) -> str:
         "(*before*) plus the software coefficients fitted on the other GPU type (*after*; chip "
         "efficiencies never cross architectures). Leave-one-model-family-out: every GPU type is "
         "fitted without the family; a GPU type left with no rows (A100 when GPT is held out) "
-        "gets the transfer from the other.",
+        "gets the transfer from the other. Leave-one-stack-out holds out every row run with one "
+        "software stack (`models_db/measurement_stacks.csv`: the job's stack fields, CUDA graphs "
+        "and gradient dtype); leave-one-cluster-out every row of one cluster as the model sees it "
+        "(GPU type, GPUs per node, network bandwidth per GPU). On the shared rows each stack and "
+        "each cluster goes with one GPU type, so these folds coincide with leave-one-GPU-out "
+        "until rows of other stacks or clusters are added.",
         "",
         "## Transfer to other GPU types and model families (out of sample)",
         "",
@@ -487,7 +496,7 @@ def markdown(res: dict[str, Any]) -> str:
         "| median pred/meas after |",
         "|---|---|---|---|---|---|---|",
     ]
-    for key in ("cv_by_gpu", "cv_by_family"):
+    for key in ("cv_by_gpu", "cv_by_family", "cv_by_stack", "cv_by_cluster"):
         for g, st in res[key]["per_group"].items():
             lines.append(
                 f"| {res[key]['group_by']}: {g} | {int(st['n'])} | "

@@ -43,6 +43,7 @@ from scipy.stats import spearmanr
 from bench.accuracy import commit, data_path
 from models_db.catalog import cluster_spec, load_gpu, load_model, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
+from models_db.measurement_stacks import annotate_rows
 from models_db.profiles import load_profile
 from planner.calibration.measurements import parse_rows, read_rows
 from planner.search.planning import plan
@@ -78,7 +79,7 @@ _PLACEHOLDERS = {"vpp": "1", "micro_batch_size": "1", "recompute": "none", "gpus
 
 
 def csv_cases() -> list[Case]:
-    rows = read_rows(data_path())
+    rows = annotate_rows(read_rows(data_path()))  # each source's stack (models_db)
     chosen = [
         r
         for r in rows
@@ -221,14 +222,13 @@ def external_cases() -> list[Case]:
 
 def run_case(case: Case) -> dict[str, Any]:
     profile = load_profile(case.cluster.gpu)
-    if case.force_balanced:
-        profile = profile.with_coefficients(moe_imbalance=1.0)
+    job = replace(case.job, moe_imbalance=1.0) if case.force_balanced else case.job
 
     def best(threshold: float) -> Any:
         result = plan(
             case.model,
             case.cluster,
-            case.job,
+            job,
             constraints=case.constraints,
             profile=profile,
             top_k=1,

@@ -140,175 +140,9 @@ class ModelSpec:
     """Where each number comes from: field name (or 'all') -> citation."""
 
     def __post_init__(self) -> None:
-        _positive(
-            self,
-            "num_layers",
-            "hidden_size",
-            "ffn_hidden_size",
-            "num_attention_heads",
-            "vocab_size",
-            "num_query_groups",
-            "kv_channels",
-            "max_position_embeddings",
-            "moe_ffn_hidden_size",
-            "moe_shared_expert_intermediate_size",
-            "moe_layer_freq",
-            "q_lora_rank",
-            "kv_lora_rank",
-            "qk_head_dim",
-            "qk_pos_emb_head_dim",
-            "v_head_dim",
-        )
-        if not self.name or not self.name.strip():
-            raise SpecError("name must not be empty", field="name")
-        if self.normalization not in ("LayerNorm", "RMSNorm"):
-            raise SpecError(
-                f"normalization={self.normalization!r} is not supported; use 'LayerNorm' or "
-                "'RMSNorm'",
-                field="normalization",
-            )
-        if self.position_embedding_type not in ("rope", "yarn", "learned_absolute", "none"):
-            raise SpecError(
-                f"position_embedding_type={self.position_embedding_type!r} is not supported; "
-                "use rope, yarn, learned_absolute or none",
-                field="position_embedding_type",
-            )
-        a = self.num_attention_heads
-        if self.kv_channels is None and not self.multi_latent_attention and self.hidden_size % a:
-            raise SpecError(
-                f"hidden_size={self.hidden_size} is not divisible by num_attention_heads={a}; "
-                "set kv_channels (the head dimension) explicitly",
-                field="kv_channels",
-            )
-        g = self.num_query_groups
-        if g is not None:
-            if self.multi_latent_attention:
-                raise SpecError(
-                    "num_query_groups (GQA) cannot be combined with multi_latent_attention; "
-                    "leave num_query_groups unset for MLA models",
-                    field="num_query_groups",
-                )
-            if g > a or a % g:
-                raise SpecError(
-                    f"num_query_groups={g} must divide num_attention_heads={a}; "
-                    f"valid values: {', '.join(map(str, _divisors(a)))}",
-                    field="num_query_groups",
-                )
-        if self.num_experts is not None:
-            if self.num_experts < 1:
-                raise SpecError(
-                    "num_experts must be >= 1, or null for a dense model", field="num_experts"
-                )
-            if not 1 <= self.moe_router_topk <= self.num_experts:
-                raise SpecError(
-                    f"moe_router_topk={self.moe_router_topk} must be between 1 and "
-                    f"num_experts={self.num_experts}",
-                    field="moe_router_topk",
-                )
-        if not 0 <= self.moe_first_dense_layers < self.num_layers:
-            raise SpecError(
-                f"moe_first_dense_layers={self.moe_first_dense_layers} must be in "
-                f"[0, num_layers={self.num_layers})",
-                field="moe_first_dense_layers",
-            )
-        if self.multi_latent_attention:
-            for name in ("kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"):
-                if getattr(self, name) is None:
-                    raise SpecError(
-                        f"{name} is required when multi_latent_attention is true "
-                        "(DeepSeek-V3: kv_lora_rank 512, qk_head_dim 128, "
-                        "qk_pos_emb_head_dim 64, v_head_dim 128)",
-                        field=name,
-                    )
-        if self.mtp_num_layers < 0:
-            raise SpecError("mtp_num_layers must be >= 0", field="mtp_num_layers")
-        if self.mtp_num_layers and self.position_embedding_type not in ("rope", "yarn", "none"):
-            raise SpecError(
-                "multi-token prediction needs rope or no position embedding (megatron-facts "
-                "rule 60); set position_embedding_type to 'rope'",
-                field="mtp_num_layers",
-            )
-        for name in ("hidden_dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise SpecError(f"{name}={value} must be in [0, 1)", field=name)
-        self._check_rotary()
+        from planner.model_checks import check_model  # it imports this module
 
-    def _check_rotary(self) -> None:
-        """Rotary settings: numbers in range, and only where Megatron reads them."""
-        for name in ("rotary_base", "rotary_percent", "rope_scaling_factor",
-                     "rotary_scaling_factor", "mscale", "mscale_all_dim"):  # fmt: skip
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise SpecError(f"{name}={value!r} must be a number", field=name)
-            if not math.isfinite(value):
-                raise SpecError(f"{name}={value} must be finite", field=name)
-            object.__setattr__(self, name, float(value))  # 500000 and 500000.0 are one value
-        if not isinstance(self.use_rope_scaling, bool):
-            raise SpecError(
-                f"use_rope_scaling={self.use_rope_scaling!r} must be true or false",
-                field="use_rope_scaling",
-            )
-        if self.rotary_base is not None and self.rotary_base <= 0:
-            raise SpecError(
-                f"rotary_base={self.rotary_base} must be positive (RoPE theta, e.g. 10000 or "
-                "500000), or null for Megatron's default 10000",
-                field="rotary_base",
-            )
-        if not 0.0 < self.rotary_percent <= 1.0:
-            raise SpecError(
-                f"rotary_percent={self.rotary_percent} must be in (0, 1] (Nemotron-4: 0.5)",
-                field="rotary_percent",
-            )
-        if self.rope_scaling_factor <= 0:
-            raise SpecError(
-                f"rope_scaling_factor={self.rope_scaling_factor} must be positive",
-                field="rope_scaling_factor",
-            )
-        if self.rotary_scaling_factor is not None and self.rotary_scaling_factor < 1:
-            raise SpecError(
-                f"rotary_scaling_factor={self.rotary_scaling_factor} must be >= 1 (the YaRN "
-                "context-extension factor), or null for no YaRN scaling",
-                field="rotary_scaling_factor",
-            )
-        if self.mscale is not None and self.mscale <= 0:
-            raise SpecError(f"mscale={self.mscale} must be positive", field="mscale")
-        if self.mscale_all_dim is not None and self.mscale_all_dim < 0:
-            raise SpecError(
-                f"mscale_all_dim={self.mscale_all_dim} must be >= 0", field="mscale_all_dim"
-            )
-        rotary = self.multi_latent_attention or self.position_embedding_type in ("rope", "yarn")
-        if not rotary:
-            for name, default in (("rotary_base", None), ("rotary_percent", 1.0),
-                                  ("use_rope_scaling", False), ("rotary_scaling_factor", None),
-                                  ("mscale", None), ("mscale_all_dim", None)):  # fmt: skip
-                if getattr(self, name) != default:
-                    raise SpecError(
-                        f"{name}={getattr(self, name)!r} needs rotary position embeddings, but "
-                        f"position_embedding_type is {self.position_embedding_type!r}; leave it "
-                        "unset or use 'rope'/'yarn'",
-                        field=name,
-                    )
-        yarn = self.multi_latent_attention or self.position_embedding_type == "yarn"
-        if self.rotary_scaling_factor is not None and not yarn:
-            raise SpecError(
-                "rotary_scaling_factor (YaRN) needs multi_latent_attention or "
-                "position_embedding_type 'yarn'; Llama-3-style scaling is use_rope_scaling",
-                field="rotary_scaling_factor",
-            )
-        for name in ("mscale", "mscale_all_dim"):
-            if getattr(self, name) is not None and self.rotary_scaling_factor is None:
-                raise SpecError(
-                    f"{name} is a YaRN setting and needs rotary_scaling_factor", field=name
-                )
-        if self.use_rope_scaling and yarn:
-            raise SpecError(
-                "use_rope_scaling (Llama-3 scaling) cannot be combined with YaRN "
-                "(multi_latent_attention or position_embedding_type 'yarn')",
-                field="use_rope_scaling",
-            )
+        check_model(self)
 
     # --- derived shape ------------------------------------------------------------------------
     @property
@@ -472,8 +306,27 @@ class TrainingJob:
     global_batch_size: int
     """Sequences per iteration (``--global-batch-size``)."""
     precision: Precision = "bf16"
+    # --- software stack (issue 12; planner.stack_settings) -----------------------------------
+    tp_comm_overlap: bool = True
+    """``--tp-comm-overlap``: TE userbuffers hide the TP all-gather/reduce-scatter behind the
+    GEMMs. True (recommended) emits it wherever it applies (tp > 1 with SP on Hopper or newer);
+    False never does, and the TP collectives are then fully exposed."""
+    attention_backend: Literal["auto", "flash", "fused", "unfused"] = "auto"
+    """``--attention-backend``: 'auto' (Megatron's default: TE picks flash or cuDNN fused),
+    'flash', 'fused' or 'unfused' (the pre-flash softmax path: s^2 score traffic per head)."""
+    cross_entropy_fusion: Literal["unfused", "native", "te", "te_fp32_grad"] = "native"
+    """The loss kernel (mechanisms-facts §5): 'native' = ``--cross-entropy-loss-fusion``
+    (recommended), 'te' = with ``--cross-entropy-fusion-impl te`` (core 0.12-0.18; 'te_fp32_grad'
+    on TE 2.18), 'unfused' = neither flag."""
+    moe_imbalance: float = 1.2
+    """Busiest expert's routed tokens over the mean (>= 1), on the expert GEMMs and the
+    all-to-all: 1.0 is force-balanced routing (``--moe-router-force-load-balancing``, as
+    NVIDIA benchmarks); 1.2 an auxiliary-loss run (performance-facts §5.3: 1.1-1.5 [U])."""
 
     def __post_init__(self) -> None:
+        from planner.stack_settings import check_stack  # it imports this module
+
+        check_stack(self)
         _positive(self, "seq_length", "global_batch_size")
         if self.precision not in PRECISION_CHOICES:
             raise SpecError(

@@ -26,8 +26,11 @@ from planner.layouts import FloatArray, LayoutBatch
 from planner.performance.step_time import PerformanceProfile, estimate_performance
 from planner.specs import GPUSpec
 
-GROUPINGS = ("source", "sweep", "gpu", "family")
-"""Held-out groups of :func:`cross_validate`: a publication, a sweep, a GPU type, a model family."""
+GROUPINGS = ("source", "sweep", "gpu", "family", "stack", "cluster")
+"""Held-out groups of :func:`cross_validate`: a publication, a sweep, a GPU type, a model family,
+a software stack (the job's stack fields and the layout's CUDA graphs and gradient dtype), a
+cluster (GPU type, GPUs per node and network bandwidth per GPU: the cluster as the model sees
+it)."""
 
 DEFAULT_COEFFICIENTS = (
     "gemm_efficiency",
@@ -65,7 +68,6 @@ BOUNDS: dict[str, tuple[float, float, float]] = {
     "ep_overlap": (0.0, 1.0, 0.3),
     "layer_overhead_s": (0.0, 2e-3, 50e-6),
     "step_overhead_s": (0.0, 5.0, 0.1),
-    "moe_imbalance": (1.0, 3.0, 0.2),
     "straggler_spread": (0.0, 0.06, 0.01),
 }
 
@@ -271,6 +273,16 @@ def group_key(m: Measurement, group_by: str) -> str:
         return m.sweep_id or f"row:{m.row_id}"
     if group_by == "gpu":
         return m.cluster.gpu.name
+    if group_by == "stack":
+        j, lay = m.job, m.layout
+        return (
+            f"tp_overlap={j.tp_comm_overlap} attn={j.attention_backend} "
+            f"ce={j.cross_entropy_fusion} graphs={lay.cuda_graphs} grads={lay.grad_reduce_dtype}"
+        )
+    if group_by == "cluster":
+        c = m.cluster
+        net = c.inter_node_bandwidth_bytes_per_s / 1e9
+        return f"{c.gpu.name} x{c.gpus_per_node}/node {net:.0f} GB/s"
     return model_family(m.model.name)
 
 

@@ -24,6 +24,12 @@ are the documented ones:
   architecture columns it leaves empty from the catalog when the columns it gives agree
   (:mod:`planner.calibration.measurement_arch`; the derivation records which fields were filled).
 
+Software stack (issue 12 item 1): optional columns named as the fields, ``tp_comm_overlap``,
+``attention_backend``, ``cross_entropy_fusion``, ``moe_imbalance`` (TrainingJob) and
+``cuda_graphs``, ``grad_reduce_dtype`` (Layout); an empty or missing column is the field's
+default. The published CSV has none of them: callers annotate its rows first with what each
+source states (``models_db.measurement_stacks``, which also fills each era's defaults).
+
 Tokens/s per GPU: the printed value; else global batch x seq / (step time x GPUs); else the
 printed TFLOP/s (or MFU/HFU x the bf16 peak) divided by the FLOPs per token of the row's
 ``tflops_basis`` (paper formula 96 l h^2 (1 + s/6h + V/16lh) with recompute for hardware FLOPs,
@@ -37,9 +43,11 @@ import csv
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from planner.calibration.measurement_arch import ArchSkip, row_model
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+from planner.stack_settings import STACK_FIELDS
 
 ModelLookup = Callable[[str], ModelSpec | None]
 """model_name -> the catalog model it names (None: not a catalog model)."""
@@ -216,6 +224,30 @@ def _tokens_per_s_per_gpu(
     return tokens, f"tflops ({basis.strip()[:40]})"
 
 
+LAYOUT_STACK_COLUMNS = ("cuda_graphs", "grad_reduce_dtype")
+"""Stack settings that are Layout fields (issue 13); STACK_FIELDS are TrainingJob's."""
+_BOOL = {"yes": True, "true": True, "on": True, "1": True, "no": False, "false": False,
+         "off": False, "0": False}  # fmt: skip
+
+
+def _stack_columns(row: Mapping[str, str], names: Iterable[str]) -> dict[str, Any]:
+    """The stack columns a row states, typed (a wrong value fails the field's validation)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        text = (row.get(name) or "").strip().lower()
+        if not text:
+            continue
+        if name == "tp_comm_overlap":
+            if text not in _BOOL:
+                raise _Skip(f"tp_comm_overlap={text!r}: use yes or no")
+            out[name] = _BOOL[text]
+        elif name == "moe_imbalance":
+            out[name] = float(text)
+        else:
+            out[name] = text
+    return out
+
+
 def _parse_row(
     row: Mapping[str, str],
     gpu_lookup: Callable[[str], GPUSpec],
@@ -277,6 +309,7 @@ def _parse_row(
         moe_dispatcher=(
             "flex" if (row.get("moe_dispatcher") or "").strip().lower() == "flex" else "alltoall"
         ),
+        **_stack_columns(row, LAYOUT_STACK_COLUMNS),
     )
     cluster = ClusterSpec(
         name=f"{slug}x{num_gpus}",
@@ -285,7 +318,12 @@ def _parse_row(
         gpus_per_node=per_node,
         inter_node_bandwidth_bytes_per_s=network(gpu),
     )
-    job = TrainingJob(seq_length=seq, global_batch_size=gbs, precision=prec)  # type: ignore[arg-type]
+    job = TrainingJob(
+        seq_length=seq,
+        global_batch_size=gbs,
+        precision=prec,  # type: ignore[arg-type]
+        **_stack_columns(row, STACK_FIELDS),
+    )
     step = _float(row, "step_time_s")
     tokens, derivation = _tokens_per_s_per_gpu(row, model, job, num_gpus, gpu, recompute)
     mfu = _float(row, "mfu_pct")

@@ -8,7 +8,7 @@ import argparse
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.megatron.memory_flags import (
@@ -17,6 +17,7 @@ from planner.megatron.memory_flags import (
     layout_vpp,
     parsed_memory_fields,
 )
+from planner.megatron.stack_flags import add_stack_arguments, parsed_stack_fields
 from planner.specs import Layout, OptimizerSharding, Recompute, SpecError
 
 
@@ -30,6 +31,8 @@ class ParsedArgs:
     precision: str
     model_fields: dict[str, Any]
     """ModelSpec keyword arguments (everything but ``name`` and ``sources``)."""
+    stack_fields: dict[str, Any] = field(default_factory=dict)
+    """TrainingJob software-stack keyword arguments (planner.stack_settings)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fp8-format", choices=("e4m3", "hybrid"), default=None)
     p.add_argument("--fp8-recipe", default="delayed")
     p.add_argument("--attention-backend", default="auto")
+    add_stack_arguments(p)
     add_memory_arguments(p)
     return p
 
@@ -210,4 +214,5 @@ def parse_megatron_args(
         global_batch_size=ns.global_batch_size,
         precision=precision,
         model_fields=fields,
+        stack_fields=parsed_stack_fields(ns),
     )

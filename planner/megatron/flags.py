@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from planner.megatron.memory_flags import fp8_param_gather_on, memory_args, recompute_args
+from planner.megatron.stack_flags import stack_args
 from planner.model.flops import VOCAB_DIVISIBLE_BY, padded_vocab
 from planner.model.pipeline import pipeline_flags
 from planner.space import comm_flags
@@ -75,7 +76,7 @@ def megatron_args(
         args += ["--expert-tensor-parallel-size", str(lay.expert_tp)]
     if lay.sp:
         args.append("--sequence-parallel")
-    if tp_comm_overlap(cluster, lay.tp, lay.sp):
+    if job.tp_comm_overlap and tp_comm_overlap(cluster, lay.tp, lay.sp):
         args.append("--tp-comm-overlap")  # TE userbuffers; needs SP (rule 29)
     if lay.moe_a2a_overlap:
         args += list(comm_flags.A2A_FLAGS)  # 1F1B A2A overlap (rule 40; planner.space.comm_flags)
@@ -106,8 +107,7 @@ def megatron_args(
         args += ["--fp8-format", "hybrid", "--fp8-recipe", _fp8_recipe(cluster.gpu.architecture)]
         if fp8_param_gather_on(job.precision, lay):
             args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
-    # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
-    args += ["--attention-backend", "auto"]
+    args += stack_args(model, job)  # attention backend, cross-entropy, forced MoE balance
     return args
 
 

@@ -18,6 +18,7 @@ from planner.megatron.log_records import (
     MemoryRecord,
     SteadyState,
 )
+from planner.megatron.log_stack import stack_columns
 from planner.megatron.parsing import parse_bool, parse_int
 
 
@@ -161,6 +162,7 @@ def build_row(res: LogParseResult) -> dict[str, str]:
     if arg("num_experts"):
         _add_moe(arg, row, other, derived, notes)
     row["precision"] = _precision(a)
+    row.update(stack_columns(a, derived))  # the software stack (planner.megatron.log_stack)
     if "recompute_granularity" in a:
         row["recompute"] = arg("recompute_granularity") or "none"
     elif "checkpoint_activations" in a:  # 2021 name (log sheet §2.3)

@@ -17,8 +17,10 @@ import numpy as np
 from planner.layouts import FloatArray, IntArray
 from planner.model.shapes import Gemm, sharded_width
 from planner.performance.context import BF16_BYTES, StepContext
+from planner.performance.cross_entropy import cross_entropy_passes
 from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
+from planner.performance.moe_compute import GemmRate, router_time
 from planner.specs import ModelSpec
 
 
@@ -68,9 +70,9 @@ def elementwise_bytes_per_token(
     element each, over fwd + bwd = 2 B per element of (inputs + outputs) in these forward-
     equivalent units (the caller multiplies by 3); MoE expert inputs and outputs count every
     top-k copy. Widths h on the sequence-parallel side are cast before the all-gather (/t with
-    SP); the others are TP-sharded (/t). The third value is the
-    loss-side bytes per token per (V/t): fp32 logits through softmax and cross-entropy,
-    forward and backward (an estimate [U]: read bf16, write/read/write fp32 ~ 16 B).
+    SP); the others are TP-sharded (/t). The third value is the loss-side bytes per token per
+    (V/t), forward and backward, of the fused (``native``) cross-entropy (mechanisms-facts §5.3);
+    :func:`compute_time` takes the job's kernel from :func:`cross_entropy_bytes` instead.
     """
     t = tp.astype(np.float64)
     h = float(model.hidden_size)
@@ -176,6 +178,13 @@ def gemms_time(
     return total
 
 
+def cross_entropy_bytes(impl: str) -> float:
+    """HBM bytes per logit of the loss, forward + backward, for the job's kernel
+    (mechanisms-facts §5.2-5.4: unfused 38 + 14, native 10 + 6, TE 6 + 4)."""
+    p = cross_entropy_passes(impl)
+    return p.fwd_bytes_per_logit + p.bwd_bytes_per_logit
+
+
 def core_attention_time(ctx: StepContext) -> FloatArray:
     """Forward seconds of one layer's core attention (flash attention, performance-facts §4)."""
     prof, gpu, model, tokens, tp, s = ctx.profile, ctx.gpu, ctx.model, ctx.tokens, ctx.tp, ctx.seq
@@ -183,9 +192,11 @@ def core_attention_time(ctx: StepContext) -> FloatArray:
     attn_eff = prof.attention_efficiency * chunk / (chunk + prof.attention_half_seq)
     core_flop = ctx.shapes.core_attention_fwd_flop_per_token_per_seq * s * tokens / tp
     core = core_flop / (gpu.peak_bf16_flop_per_s * np.maximum(attn_eff, 1e-6))
-    # unfused attention: a/t heads x s keys per token through HBM (0 with flash attention)
+    # unfused attention: a/t heads x s keys per token through HBM (none with flash/fused)
+    unfused = 1.0 if ctx.job.attention_backend == "unfused" else 0.0
     scores = (
-        prof.attention_score_bytes
+        unfused
+        * prof.attention_score_bytes
         * model.num_attention_heads
         / tp
         * s
@@ -219,6 +230,27 @@ def logits_time(ctx: StepContext) -> FloatArray:
     )
 
 
+def router_fwd_equivalent(ctx: StepContext) -> FloatArray:
+    """One MoE layer's router (gating GEMM h x E and its fp32 score passes, mechanisms-facts
+    §4.3) in this module's forward units: (forward + backward) / 3, as the caller triples it.
+    With SP each GPU routes its tokens / t (megatron-facts rule 33)."""
+    prof, gpu = ctx.profile, ctx.gpu
+    rate = GemmRate(
+        peak_flop_per_s=gpu.peak_bf16_flop_per_s,  # the gate runs in bf16 (fp32 output)
+        plateau=prof.gemm_efficiency,
+        half_tokens=prof.gemm_half_tokens,
+        half_flop=prof.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
+        hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+    )
+    fwd, bwd = router_time(
+        rate,
+        tokens=ctx.tokens / ctx.tp,
+        hidden=ctx.hidden,
+        experts=float(ctx.model.num_experts or 1),
+    )
+    return np.asarray((fwd + bwd) / 3.0, np.float64)
+
+
 def compute_time(ctx: StepContext) -> ComputeTimes:
     """Compute of one micro-batch on the busiest rank: GEMMs, attention, memory-bound ops, loss.
 
@@ -228,7 +260,8 @@ def compute_time(ctx: StepContext) -> ComputeTimes:
     sh, tokens, tp, hbm = ctx.shapes, ctx.tokens, ctx.tp, ctx.hbm_bytes_per_s
     attn_gemm = gemms_time(ctx, sh.attention_gemms, tokens, tp)
     core = core_attention_time(ctx)
-    dense_bytes, moe_bytes, ce_bytes = elementwise_bytes_per_token(
+    ce_bytes = cross_entropy_bytes(ctx.job.cross_entropy_fusion)
+    dense_bytes, moe_bytes, _ = elementwise_bytes_per_token(
         ctx.model,
         ctx.batch.tp,
         ctx.sp,
@@ -248,6 +281,7 @@ def compute_time(ctx: StepContext) -> ComputeTimes:
             + core
             + gemms_time(ctx, sh.shared_expert_gemms, tokens, tp)
             + routed_expert_time(ctx)
+            + router_fwd_equivalent(ctx)
             + moe_bytes * tokens / hbm
         )
     moe_frac = ctx.moe_fraction

@@ -95,7 +95,8 @@ def routed_expert_time(ctx: StepContext) -> FloatArray:
         fp8=ctx.fp8,
         hbm_bytes_per_s=ctx.hbm_bytes_per_s,
     )
-    return np.asarray(expert * prof.moe_imbalance, np.float64)  # imbalance: once on the GEMMs
+    # the job's routing imbalance (planner.stack_settings): once on the GEMMs
+    return np.asarray(expert * ctx.job.moe_imbalance, np.float64)
 
 
 def ep_all_to_all_time(
@@ -116,7 +117,7 @@ def ep_all_to_all_time(
     dedup = comm_flags.distinct_node_share(nodes, model.moe_router_topk)
     inter_share = np.where(comm_flags.flex_dispatch(model, cluster, batch), dedup, 1.0)
     a2a = all_to_all_time(links, batch.ep, batch.etp, a2a_bytes, inter_share)
-    a2a = a2a * prof.moe_imbalance
+    a2a = a2a * ctx.job.moe_imbalance  # and once on the all-to-all
     # a recomputed MoE block ('moe' module) dispatches and combines again in backward (§6.4)
     moe_replay = ((effective_modules(batch) & MODULE_BITS["moe"]) != 0).astype(np.float64)
     a2a_all = (4 + 2 * full + 2 * moe_replay) * ctx.layers_per_stage * ctx.moe_fraction * a2a

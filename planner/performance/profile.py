@@ -15,6 +15,9 @@ import numpy as np
 
 from planner.specs import GPUSpec, SpecError
 
+LEGACY_FIELDS = frozenset({"moe_imbalance"})
+"""Fields older profiles carry that are no longer profile coefficients (ignored on load)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PerformanceProfile:
@@ -93,9 +96,6 @@ class PerformanceProfile:
     GPUs, so the job runs at its slowest GPU, expected z(N) x spread slower than the median one
     for N GPUs (z: expected maximum of N standard normals). performance-facts §8: 5 %+ MAMF spread
     between the 8 GPUs of one node, i.e. a range of ~2.85 sigma -> sigma ~1.75 %."""
-    moe_imbalance: float = 1.2
-    """Busiest expert's tokens / mean, applied once to the grouped expert GEMMs and once to the
-    all-to-all (§5.3). NVIDIA's published MoE benchmarks are force-balanced: 1.0."""
     provenance: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     """Where the numbers come from: priors or fit (rows, date, errors)."""
 
@@ -117,8 +117,6 @@ class PerformanceProfile:
         ):
             if getattr(self, name) > 1:
                 raise SpecError(f"{name}={getattr(self, name)} must be in [0, 1]", field=name)
-        if self.moe_imbalance < 1:
-            raise SpecError("moe_imbalance must be >= 1", field="moe_imbalance")
 
     @staticmethod
     def coefficient_names() -> tuple[str, ...]:
@@ -132,6 +130,9 @@ class PerformanceProfile:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PerformanceProfile:
         known = {f.name for f in fields(cls)}
+        # moe_imbalance moved to TrainingJob (it is the run's routing, not the hardware): stored
+        # profiles that still carry it stay readable
+        data = {k: v for k, v in data.items() if k not in LEGACY_FIELDS}
         unknown = sorted(set(data) - known)
         if unknown:
             raise SpecError(f"unknown profile field(s): {', '.join(unknown)}", field=unknown[0])

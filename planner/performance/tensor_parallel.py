@@ -70,7 +70,9 @@ def tp_comm_time(ctx: StepContext) -> TensorParallelComm:
     stage_etp_fwd = ctx.layers_per_stage * moe_frac * etp_fwd  # grouped GEMMs: not overlapped
     # TE userbuffers hide TP collectives only where --tp-comm-overlap is emitted
     tp_hidden = np.where(
-        tp_comm_overlap(ctx.cluster, batch.tp, ctx.sp > 0), ctx.profile.tp_overlap, 0.0
+        tp_comm_overlap(ctx.cluster, batch.tp, ctx.sp > 0) & ctx.job.tp_comm_overlap,
+        ctx.profile.tp_overlap,
+        0.0,
     )
     tp_mb = (2 + full) * (stage_tp_fwd * (1 - tp_hidden) + stage_etp_fwd)
     one = np.ones_like(batch.tp)

@@ -103,7 +103,12 @@ def test_arguments_block_keeps_long_names_without_dots_and_list_values() -> None
 def test_row_keys_equal_shared_csv_header() -> None:
     with SHARED_CSV.open(newline="") as fh:
         header = next(csv.reader(fh))
-    assert list(row_of(MAIN)) == header
+    keys = list(row_of(MAIN))
+    assert keys[: len(header)] == header
+    # then only the optional columns the loader reads: the software stack (log_stack)
+    assert set(keys[len(header) :]) <= {"tp_comm_overlap", "attention_backend",
+                                        "cross_entropy_fusion", "moe_imbalance",
+                                        "cuda_graphs", "grad_reduce_dtype"}  # fmt: skip
     assert list(MEASUREMENT_COLUMNS) == header
 
 
@@ -326,3 +331,22 @@ def test_moe_dispatcher_and_a2a_overlap_reach_the_optional_columns() -> None:
     )
     row = parse_megatron_log(flagged).to_measurement_rows()[0]
     assert (row["moe_dispatcher"], row["moe_a2a_overlap"]) == ("flex", "yes")
+
+
+def test_row_records_the_software_stack_from_the_arguments() -> None:
+    from planner.megatron.log_stack import stack_columns
+
+    derived: list[str] = []
+    new = stack_columns(
+        {"tp_comm_overlap": "True", "attention_backend": "AttnBackend.flash",
+         "cross_entropy_loss_fusion": "True", "cross_entropy_fusion_impl": "te",
+         "moe_router_force_load_balancing": "True", "cuda_graph_scope": "full_iteration",
+         "grad_reduce_in_bf16": "False"},
+        derived,
+    )  # fmt: skip
+    assert new == {"tp_comm_overlap": "yes", "attention_backend": "flash",
+                   "cross_entropy_fusion": "te", "moe_imbalance": "1.0",
+                   "cuda_graphs": "full_iteration", "grad_reduce_dtype": "fp32"}  # fmt: skip
+    old = stack_columns({"tensor_model_parallel_size": "8"}, derived)  # a 2021 log
+    assert old["tp_comm_overlap"] == "no" and old["cross_entropy_fusion"] == "unfused"
+    assert any("predates" in d for d in derived)

@@ -1,0 +1,58 @@
+"""Megatron flags of the job's software stack (:mod:`planner.stack_settings`), and their parser.
+
+``--tp-comm-overlap`` is emitted by :func:`planner.megatron.flags.megatron_args` itself (it
+depends on the layout); this module covers the attention backend, the cross-entropy kernel and
+force-balanced MoE routing, and reads all four back from an argv.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from planner.specs import ModelSpec, TrainingJob
+
+__all__ = ["add_stack_arguments", "parsed_stack_fields", "stack_args"]
+
+FORCE_BALANCE_FLAG = "--moe-router-force-load-balancing"
+"""Megatron's benchmark switch: random router logits, so every expert gets the mean load
+(NVIDIA's MoE benchmarks use it: performance-facts §5.3)."""
+
+
+def stack_args(model: ModelSpec, job: TrainingJob) -> list[str]:
+    """Flags of the attention backend, the cross-entropy kernel and forced MoE balance."""
+    # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
+    args = ["--attention-backend", job.attention_backend]
+    if job.cross_entropy_fusion != "unfused":
+        args.append("--cross-entropy-loss-fusion")  # core >= 0.8 (mechanisms-facts §8)
+    if job.cross_entropy_fusion in ("te", "te_fp32_grad"):
+        # core 0.12-0.18: 0.19 rejects the te impl with the fusion flag (mechanisms-facts §5.4)
+        args += ["--cross-entropy-fusion-impl", "te"]
+    if model.is_moe and job.moe_imbalance == 1.0:
+        args.append(FORCE_BALANCE_FLAG)
+    return args
+
+
+def add_stack_arguments(p: argparse.ArgumentParser) -> None:
+    """The stack flags (``--tp-comm-overlap`` and ``--attention-backend`` are added by the
+    caller's parser)."""
+    p.add_argument("--cross-entropy-loss-fusion", action="store_true")
+    p.add_argument("--cross-entropy-fusion-impl", choices=("native", "te"), default="native")
+    p.add_argument(FORCE_BALANCE_FLAG, action="store_true")
+
+
+def parsed_stack_fields(ns: argparse.Namespace) -> dict[str, Any]:
+    """TrainingJob stack fields an argv states. Without the force-balance flag the imbalance is
+    the planner's default for auxiliary-loss routing (the argv cannot say more)."""
+    from planner.stack_settings import DEFAULT_MOE_IMBALANCE
+
+    fusion = "unfused"
+    if ns.cross_entropy_loss_fusion:
+        fusion = "te" if ns.cross_entropy_fusion_impl == "te" else "native"
+    backend = ns.attention_backend if ns.attention_backend != "local" else "unfused"
+    return {
+        "tp_comm_overlap": bool(ns.tp_comm_overlap),
+        "attention_backend": backend,
+        "cross_entropy_fusion": fusion,
+        "moe_imbalance": 1.0 if ns.moe_router_force_load_balancing else DEFAULT_MOE_IMBALANCE,
+    }

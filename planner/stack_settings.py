@@ -1,0 +1,84 @@
+"""The software stack of a training job: settings that change speed but are not the hardware.
+
+Issue 12 item 1 ("the stack is an input, the profile is the hardware"): what used to be baked into
+a GPU's fitted profile (NVIDIA's tuned recipes: TP communication overlap, fused attention and
+cross-entropy, force-balanced MoE routing) is a field of :class:`planner.specs.TrainingJob`,
+emitted as Megatron flags (:mod:`planner.megatron.flags`), read back from an argv
+(:mod:`planner.megatron.args`) and recorded on every measurement row
+(:mod:`planner.calibration.measurements`). The memory settings that are also stack settings
+(``cuda_graphs``, ``grad_reduce_dtype``) live on :class:`planner.specs.Layout` (issue 13).
+
+Called from ``TrainingJob.__post_init__``; kept here so that the domain-type module stays short.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Literal
+
+from planner.specs import SpecError
+
+if TYPE_CHECKING:
+    from planner.specs import TrainingJob
+
+__all__ = [
+    "ATTENTION_BACKEND_CHOICES",
+    "CROSS_ENTROPY_FUSION_CHOICES",
+    "DEFAULT_MOE_IMBALANCE",
+    "STACK_FIELDS",
+    "AttentionBackend",
+    "CrossEntropyFusion",
+    "check_stack",
+]
+
+AttentionBackend = Literal["auto", "flash", "fused", "unfused"]
+ATTENTION_BACKEND_CHOICES: tuple[AttentionBackend, ...] = ("auto", "flash", "fused", "unfused")
+CrossEntropyFusion = Literal["unfused", "native", "te", "te_fp32_grad"]
+CROSS_ENTROPY_FUSION_CHOICES: tuple[CrossEntropyFusion, ...] = (
+    "unfused",
+    "native",
+    "te",
+    "te_fp32_grad",
+)
+DEFAULT_MOE_IMBALANCE = 1.2
+"""Busiest expert's routed tokens over the mean under auxiliary-loss routing: no public
+measurement exists; performance-facts §5.3 gives 1.1-1.5 as plausible [U], and 1.2 is the
+memory estimator's figure for aux-loss-balanced dropless routing once training is under way."""
+STACK_FIELDS: tuple[str, ...] = (
+    "tp_comm_overlap",
+    "attention_backend",
+    "cross_entropy_fusion",
+    "moe_imbalance",
+)
+"""TrainingJob fields that describe the software stack (measurement rows carry a column each)."""
+
+
+def check_stack(job: TrainingJob) -> None:
+    """Validate the stack fields of a job; each error names the field and how to fix it."""
+    if not isinstance(job.tp_comm_overlap, bool):
+        raise SpecError(
+            f"tp_comm_overlap={job.tp_comm_overlap!r} must be true or false",
+            field="tp_comm_overlap",
+        )
+    if job.attention_backend not in ATTENTION_BACKEND_CHOICES:
+        raise SpecError(
+            f"attention_backend={job.attention_backend!r} is not supported; use "
+            f"{', '.join(ATTENTION_BACKEND_CHOICES)} (Megatron's --attention-backend)",
+            field="attention_backend",
+        )
+    if job.cross_entropy_fusion not in CROSS_ENTROPY_FUSION_CHOICES:
+        raise SpecError(
+            f"cross_entropy_fusion={job.cross_entropy_fusion!r} is not supported; use "
+            f"{', '.join(CROSS_ENTROPY_FUSION_CHOICES)} (unfused = no --cross-entropy-loss-fusion)",
+            field="cross_entropy_fusion",
+        )
+    value = job.moe_imbalance
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SpecError(f"moe_imbalance={value!r} must be a number", field="moe_imbalance")
+    if not 1.0 <= value <= 8.0:
+        raise SpecError(
+            f"moe_imbalance={value} must be in [1, 8]: 1.0 is force-balanced routing (as in "
+            f"NVIDIA's benchmarks), {DEFAULT_MOE_IMBALANCE} a typical auxiliary-loss run",
+            field="moe_imbalance",
+        )
+    object.__setattr__(job, "moe_imbalance", float(value))
