@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 MEASUREMENT_COLUMNS: tuple[str, ...] = (
@@ -34,12 +36,16 @@ _PREFIXES = (  # launcher and collector prefixes (log sheet §10)
     re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL):[\w.]+:"),
     re.compile(r"^[A-Za-z0-9][\w.-]*: "),
 )
-_ARGS_HEAD = re.compile(r"-{10,} arguments -{10,}")
-_ARGS_FOOT = re.compile(r"-{10,} end of arguments -{10,}")
-_ARG_LINE = re.compile(r"^ {2}(\w+) \.* ?(.*?)\s*$")  # log sheet §2.1
+# Every pattern below runs on untrusted uploads, so each is linear in the line's length: fixed
+# counts instead of `-{10,}` around a literal (searching `-{10,} x` backtracks quadratically on a
+# run of dashes), no lazy group before `\s*$` (values are right-stripped in code instead), and
+# `[^()]*` for the memory label so that each candidate's scan stops at the next candidate.
+_ARGS_HEAD = re.compile(r"-{10} arguments -{10}")
+_ARGS_FOOT = re.compile(r"-{10} end of arguments -{10}")
+_ARG_LINE = re.compile(r"^ {2}(\w+) \.* ?(.*)$")  # log sheet §2.1
 _ITER = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")  # log sheet §4.2
 _STAMP = re.compile(r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?)\]\s*$")
-_MEM = re.compile(r"\[Rank (\d+)\] \((.*?)\) memory \((MB|GB)\) \|(.*)$")
+_MEM = re.compile(r"\[Rank (\d+)\] \(([^()]*)\) memory \((MB|GB)\) \|(.*)$")
 _AFTER = re.compile(r"after (\d+) iterations")
 _THEORY = re.compile(
     r"Theoretical memory footprints: weight and optimizer=([0-9.]+) MB"
@@ -55,7 +61,13 @@ _WORLD = re.compile(
 _EVAL_OR_SAVE = re.compile(r"validation(?:-\S+)? loss at|saving checkpoint at iteration")
 _OLD_TIMERS = re.compile(r"^time \(ms\) \|(.*)$")
 _TIMER_HEAD = re.compile(r"(?:\(min, max\) time|max time|times) across ranks \(ms\):\s*$")
-_TIMER_LINE = re.compile(r"^\s+(\S.*?) \.*: \(?([0-9.]+)(?:, ([0-9.]+)\))?\s*$")
+_TIMER_VALUE = re.compile(r"\(?([0-9.]+)(?:, ([0-9.]+)\))?\s*")  # after "name ....: "
+_BLANK_RUN = re.compile(r"\n[ \t\r\n]*\n")  # one backtrack per run: linear; keeps indentation
+MAX_LINE_CHARS = 16_384
+"""Longer lines are skipped with a warning: no Megatron-LM line comes near this, and the cap
+bounds the work any one line can cost."""
+MAX_LINES = 500_000
+"""More non-blank lines than this is not one training run's log (about 200 bytes a line)."""
 
 
 class LogParseError(ValueError):
@@ -290,6 +302,52 @@ def _iteration(line: str, match: re.Match[str], run: int, flagged: bool) -> Iter
     )
 
 
+def _lines(text: str, time_budget_s: float | None, chunk: int = 2**20) -> Iterator[str]:
+    """``text.splitlines()`` read a chunk at a time, runs of blank lines collapsed into one.
+
+    Raises :class:`LogParseError` past :data:`MAX_LINES` lines or the time budget: the cheap
+    checks that keep an 8 MB upload of newlines or of one-character lines from costing seconds.
+    """
+    deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
+    chunks: list[str] = []
+    start = 0
+    while start < len(text):  # cut after a newline, so no line (nor a CR LF pair) is split
+        end = text.find("\n", start + chunk)
+        end = len(text) if end < 0 else end + 1
+        chunks.append(_BLANK_RUN.sub("\n\n", text[start:end]))
+        start = end
+    if sum(c.count("\n") for c in chunks) > MAX_LINES:  # counted before any line is parsed
+        raise LogParseError(
+            f"the log has more than {MAX_LINES} lines; upload the part with the arguments "
+            "block and the iteration lines you want measured"
+        )
+    for piece in chunks:
+        for i, line in enumerate(piece.splitlines()):
+            if deadline is not None and i % 1024 == 0 and time.monotonic() > deadline:
+                raise LogParseError(
+                    f"the log took longer than {time_budget_s:g} s to read; upload a shorter "
+                    "part (the arguments block and the iteration lines you want measured)"
+                )
+            yield line
+
+
+def _timer_line(line: str) -> tuple[str, float] | None:
+    """``   name ......: (min, max)`` or ``   name ...: max`` -> (name, max) (log sheet §6).
+
+    Split at the last ``": "`` in code rather than with a lazy regex, which backtracks
+    quadratically on long runs of dots and digits."""
+    head, sep, value = line.rpartition(": ")
+    if not sep or not head[:1].isspace():
+        return None
+    dotted = head.rstrip(".")
+    name = dotted.strip()
+    match = _TIMER_VALUE.fullmatch(value)
+    if not name or not dotted.endswith(" ") or match is None:
+        return None
+    number = _float(match.group(2) or match.group(1))
+    return None if number is None else (name, number)
+
+
 def _memory(match: re.Match[str]) -> RankMemory:
     scale = 1e9 / _MIB if match.group(3) == "GB" else 1.0  # Megatron-Bridge GB = 1e9 B (§10)
     values = {
@@ -313,10 +371,13 @@ def parse_megatron_log(
     source_id: str = "megatron-log",
     gpu_type: str | None = None,
     gpus_per_node: int | None = None,
+    time_budget_s: float | None = None,
 ) -> LogParseResult:
     """Parse a Megatron-LM stdout log; raises :class:`LogParseError` if it is not one.
 
-    ``gpu_type`` and ``gpus_per_node`` are stored as given (logs rarely print them).
+    ``gpu_type`` and ``gpus_per_node`` are stored as given (logs rarely print them). A log of
+    more than :data:`MAX_LINES` non-blank lines, or one that takes longer than ``time_budget_s``
+    to read, is refused with :class:`LogParseError` (a service bounds untrusted uploads so).
     """
     args: dict[str, str] = {}
     blocks = 0
@@ -328,23 +389,33 @@ def parse_megatron_log(
     vocab: tuple[int | None, int | None] = (None, None)
     micro: int | None = None
     timers: dict[int, dict[str, float]] = {}
-    run, in_args, in_timers, flagged, unparsed = 0, False, False, False, 0
-    pending = [_clean(raw) for raw in text.splitlines()]
-    pending.reverse()
-    while pending:
+    run, in_args, in_timers, flagged, unparsed, too_long = 0, False, False, False, 0, 0
+    raw_lines = _lines(text, time_budget_s)
+    pending: list[str] = []  # the pieces of a glued line still to read (log sheet §10)
+    while True:
+        if not pending:
+            raw = next(raw_lines, None)
+            if raw is None:
+                break
+            if len(raw) > MAX_LINE_CHARS:
+                too_long += 1
+                continue
+            if not raw or raw.isspace():  # a blank line only ends a timer block
+                in_timers = False
+                continue
+            pending.append(_clean(raw))
         line = pending.pop()
         if in_args:
             if _ARGS_FOOT.search(line):
                 in_args = False
             elif m := _ARG_LINE.match(line):
-                args[m.group(1)] = m.group(2)
+                args[m.group(1)] = m.group(2).rstrip()
             elif line.strip():
                 unparsed += 1
             continue
         last_iter = iterations[-1].iteration if iterations else 0
-        if in_timers and (m := _TIMER_LINE.match(line)):
-            value = float(m.group(3) or m.group(2))
-            timers.setdefault(last_iter, {})[m.group(1).strip()] = value
+        if in_timers and (timer := _timer_line(line)) is not None:
+            timers.setdefault(last_iter, {})[timer[0]] = timer[1]
             continue
         in_timers = False
         if m := _ITER.search(line):
@@ -391,6 +462,8 @@ def parse_megatron_log(
             "not a Megatron-LM log: found neither an arguments block "
             "('---- arguments ----') nor any 'iteration N/ M |' line"
         )
+    if too_long:
+        warnings.append(f"{too_long} line(s) over {MAX_LINE_CHARS} characters were skipped")
     if in_args:
         warnings.append("the arguments block has no 'end of arguments' line (truncated log?)")
     if unparsed:
