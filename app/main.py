@@ -24,6 +24,7 @@ from app.db.engine import make_engine, make_session_factory, unit_of_work
 from app.db.migrate import upgrade
 from app.db.models import PlanJobRow
 from app.errors import install_error_handlers
+from app.input_policy import InputPolicyMiddleware
 from app.jobs.backend import PlanningBackend, default_backend
 from app.jobs.worker import WorkerPool
 from app.logging_config import configure_logging
@@ -168,6 +169,7 @@ def create_app(
     app.state.authenticator = Authenticator(settings, app.state.session_factory)
     app.state.metrics = health.Metrics(app.state.session_factory)
     app.middleware("http")(app.state.metrics.middleware)
+    app.add_middleware(InputPolicyMiddleware)  # inside the body limit: reads bounded bodies
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
