@@ -30,11 +30,11 @@ from app.jobs.worker import WorkerPool
 from app.logging_config import configure_logging
 from app.middleware import (
     BodyLimitMiddleware,
-    RateLimitMiddleware,
     RequestContextMiddleware,
     with_time_budget,
 )
 from app.schemas.common import problem_responses
+from app.security.ratelimit import AddressRateLimitMiddleware, KeyRateLimiter
 from app.settings import Settings
 from app.web import mount_static
 from app.web import router as web_router
@@ -175,8 +175,11 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
         max_upload_bytes=settings.max_upload_bytes,
     )
+    app.state.key_limiter = KeyRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.add_middleware(
-        RateLimitMiddleware, rate_per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst
+        AddressRateLimitMiddleware,
+        rate_per_s=settings.rate_limit_ip_per_s,
+        burst=settings.rate_limit_ip_burst,
     )
     app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)

@@ -60,9 +60,15 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(default=16 * 2**20, ge=1024, le=2**31)
     """Largest body of a measurements upload (CSV / Megatron log)."""
     rate_limit_per_s: float = Field(default=50.0, ge=0, le=1e6)
-    """Sustained requests per second per API key (or client IP without one); 0 = no limit."""
+    """Sustained cost units per second per verified API key (per client address without auth;
+    a read costs 1, a plan job 10, a batch 20: app/security/ratelimit.py); 0 = no limit."""
     rate_limit_burst: int = Field(default=200, ge=1, le=1_000_000)
-    """Requests a key may send at once before the per-second rate applies (bucket size)."""
+    """Cost units a key may spend at once before the per-second rate applies (bucket size)."""
+    rate_limit_ip_per_s: float = Field(default=200.0, ge=0, le=1e6)
+    """Sustained cost units per second per client address, checked before authentication
+    (looser than per key: several keys may share an address); 0 = no limit."""
+    rate_limit_ip_burst: int = Field(default=800, ge=1, le=1_000_000)
+    """Cost units an address may spend at once (bucket size)."""
     job_time_budget_s: float = Field(default=3600.0, gt=0, le=7 * 86400)
     """A plan job running longer than this fails with an error that says so."""
     shutdown_grace_s: float = Field(default=10.0, ge=0, le=600)

@@ -25,6 +25,7 @@ from app.auth.keys import ANONYMOUS_ADMIN, ApiKeyStore, Principal, hash_key
 from app.auth.models import ApiKeyRow
 from app.auth.session import SESSION_COOKIE, SessionSigner, WebSession
 from app.errors import AppError
+from app.security.ratelimit import charge
 from app.settings import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -141,6 +142,7 @@ def require_scope(write_scope: str, reads_too: bool = False) -> Callable[[Reques
                 f"this API key lacks the {needed!r} scope needed for {request.method} "
                 f"{request.url.path}; its scopes: {', '.join(sorted(principal.scopes)) or 'none'}"
             )
+        charge(request, principal.key_id)  # the verified key's rate limit
         request.state.principal = principal
         return principal
 

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.auth.deps import READ_METHODS, ForbiddenError, get_authenticator
 from app.auth.session import CSRF_FIELD, SESSION_COOKIE, csrf_ok
 from app.errors import AppError
+from app.security.ratelimit import charge
 
 router = APIRouter(include_in_schema=False)
 ADMIN_PAGES = ("/catalog", "/calibration")
@@ -39,6 +40,7 @@ async def web_guard(request: Request) -> None:
         raise AppError(
             "sign in first", status_code=303, headers={"Location": target, "HX-Redirect": target}
         )
+    charge(request, principal.key_id)  # the session's key pays, as its API twin would
     request.state.principal = principal
     request.state.csrf_token = web.csrf
     if request.method in READ_METHODS:
