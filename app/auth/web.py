@@ -85,8 +85,7 @@ def login(
     principal = auth.verify_key(api_key.strip()) if api_key.strip() else None
     if principal is None or principal.key_id is None or principal.prefix is None:
         return _login_page(request, "That API key is not valid (unknown or revoked).", 401)
-    scopes = tuple(sorted(principal.scopes))
-    cookie, _ = auth.signer.issue(principal.key_id, principal.prefix, scopes)
+    cookie = auth.start_session(principal)
     response = RedirectResponse(_safe_next(next_page), status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
@@ -108,6 +107,7 @@ async def logout(request: Request) -> Response:
         token = request.headers.get("x-csrf-token") or form.get(CSRF_FIELD)
         if not csrf_ok(web, token if isinstance(token, str) else None):
             raise ForbiddenError("the form's CSRF token is missing or wrong; reload the page")
+        auth.end_session(web)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
     return response
