@@ -19,6 +19,8 @@ from app.security.ratelimit import charge
 router = APIRouter(include_in_schema=False)
 ADMIN_PAGES = ("/catalog", "/calibration")
 """Form POSTs that change shared data need the admin scope (as their API routes do)."""
+SEARCH_PAGES = {"/scaling": "POST /v1/scaling-curves"}
+"""Pages whose GET runs a search (``?run``): the plan scope, as their API twin needs."""
 
 
 def _safe_next(target: str | None) -> str:
@@ -43,6 +45,11 @@ async def web_guard(request: Request) -> None:
     charge(request, principal.key_id)  # the session's key pays, as its API twin would
     request.state.principal = principal
     request.state.csrf_token = web.csrf
+    twin = SEARCH_PAGES.get(request.url.path)
+    if twin and "run" in request.query_params and not principal.allows("plan"):
+        raise ForbiddenError(
+            f"your API key lacks the 'plan' scope this search needs (as {twin} does)"
+        )
     if request.method in READ_METHODS:
         return
     token = request.headers.get("x-csrf-token")
