@@ -34,7 +34,9 @@ from app.middleware import (
     with_time_budget,
 )
 from app.schemas.common import problem_responses
+from app.security.headers import SecurityHeadersMiddleware, csp_allowing_inline_scripts_of
 from app.security.ratelimit import AddressRateLimitMiddleware, KeyRateLimiter
+from app.security.transport import BodyReadDeadlineMiddleware
 from app.settings import Settings
 from app.web import mount_static
 from app.web import router as web_router
@@ -64,23 +66,36 @@ def add_docs_routes(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=openapi_url,
-            title=f"{title} - Swagger UI",
-            swagger_js_url=SWAGGER_JS,
-            swagger_css_url=SWAGGER_CSS,
-            swagger_favicon_url=SWAGGER_FAVICON,
+        return _with_own_csp(
+            get_swagger_ui_html(
+                openapi_url=openapi_url,
+                title=f"{title} - Swagger UI",
+                swagger_js_url=SWAGGER_JS,
+                swagger_css_url=SWAGGER_CSS,
+                swagger_favicon_url=SWAGGER_FAVICON,
+            )
         )
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url=openapi_url,
-            title=f"{title} - ReDoc",
-            redoc_js_url=REDOC_JS,
-            redoc_favicon_url=SWAGGER_FAVICON,
-            with_google_fonts=False,
+        return _with_own_csp(
+            get_redoc_html(
+                openapi_url=openapi_url,
+                title=f"{title} - ReDoc",
+                redoc_js_url=REDOC_JS,
+                redoc_favicon_url=SWAGGER_FAVICON,
+                with_google_fonts=False,
+            )
         )
+
+
+def _with_own_csp(page: HTMLResponse) -> HTMLResponse:
+    """The docs pages boot from inline scripts: allow exactly those (by hash), and the blob:
+    web worker ReDoc searches in; every other page gets the strict policy."""
+    html = bytes(page.body).decode()
+    policy = csp_allowing_inline_scripts_of(html) + "; worker-src 'self' blob:"
+    page.headers["content-security-policy"] = policy
+    return page
 
 
 CatalogSource = Callable[[], dict[str, dict[str, dict[str, Any]]]]
@@ -170,6 +185,7 @@ def create_app(
     app.state.metrics = health.Metrics(app.state.session_factory)
     app.middleware("http")(app.state.metrics.middleware)
     app.add_middleware(InputPolicyMiddleware)  # inside the body limit: reads bounded bodies
+    app.add_middleware(BodyReadDeadlineMiddleware, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
@@ -181,6 +197,7 @@ def create_app(
         rate_per_s=settings.rate_limit_ip_per_s,
         burst=settings.rate_limit_ip_burst,
     )
+    app.add_middleware(SecurityHeadersMiddleware, hsts=settings.hsts)  # on every response
     app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)
 
