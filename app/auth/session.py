@@ -2,7 +2,8 @@
 
 The cookie holds the signed-in key's id and scopes, the id of its server-side session row
 (app/security/sessions.py: sign-out and key revocation end it), a per-session CSRF token and an
-expiry; it never holds the key. Every form POST must carry the session's CSRF token in a hidden field.
+expiry; it never holds the key. Every form POST must carry the session's CSRF token in a hidden
+field.
 """
 
 from __future__ import annotations

@@ -35,9 +35,7 @@ class DeadlineH11Protocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # read here, not from Settings: uvicorn builds this class in each worker process
-        self.header_timeout_s = float(
-            os.environ.get(HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S)
-        )
+        self.header_timeout_s = float(os.environ.get(HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S))
         self._head_deadline: asyncio.TimerHandle | None = None
 
     def _arm(self) -> None:

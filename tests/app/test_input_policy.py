@@ -50,10 +50,9 @@ def test_nul_in_a_json_key_is_422(client: TestClient) -> None:
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_non_finite_numbers_are_422_naming_the_field(client: TestClient, token: str) -> None:
-    raw = '{"slug": "tiny", "spec": {"num_layers": 2}, "metadata": {"x": [1, %s]}}' % token
-    response = client.post(
-        "/v1/models", content=raw, headers={"content-type": "application/json"}
-    )
+    raw = '{"slug": "tiny", "spec": {"num_layers": 2}, "metadata": {"x": [1, TOKEN]}}'
+    raw = raw.replace("TOKEN", token)
+    response = client.post("/v1/models", content=raw, headers={"content-type": "application/json"})
     assert_rejected(response, "metadata.x.1", "finite")
 
 
@@ -71,7 +70,9 @@ def test_deep_json_is_422_not_a_recursion_error(client: TestClient) -> None:
 
 def test_invalid_utf8_json_is_422(client: TestClient) -> None:
     response = client.post(
-        "/v1/evaluations", content=b'{"model": "\xff\xfe"}', headers={"content-type": "application/json"}
+        "/v1/evaluations",
+        content=b'{"model": "\xff\xfe"}',
+        headers={"content-type": "application/json"},
     )
     assert_rejected(response, "body", "UTF-8")
 

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from tests.app.conftest import JOB_70B, SLOW_SEED
 from tests.app.test_auth import _sign_in, new_key
-from tests.app.test_auth import secured as secured  # noqa: F401  (the fixture)
+from tests.app.test_auth import secured as secured  # the fixture
 
 PLAN = {**JOB_70B, "seed": SLOW_SEED}
 

@@ -19,7 +19,7 @@ from app.security.headers import CSP
 from app.security.transport import HEADER_TIMEOUT_ENV, DeadlineH11Protocol
 from app.settings import Settings
 from tests.app.test_auth import new_key
-from tests.app.test_auth import secured as secured  # noqa: F401  (the fixture)
+from tests.app.test_auth import secured as secured  # the fixture
 
 
 def test_every_response_carries_the_hardening_headers(client: TestClient) -> None:

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 
 from tests.app.conftest import LAYOUT_70B
 from tests.app.test_auth import _sign_in, new_key
-from tests.app.test_auth import secured as secured  # noqa: F401  (the fixture)
+from tests.app.test_auth import secured as secured  # the fixture
 
 
 def test_sign_out_ends_the_session_even_for_a_kept_cookie(secured: TestClient) -> None:
