@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from app import bulk_evaluation
 from app.api import batches, calibration, evaluations, health, plan_jobs, scaling
 from app.api import catalog as catalog_routes
 from app.api import keys as key_routes
@@ -211,6 +212,7 @@ def create_app(
     admin = {**auth, "dependencies": [Depends(require_scope("admin"))]}
     for kind in ("model", "gpu", "cluster"):
         app.include_router(catalog_routes.catalog_router(kind), **admin)
+    app.include_router(bulk_evaluation.router, **auth)
     app.include_router(evaluations.router, **auth)
     app.include_router(plan_jobs.router, **auth)
     app.include_router(batches.router, **auth)

@@ -35,7 +35,8 @@ access_log = logging.getLogger("app.access")
 _REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/static/")
 """Paths no rate limit applies to (probes, scrapes, static files)."""
-UPLOAD_PATH = re.compile(r"^/v1/clusters/[^/]+/measurements$")
+UPLOAD_PATH = re.compile(r"^/v1/clusters/[^/]+/measurements$|^/v1/evaluations/bulk$")
+"""Routes whose bodies get the upload limit (measurement files, bulk evaluations)."""
 
 
 async def send_problem(
