@@ -21,6 +21,7 @@ from app.api.catalog_service import builtin_specs, seed_builtins
 from app.auth import Authenticator, require_scope
 from app.auth.web import router as login_router
 from app.auth.web import web_guard
+from app.catalog_cache import INFO_KEY, CatalogCache
 from app.db.engine import make_engine, make_session_factory, unit_of_work
 from app.db.migrate import upgrade
 from app.db.models import PlanJobRow
@@ -180,6 +181,7 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
+    app.state.session_factory.configure(info={INFO_KEY: CatalogCache()})  # catalog look-ups
     app.state.worker_pool = None
     app.state.backend = backend
     app.state.authenticator = Authenticator(settings, app.state.session_factory)
