@@ -10,6 +10,7 @@ from sqlalchemy.engine import create_engine
 from alembic import context
 from app.auth import models as auth_models  # noqa: F401  (the api_key row)
 from app.db import models  # noqa: F401  (registers the rows on the metadata)
+from app.security import sessions  # noqa: F401  (the web_session row)
 from app.db.base import Base
 from app.db.engine import make_engine
 

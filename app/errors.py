@@ -32,6 +32,7 @@ _TITLES = {
     405: "Method not allowed",
     409: "Conflict",
     413: "Payload too large",
+    408: "Request timeout",
     415: "Unsupported media type",
     422: "Invalid input",
     429: "Too many requests",

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
+from app import bulk_evaluation
 from app.api import batches, calibration, evaluations, health, plan_jobs, scaling
 from app.api import catalog as catalog_routes
 from app.api import keys as key_routes
@@ -20,20 +21,24 @@ from app.api.catalog_service import builtin_specs, seed_builtins
 from app.auth import Authenticator, require_scope
 from app.auth.web import router as login_router
 from app.auth.web import web_guard
+from app.catalog_cache import INFO_KEY, CatalogCache
 from app.db.engine import make_engine, make_session_factory, unit_of_work
 from app.db.migrate import upgrade
 from app.db.models import PlanJobRow
 from app.errors import install_error_handlers
+from app.input_policy import InputPolicyMiddleware
 from app.jobs.backend import PlanningBackend, default_backend
 from app.jobs.worker import WorkerPool
 from app.logging_config import configure_logging
 from app.middleware import (
     BodyLimitMiddleware,
-    RateLimitMiddleware,
     RequestContextMiddleware,
     with_time_budget,
 )
 from app.schemas.common import problem_responses
+from app.security.headers import SecurityHeadersMiddleware, csp_allowing_inline_scripts_of
+from app.security.ratelimit import AddressRateLimitMiddleware, KeyRateLimiter
+from app.security.transport import BodyReadDeadlineMiddleware
 from app.settings import Settings
 from app.web import mount_static
 from app.web import router as web_router
@@ -63,23 +68,36 @@ def add_docs_routes(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=openapi_url,
-            title=f"{title} - Swagger UI",
-            swagger_js_url=SWAGGER_JS,
-            swagger_css_url=SWAGGER_CSS,
-            swagger_favicon_url=SWAGGER_FAVICON,
+        return _with_own_csp(
+            get_swagger_ui_html(
+                openapi_url=openapi_url,
+                title=f"{title} - Swagger UI",
+                swagger_js_url=SWAGGER_JS,
+                swagger_css_url=SWAGGER_CSS,
+                swagger_favicon_url=SWAGGER_FAVICON,
+            )
         )
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url=openapi_url,
-            title=f"{title} - ReDoc",
-            redoc_js_url=REDOC_JS,
-            redoc_favicon_url=SWAGGER_FAVICON,
-            with_google_fonts=False,
+        return _with_own_csp(
+            get_redoc_html(
+                openapi_url=openapi_url,
+                title=f"{title} - ReDoc",
+                redoc_js_url=REDOC_JS,
+                redoc_favicon_url=SWAGGER_FAVICON,
+                with_google_fonts=False,
+            )
         )
+
+
+def _with_own_csp(page: HTMLResponse) -> HTMLResponse:
+    """The docs pages boot from inline scripts: allow exactly those (by hash), and the blob:
+    web worker ReDoc searches in; every other page gets the strict policy."""
+    html = bytes(page.body).decode()
+    policy = csp_allowing_inline_scripts_of(html) + "; worker-src 'self' blob:"
+    page.headers["content-security-policy"] = policy
+    return page
 
 
 CatalogSource = Callable[[], dict[str, dict[str, dict[str, Any]]]]
@@ -163,19 +181,26 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
+    app.state.session_factory.configure(info={INFO_KEY: CatalogCache()})  # catalog look-ups
     app.state.worker_pool = None
     app.state.backend = backend
     app.state.authenticator = Authenticator(settings, app.state.session_factory)
     app.state.metrics = health.Metrics(app.state.session_factory)
     app.middleware("http")(app.state.metrics.middleware)
+    app.add_middleware(InputPolicyMiddleware)  # inside the body limit: reads bounded bodies
+    app.add_middleware(BodyReadDeadlineMiddleware, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
         max_upload_bytes=settings.max_upload_bytes,
     )
+    app.state.key_limiter = KeyRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.add_middleware(
-        RateLimitMiddleware, rate_per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst
+        AddressRateLimitMiddleware,
+        rate_per_s=settings.rate_limit_ip_per_s,
+        burst=settings.rate_limit_ip_burst,
     )
+    app.add_middleware(SecurityHeadersMiddleware, hsts=settings.hsts)  # on every response
     app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)
 
@@ -189,6 +214,7 @@ def create_app(
     admin = {**auth, "dependencies": [Depends(require_scope("admin"))]}
     for kind in ("model", "gpu", "cluster"):
         app.include_router(catalog_routes.catalog_router(kind), **admin)
+    app.include_router(bulk_evaluation.router, **auth)
     app.include_router(evaluations.router, **auth)
     app.include_router(plan_jobs.router, **auth)
     app.include_router(batches.router, **auth)

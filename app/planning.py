@@ -8,6 +8,7 @@ raises :class:`planner.specs.SpecError` whose ``field`` names the request field 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -290,7 +291,13 @@ def memory_threshold(req: dict[str, Any]) -> float:
 
 
 def profile_for(gpu: GPUSpec, profile: PerformanceProfile | None) -> PerformanceProfile:
-    return profile if profile is not None else load_profile(gpu)
+    return profile if profile is not None else _shipped_profile(gpu)
+
+
+@functools.lru_cache(maxsize=64)
+def _shipped_profile(gpu: GPUSpec) -> PerformanceProfile:
+    """models_db's profile of a GPU, parsed once (a file read and parse per request before)."""
+    return load_profile(gpu)
 
 
 # --- entry points ----------------------------------------------------------------------------

@@ -59,6 +59,7 @@ def start_server(port: int, workers: int, data_dir: str) -> subprocess.Popen[byt
         "PLANNER_DATA_DIR": data_dir,
         "PLANNER_WORKERS": "0",
         "PLANNER_RATE_LIMIT_PER_S": "0",
+        "PLANNER_RATE_LIMIT_IP_PER_S": "0",
     }
     planner = str(Path(sys.executable).with_name("planner"))
     proc = subprocess.Popen(

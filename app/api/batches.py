@@ -13,6 +13,7 @@ from app.jobs.batch_rows import to_csv
 from app.jobs.batches import MAX_BATCH_JOBS, BatchService
 from app.schemas.common import problem_responses
 from app.schemas.jobs import PLAN_EXAMPLE
+from app.security.ownership import ViewerDep
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
 BatchId = Annotated[str, Path(max_length=64)]
@@ -60,9 +61,10 @@ def submit(
     body: Annotated[BatchCreate, Body()],
     session: SessionDep,
     backend: BackendDep,
+    viewer: ViewerDep,
     pool: PoolDep,
 ) -> JSONResponse:
-    service = BatchService(session, backend)
+    service = BatchService(session, backend, viewer)
     batch = service.submit(body.jobs)
     session.commit()  # the jobs must be visible to the workers
     if pool is not None:
@@ -80,8 +82,10 @@ def submit(
     summary="A batch's status, progress and jobs",
     operation_id="get_batch",
 )
-def get_batch(batch_id: BatchId, session: SessionDep, backend: BackendDep) -> dict[str, Any]:
-    return BatchService(session, backend).read(batch_id)
+def get_batch(
+    batch_id: BatchId, session: SessionDep, backend: BackendDep, viewer: ViewerDep
+) -> dict[str, Any]:
+    return BatchService(session, backend, viewer).read(batch_id)
 
 
 @router.get(
@@ -100,10 +104,11 @@ def get_results(
     batch_id: BatchId,
     session: SessionDep,
     backend: BackendDep,
+    viewer: ViewerDep,
     format: Annotated[Literal["csv", "json"], Query()] = "json",
     partial: Annotated[bool, Query(description="rows of the jobs finished so far")] = False,
 ) -> Response:
-    rows = BatchService(session, backend).results(batch_id, partial=partial)
+    rows = BatchService(session, backend, viewer).results(batch_id, partial=partial)
     if format == "csv":
         return PlainTextResponse(to_csv(rows), media_type="text/csv")
     return JSONResponse(rows)

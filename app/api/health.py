@@ -6,7 +6,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -19,6 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import text
 
+from app.auth.deps import require_scope
 from app.db.models import JOB_STATUSES
 from app.db.repositories import PlanJobRepository
 from app.errors import problem
@@ -47,12 +48,22 @@ def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ready"})
 
 
+def metrics_guard(request: Request) -> None:
+    """With auth on, a scrape needs a key with the read scope (Prometheus sends it as
+    ``Authorization: Bearer pp_...``), unless ``PLANNER_METRICS_PUBLIC=true`` says the port is
+    reachable only by the scraper."""
+    if request.app.state.settings.metrics_public:
+        return
+    require_scope("read")(request)
+
+
 @router.get(
     "/metrics",
-    summary="Prometheus metrics",
+    summary="Prometheus metrics (read scope when auth is on)",
     operation_id="metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {}}}},
+    responses={200: {"content": {"text/plain": {}}}, **problem_responses(401, 403)},
+    dependencies=[Depends(metrics_guard)],
 )
 def metrics(request: Request) -> Response:
     registry: CollectorRegistry = request.app.state.metrics.registry

@@ -12,6 +12,7 @@ from app.jobs.service import PlanJobService, to_read, wait_until_finished
 from app.schemas import PlanJobCreate, PlanJobPage, PlanJobRead
 from app.schemas.common import problem_responses
 from app.schemas.jobs import PLAN_EXAMPLE, Status
+from app.security.ownership import ViewerDep
 
 router = APIRouter(prefix="/v1/plan-jobs", tags=["plan jobs"])
 JobId = Annotated[str, Path(max_length=64)]
@@ -32,6 +33,7 @@ def submit(
     body: Annotated[PlanJobCreate, Body(examples=[PLAN_EXAMPLE])],
     session: SessionDep,
     backend: BackendDep,
+    viewer: ViewerDep,
     factory: FactoryDep,
     settings: SettingsDep,
     pool: PoolDep,
@@ -47,7 +49,7 @@ def submit(
         float, Query(ge=0, le=600, description="seconds to wait for the result (bounded)")
     ] = 0,
 ) -> JSONResponse:
-    job, _created = PlanJobService(session, backend).submit(
+    job, _created = PlanJobService(session, backend, viewer).submit(
         body.model_dump(mode="json", exclude_none=True), idempotency_key
     )
     session.commit()  # the job must be visible to the workers before anything waits on it
@@ -77,11 +79,12 @@ def submit(
 def list_jobs(
     session: SessionDep,
     backend: BackendDep,
+    viewer: ViewerDep,
     status_filter: Annotated[Status | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> PlanJobPage:
-    return PlanJobService(session, backend).list(status_filter, limit, offset)
+    return PlanJobService(session, backend, viewer).list(status_filter, limit, offset)
 
 
 @router.get(
@@ -91,8 +94,10 @@ def list_jobs(
     summary="A plan job's status and progress",
     operation_id="get_plan_job",
 )
-def get_job(job_id: JobId, session: SessionDep, backend: BackendDep) -> PlanJobRead:
-    return to_read(PlanJobService(session, backend).get(job_id))
+def get_job(
+    job_id: JobId, session: SessionDep, backend: BackendDep, viewer: ViewerDep
+) -> PlanJobRead:
+    return to_read(PlanJobService(session, backend, viewer).get(job_id))
 
 
 @router.get(
@@ -101,8 +106,10 @@ def get_job(job_id: JobId, session: SessionDep, backend: BackendDep) -> PlanJobR
     summary="The ranked plans of a finished job (as `planner plan --json`)",
     operation_id="get_plan_job_plans",
 )
-def get_plans(job_id: JobId, session: SessionDep, backend: BackendDep) -> dict[str, Any]:
-    return PlanJobService(session, backend).plans(job_id)
+def get_plans(
+    job_id: JobId, session: SessionDep, backend: BackendDep, viewer: ViewerDep
+) -> dict[str, Any]:
+    return PlanJobService(session, backend, viewer).plans(job_id)
 
 
 @router.post(
@@ -117,9 +124,13 @@ def get_plans(job_id: JobId, session: SessionDep, backend: BackendDep) -> dict[s
     operation_id="cancel_plan_job",
 )
 def cancel(
-    job_id: JobId, session: SessionDep, backend: BackendDep, response: Response
+    job_id: JobId,
+    session: SessionDep,
+    backend: BackendDep,
+    viewer: ViewerDep,
+    response: Response,
 ) -> PlanJobRead:
-    job = PlanJobService(session, backend).cancel(job_id)
+    job = PlanJobService(session, backend, viewer).cancel(job_id)
     if job.status == "cancelled":
         response.status_code = status.HTTP_200_OK
     return to_read(job)

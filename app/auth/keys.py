@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from app.auth.models import ApiKeyRow
 from app.db.base import utcnow
 from app.errors import InvalidInputError, NotFoundError
+from app.security.sessions import WebSessionStore
 
 SCOPES = ("read", "plan", "admin")
 """Each scope includes the ones before it: admin can plan, plan can read."""
@@ -137,6 +138,7 @@ class ApiKeyStore:
             raise NotFoundError(f"no API key {key_id_or_prefix!r}; `planner keys list` shows them")
         if row.revoked_at is None:
             row.revoked_at = utcnow()
+            WebSessionStore(self.session).revoke_for_key(row.id)  # its sign-ins end with it
             self.session.flush()
         return _info(row)
 

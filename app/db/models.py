@@ -79,6 +79,8 @@ class PlanJobRow(Base):
     batch_index: Mapped[int | None] = mapped_column(Integer, default=None)
     """Its position in the batch's job list."""
     parent_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    owner_key_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    """The API key that submitted the job (None without auth): only it, or admin, may see it."""
     """The plan job this one is a fanned-out part of (one GPU count x batch size), if any."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
@@ -95,6 +97,8 @@ class BatchRow(Base):
     names: Mapped[dict[str, Any]] = mapped_column(JSONType)
     """``{"names": [...]}``: the job names, in submission order."""
     total: Mapped[int] = mapped_column(Integer)
+    owner_key_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    """The API key that submitted the batch (None without auth)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -38,6 +38,8 @@ class JobView:
     result: dict[str, Any] | None = None
     error: str | None = None
     elapsed_s: float | None = None
+    owner_key_id: str | None = None
+    """The API key that submitted it (None without auth)."""
 
     @property
     def finished(self) -> bool:
@@ -51,7 +53,7 @@ class WebBackend(Protocol):
     def catalog_rows(self, kind: str) -> list[dict[str, Any]]: ...
     def parse_hf_config(self, config: dict[str, Any], name: str) -> dict[str, Any]: ...
     def check_request(self, request: dict[str, Any]) -> dict[str, Any]: ...
-    def submit_plan(self, request: dict[str, Any]) -> str: ...
+    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str: ...
     def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]: ...
     def calibration_preview(
         self, cluster: str, body: bytes, media_type: str, save: bool
@@ -206,13 +208,15 @@ class ServiceBackend:
         objective_from_request(req)
         return req
 
-    def submit_plan(self, request: dict[str, Any]) -> str:
+    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str:
         from app.errors import AppError
         from app.jobs.service import PlanJobService
+        from app.security.ownership import Viewer
 
         try:
             with self._session() as session:
-                job, _created = PlanJobService(session, self._app.state.backend).submit(
+                viewer = Viewer(key_id=owner, admin=True)  # the owner of what it submits
+                job, _created = PlanJobService(session, self._app.state.backend, viewer).submit(
                     request, None
                 )
                 job_id = str(job.id)
@@ -244,4 +248,5 @@ class ServiceBackend:
                 result=row.result,
                 error=row.error,
                 elapsed_s=elapsed,
+                owner_key_id=row.owner_key_id,
             )

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.input_policy import load_json_text
 from app.schemas.common import SLUG_PATTERN
 from app.web.backend import Backend
 from app.web.templating import templates
@@ -114,7 +115,7 @@ async def parse_model(request: Request, backend: Backend) -> Response:
     text = str(form.get("config_json", ""))
     name = str(form.get("name", "")).strip() or "pasted-model"
     try:
-        config = json.loads(text)
+        config = load_json_text(text, "hf_config")
         if not isinstance(config, dict):
             raise SpecError("config.json must be a JSON object", field="hf_config")
         if form.get("store"):

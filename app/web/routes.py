@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from app.security.ownership import NotYoursError, Viewer, viewer_of
 from app.web import forms, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
@@ -53,10 +54,14 @@ def _job_context(job: JobView) -> dict[str, Any]:
     return ctx
 
 
-def _get_job(backend: WebBackend, job_id: str) -> JobView:
+def _get_job(backend: WebBackend, job_id: str, viewer: Viewer) -> JobView:
     job = backend.get_plan(job_id)
     if job is None:
         raise _NotFound(f"no plan {job_id!r}; it may have been made before a restart")
+    try:  # the same rule as GET /v1/plan-jobs/{id}: the key that made it, or admin
+        viewer.check(job.owner_key_id, f"plan {job_id}")
+    except NotYoursError as exc:
+        raise _NotFound(exc.message) from None
     return job
 
 
@@ -78,7 +83,7 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
     try:
         req = forms.to_request(values)
         req = await _run_sync(backend.check_request, req)
-        job_id = await _run_sync(backend.submit_plan, req)
+        job_id = await _run_sync(backend.submit_plan, req, viewer_of(request).key_id)
     except SpecError as exc:
         name = forms.error_field(exc.field, values)
         state = forms.FormState(
@@ -92,7 +97,7 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
         )
     if not _is_htmx(request):
         return RedirectResponse(f"/plans/{job_id}", status_code=303)
-    job = _get_job(backend, job_id)
+    job = _get_job(backend, job_id, viewer_of(request))
     ctx = _form_context(backend, forms.FormState(values=values)) | _job_context(job)
     response = _templates(request).TemplateResponse(request, "_workspace.html", ctx)
     response.headers["HX-Push-Url"] = f"/plans/{job_id}"
@@ -108,7 +113,7 @@ async def _run_sync(fn: Any, *args: Any) -> Any:
 @router.get("/plans/{job_id}", response_class=HTMLResponse)
 def plan_page(request: Request, job_id: str, backend: Backend) -> Response:
     try:
-        job = _get_job(backend, job_id)
+        job = _get_job(backend, job_id, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
     state = forms.FormState(values=forms.values_from_request(job.request))
@@ -119,14 +124,16 @@ def plan_page(request: Request, job_id: str, backend: Backend) -> Response:
 @router.get("/plans/{job_id}/status", response_class=HTMLResponse)
 def plan_status(request: Request, job_id: str, backend: Backend) -> Response:
     try:
-        job = _get_job(backend, job_id)
+        job = _get_job(backend, job_id, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
     return _templates(request).TemplateResponse(request, "_job.html", _job_context(job))
 
 
-def _plan_at(backend: WebBackend, job_id: str, rank: int) -> tuple[JobView, dict[str, Any]]:
-    job = _get_job(backend, job_id)
+def _plan_at(
+    backend: WebBackend, job_id: str, rank: int, viewer: Viewer
+) -> tuple[JobView, dict[str, Any]]:
+    job = _get_job(backend, job_id, viewer)
     plans = (job.result or {}).get("plans") or []
     if not 1 <= rank <= len(plans):
         raise _NotFound(f"plan {job_id!r} has no rank {rank} (it has {len(plans)} plans)")
@@ -136,7 +143,7 @@ def _plan_at(backend: WebBackend, job_id: str, rank: int) -> tuple[JobView, dict
 @router.get("/plans/{job_id}/{rank}", response_class=HTMLResponse)
 def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> Response:
     try:
-        job, plan = _plan_at(backend, job_id, rank)
+        job, plan = _plan_at(backend, job_id, rank, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
     ctx = {
@@ -155,7 +162,7 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
 @router.get("/plans/{job_id}/{rank}/launch.sh")
 def launch_sh(request: Request, job_id: str, rank: int, backend: Backend) -> Response:
     try:
-        _job, plan = _plan_at(backend, job_id, rank)
+        _job, plan = _plan_at(backend, job_id, rank, viewer_of(request))
     except _NotFound as exc:
         return PlainTextResponse(str(exc), status_code=404)
     return PlainTextResponse(
