@@ -158,7 +158,7 @@ def evaluate_bulk(
     from planner.layouts import LayoutBatch
     from planner.memory import MemoryOptions, estimate_memory
     from planner.performance import estimate_performance
-    from planner.rules import RULES, check_rules
+    from planner.space.rules import RULES, check_rules
 
     planning._check_fields(common, planning.COMMON_FIELDS)
     model = planning.resolve_model(common.get("model"))

@@ -42,6 +42,7 @@ from app.security.transport import BodyReadDeadlineMiddleware
 from app.settings import Settings
 from app.web import mount_static
 from app.web import router as web_router
+from app.web.errors import install_html_error_pages
 from app.web.templating import static_url
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,7 @@ def create_app(
     app.add_middleware(SecurityHeadersMiddleware, hsts=settings.hsts)  # on every response
     app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)
+    install_html_error_pages(app)  # browsers on web pages get HTML; the API keeps problem JSON
 
     # scopes (app/auth/deps.py): GETs need read; planning writes (evaluations, plan jobs,
     # batches, scaling) need plan; writes that change what everyone plans with (catalog,

@@ -28,6 +28,7 @@ MODEL_COLUMNS = (
     ("num_experts", "Experts"),
     ("moe_router_topk", "Top-k"),
     ("max_position_embeddings", "Max positions"),
+    ("builtin", "Built-in"),
 )
 GPU_COLUMNS = (
     ("slug", "GPU"),
@@ -36,6 +37,16 @@ GPU_COLUMNS = (
     ("peak_bf16_flop_per_s", "Peak BF16"),
     ("peak_fp8_flop_per_s", "Peak FP8"),
     ("intra_node_bandwidth_bytes_per_s", "Intra-node link"),
+    ("builtin", "Built-in"),
+)
+CLUSTER_COLUMNS = (
+    ("slug", "Cluster"),
+    ("gpu", "GPU"),
+    ("gpus_per_node", "GPUs per node"),
+    ("inter_node_bandwidth_bytes_per_s", "Inter-node bandwidth per GPU"),
+    ("inter_node_latency_s", "Inter-node latency"),
+    ("intra_node_latency_s", "Intra-node latency"),
+    ("builtin", "Built-in"),
 )
 
 
@@ -43,6 +54,8 @@ def _fmt(key: str, value: Any) -> str:
     """SI values rendered in the units people read (GiB, TB/s, TFLOP/s, GB/s)."""
     if value is None:
         return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, int | float) and not isinstance(value, bool):
         if key.endswith("_bytes"):
             return f"{value / 2**30:,.0f} GiB"
@@ -77,7 +90,7 @@ def _page(
     status_code: int = 200,
 ) -> Response:
     titles = {"models": "Models", "gpus": "GPU types", "clusters": "Cluster presets"}
-    columns = {"models": MODEL_COLUMNS, "gpus": GPU_COLUMNS}.get(kind)
+    columns = {"models": MODEL_COLUMNS, "gpus": GPU_COLUMNS, "clusters": CLUSTER_COLUMNS}.get(kind)
     error = None
     try:
         rows = backend.catalog_rows(kind)

@@ -13,12 +13,16 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.templating import Jinja2Templates
 
 from app.security.ownership import NotYoursError, Viewer, viewer_of
-from app.web import forms, views
+from app.web import forms, present, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
 
 router = APIRouter(include_in_schema=False)
+PREFILL_FIELDS = frozenset(
+    ("model", "gpu", "num_gpus", "seq_length", "global_batch_size", "token_budget")
+) | {"usd_per_gpu_hour"}
+"""Form fields a link may prefill (``/?model=...&num_gpus=...``, from the scaling rows)."""
 
 
 def _templates(request: Request) -> Jinja2Templates:
@@ -48,7 +52,9 @@ def _job_context(job: JobView) -> dict[str, Any]:
     ctx: dict[str, Any] = {"job": job}
     if job.status == "succeeded" and job.result is not None:
         plans = job.result.get("plans") or []
-        ctx["rows"] = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
+        rows = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
+        ctx["rows"] = present.group_variants(rows, plans)  # near-duplicates under their best
+        ctx["objective_columns"] = present.objective_columns(plans)
         ctx["scatter"] = views.scatter_chart(job.result)
         ctx["rejections"] = views.rejections(job.result)
     return ctx
@@ -72,6 +78,8 @@ class _NotFound(Exception):
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, backend: Backend) -> Response:
     state = forms.default_state(backend.list_models(), backend.list_gpus())
+    # links from other pages (a scaling row) prefill the form; the user still submits it
+    state.values.update({k: v for k, v in request.query_params.items() if k in PREFILL_FIELDS})
     return _templates(request).TemplateResponse(request, "home.html", _form_context(backend, state))
 
 
@@ -153,6 +161,7 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
         "row": views.plan_row(rank, plan),
         "memory_chart": views.memory_chart(plan),
         "time_chart": views.time_chart(plan),
+        **views.component_tables(plan),
         "command": views.launch_command(plan),
         "nav": "plan",
     }
@@ -174,5 +183,8 @@ def launch_sh(request: Request, job_id: str, rank: int, backend: Backend) -> Res
 
 def _not_found(request: Request, message: str) -> Response:
     return _templates(request).TemplateResponse(
-        request, "message.html", {"title": "Not found", "message": message}, status_code=404
+        request,
+        "error.html",
+        {"status": 404, "title": "Not found", "message": message, "errors": []},
+        status_code=404,
     )
