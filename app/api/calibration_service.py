@@ -93,7 +93,8 @@ def rows_from_body(
             )
             raw = list(parsed.to_measurement_rows())
         except (LogParseError, SpecError, ValueError) as exc:
-            raise InvalidInputError.for_field("body", f"not a Megatron-LM log: {exc}") from exc
+            why = str(exc).removeprefix("not a Megatron-LM log: ")  # said once, not twice
+            raise InvalidInputError.for_field("body", f"not a Megatron-LM log: {why}") from exc
         source = "log"
     else:
         raise UnsupportedMediaError(
