@@ -214,3 +214,17 @@ def test_favicon_is_served(page: Page, live: str) -> None:
     assert href is not None
     response = page.request.get(live + href)
     assert response.ok and response.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_login_page_is_linked_when_auth_is_on(
+    sized: tuple[str, Page], auth_server: str, artifacts: Path
+) -> None:
+    width, page = sized
+    page.goto(auth_server + "/")  # a page that needs a sign-in sends the browser to it
+    expect(page).to_have_url(re.compile(r"/login"))
+    if width == "phone":
+        page.locator(".nav-toggle-label").click()
+    expect(page.locator("#main-nav").get_by_role("link", name="Sign in")).to_be_visible()
+    expect(page.locator("#login-form")).to_be_visible()
+    shoot(page, artifacts, f"login-{width}")
+    assert_no_sideways_scroll(page)
