@@ -45,13 +45,16 @@ def _html_or(handler: Handler) -> Handler:
 
         body = _problem(response)
         status = response.status_code
+        message = str(body.get("detail") or "")
+        if status == 404 and message.lower() == "not found":  # the router's bare default
+            message = f"There is no page at {request.url.path}."
         page = templates(request.app).TemplateResponse(
             request,
             "error.html",
             {
                 "status": status,
                 "title": body.get("title") or "Error",
-                "message": body.get("detail") or "",
+                "message": message,
                 "errors": body.get("errors") or [],
             },
             status_code=status,

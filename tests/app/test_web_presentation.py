@@ -167,6 +167,7 @@ def test_unknown_page_is_html_for_a_browser(web: Callable[..., TestClient]) -> N
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
     assert 'id="error-page"' in response.text and "Not found" in response.text
+    assert "There is no page at /no/such/page" in response.text
 
 
 def test_api_errors_stay_problem_json(web: Callable[..., TestClient]) -> None:
