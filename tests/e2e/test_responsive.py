@@ -62,6 +62,12 @@ def assert_no_sideways_scroll(page: Page) -> None:
     assert widths[0] <= widths[1], f"page is {widths[0]} px wide in a {widths[1]} px window"
 
 
+def shoot_and_check_width(page: Page, artifacts: Path, name: str) -> None:
+    """Screenshot first, so a page that fails the check can be looked at."""
+    shoot(page, artifacts, name)
+    assert_no_sideways_scroll(page)
+
+
 def plan(page: Page, url: str, **extra: str) -> str:
     """Submit the dense job from the form; the URL of the ranked plans."""
     page.goto(url + "/?" + urllib.parse.urlencode(DENSE))
@@ -94,8 +100,7 @@ def test_page_fits_the_width(
     assert response is not None and response.ok
     if name == "scaling":
         page.wait_for_function("() => !!document.getElementById('scaling-chart')?.chart")
-    shoot(page, artifacts, f"{name}-{width}")
-    assert_no_sideways_scroll(page)
+    shoot_and_check_width(page, artifacts, f"{name}-{width}")
 
 
 def test_results_and_detail_fit_the_width(
@@ -103,12 +108,10 @@ def test_results_and_detail_fit_the_width(
 ) -> None:
     width, page = sized
     plan(page, live)
-    shoot(page, artifacts, f"results-{width}")
-    assert_no_sideways_scroll(page)
+    shoot_and_check_width(page, artifacts, f"results-{width}")
     page.get_by_role("link", name="Details of plan 1", exact=True).click()
     page.wait_for_function("() => !!document.getElementById('time-chart')?.chart")
-    shoot(page, artifacts, f"detail-{width}")
-    assert_no_sideways_scroll(page)
+    shoot_and_check_width(page, artifacts, f"detail-{width}")
 
 
 def test_navigation_collapses_on_a_phone(
@@ -226,5 +229,4 @@ def test_login_page_is_linked_when_auth_is_on(
         page.locator(".nav-toggle-label").click()
     expect(page.locator("#main-nav").get_by_role("link", name="Sign in")).to_be_visible()
     expect(page.locator("#login-form")).to_be_visible()
-    shoot(page, artifacts, f"login-{width}")
-    assert_no_sideways_scroll(page)
+    shoot_and_check_width(page, artifacts, f"login-{width}")
