@@ -10,9 +10,9 @@ from sqlalchemy.engine import create_engine
 from alembic import context
 from app.auth import models as auth_models  # noqa: F401  (the api_key row)
 from app.db import models  # noqa: F401  (registers the rows on the metadata)
-from app.security import sessions  # noqa: F401  (the web_session row)
 from app.db.base import Base
 from app.db.engine import make_engine
+from app.security import sessions  # noqa: F401  (the web_session row)
 
 config = context.config
 if config.config_file_name and config.attributes.get("configure_logger", True):

@@ -205,7 +205,7 @@ def json_lines(result: BulkResult) -> Iterator[bytes]:
     Lines are formatted from column texts (not ``json.dumps`` per layout: 6x faster); the
     violation lists are JSON-encoded once per distinct combination."""
     n = int(result.violated.shape[0])
-    valid = ~result.violated.any(axis=1)
+    valid = np.logical_not(np.any(result.violated, axis=1))
     fits = np.where(result.fits, "true", "false").tolist()
     mem = _json_numbers(result.memory_bytes, n)
     util = _json_numbers(result.memory_utilization, n, 6)
@@ -220,7 +220,7 @@ def json_lines(result: BulkResult) -> Iterator[bytes]:
     for i, names in broken.items():
         key = tuple(names)
         violations[i] = texts.get(key) or texts.setdefault(key, json.dumps(list(key)))
-    ok = valid.tolist()
+    ok: list[bool] = valid.tolist()
     for start in range(0, n, LINES_PER_CHUNK):
         lines = [
             f'{{"index":{i},"valid":{"true" if ok[i] else "false"},"violations":{violations[i]},'

@@ -26,17 +26,11 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.api_load import free_port, start_server  # noqa: E402
+from bench.api_load import BODY, free_port, start_server  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-JOB = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "gpus_per_node": 8,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-}
+LAYOUT_FIELDS = ("tp", "pp", "vpp", "micro_batch_size", "recompute")
+JOB = {k: v for k, v in BODY.items() if k not in LAYOUT_FIELDS}  # api_load's job, no layout
 TARGET_LAYOUTS_PER_S = 20_000.0
 
 

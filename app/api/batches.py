@@ -53,7 +53,19 @@ class BatchRead(BaseModel):
     "",
     response_model=BatchRead,
     status_code=status.HTTP_202_ACCEPTED,
-    responses=problem_responses(422),
+    responses={
+        202: {
+            "description": "The batch is queued",
+            "links": {
+                name: {"operationId": operation, "parameters": {"batch_id": "$response.body#/id"}}
+                for name, operation in (
+                    ("GetBatch", "get_batch"),
+                    ("GetBatchResults", "get_batch_results"),
+                )
+            },
+        },
+        **problem_responses(422),
+    },
     summary="Queue a batch of plan jobs (a bad job fails on its own, the rest still run)",
     operation_id="submit_batch",
 )

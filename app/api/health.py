@@ -19,7 +19,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import text
 
-from app.auth.deps import require_scope
+from app.auth.deps import ForbiddenError, get_authenticator
 from app.db.models import JOB_STATUSES
 from app.db.repositories import PlanJobRepository
 from app.errors import problem
@@ -52,9 +52,12 @@ def metrics_guard(request: Request) -> None:
     """With auth on, a scrape needs a key with the read scope (Prometheus sends it as
     ``Authorization: Bearer pp_...``), unless ``PLANNER_METRICS_PUBLIC=true`` says the port is
     reachable only by the scraper."""
-    if request.app.state.settings.metrics_public:
+    auth = get_authenticator(request)
+    if request.app.state.settings.metrics_public or not auth.enabled:
         return
-    require_scope("read")(request)
+    principal = auth.authenticate(request)  # scrapes are not charged to the key's rate limit
+    if not principal.allows("read"):
+        raise ForbiddenError("scraping /metrics needs a key with the 'read' scope")
 
 
 @router.get(

@@ -16,6 +16,14 @@ from app.security.ownership import ViewerDep
 
 router = APIRouter(prefix="/v1/plan-jobs", tags=["plan jobs"])
 JobId = Annotated[str, Path(max_length=64)]
+JOB_LINKS = {  # OpenAPI links: what a client (and the stateful API test) can do with a new job
+    name: {"operationId": operation, "parameters": {"job_id": "$response.body#/id"}}
+    for name, operation in (
+        ("GetPlanJob", "get_plan_job"),
+        ("GetPlanJobPlans", "get_plan_job_plans"),
+        ("CancelPlanJob", "cancel_plan_job"),
+    )
+}
 
 
 @router.post(
@@ -23,7 +31,12 @@ JobId = Annotated[str, Path(max_length=64)]
     response_model=PlanJobRead,
     status_code=status.HTTP_202_ACCEPTED,
     responses={
-        200: {"model": PlanJobRead, "description": "The job finished within ?wait= seconds"},
+        200: {
+            "model": PlanJobRead,
+            "description": "The job finished within ?wait= seconds",
+            "links": JOB_LINKS,
+        },
+        202: {"description": "The job is queued", "links": JOB_LINKS},
         **problem_responses(409, 422),
     },
     summary="Queue a search for the best layouts",

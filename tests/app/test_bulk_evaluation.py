@@ -10,15 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.planning import evaluate_request
+from tests.app.conftest import JOB_70B
 
-JOB: dict[str, Any] = {
-    "model": "llama3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 64,
-    "gpus_per_node": 8,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-}
+JOB: dict[str, Any] = {**JOB_70B, "gpus_per_node": 8}
 LAYOUTS: list[dict[str, Any]] = [
     {"tp": 8, "pp": 4},
     {"tp": 4, "pp": 8, "vpp": 2, "recompute": "selective"},
@@ -55,9 +49,7 @@ def test_each_line_matches_the_single_evaluation(bulk: list[dict[str, Any]], i: 
     if single["valid"]:
         perf = single["performance"]
         assert line["step_time_s"] == pytest.approx(perf["step_time_s"], rel=1e-9)
-        assert line["tokens_per_s_per_gpu"] == pytest.approx(
-            perf["tokens_per_s_per_gpu"], rel=1e-6
-        )
+        assert line["tokens_per_s_per_gpu"] == pytest.approx(perf["tokens_per_s_per_gpu"], rel=1e-6)
         assert line["mfu"] == pytest.approx(perf["mfu"], abs=1e-6)
         assert line["violations"] == []
     else:

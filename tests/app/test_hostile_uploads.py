@@ -3,7 +3,6 @@ within a second, and ``/healthz`` keeps answering while it is being read."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,8 +11,9 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
+
+from tests.app.live import live_server
 
 MB = 2**20
 PATHOLOGICAL: dict[str, tuple[bytes, str]] = {
@@ -59,29 +59,13 @@ ROUTES: dict[str, Callable[[bytes, str], Prepared]] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(make_app: Callable[..., FastAPI], database_url: str) -> Iterator[str]:
     if not database_url.startswith("sqlite"):
         pytest.skip("the parsers do not depend on the database; once is enough")
-    app = make_app()  # default limits: 16 MiB for measurement uploads, 1 MiB for other bodies
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(10)
+    # default limits: 16 MiB for measurement uploads, 1 MiB for other bodies
+    with live_server(make_app()) as (host, port):
+        yield f"http://{host}:{port}"
 
 
 class HealthProbe:

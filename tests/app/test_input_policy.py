@@ -4,6 +4,7 @@ PostgreSQL nor a NaN that SQLite reads back as null."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -104,3 +105,13 @@ def test_ordinary_requests_pass_unchanged(client: TestClient) -> None:
     )
     assert created.status_code == 201, created.text
     assert client.get("/v1/models/tiny").json()["metadata"] == {"note": "a\\u0000 b"}
+
+
+def test_a_recursion_error_anywhere_is_a_422(client: TestClient) -> None:
+    def too_deep(*_: Any, **__: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    state = client.app.state  # type: ignore[attr-defined]
+    state.backend = dataclasses.replace(state.backend, evaluate=too_deep)
+    response = client.post("/v1/evaluations", json=LAYOUT_70B)
+    assert_rejected(response, "body", "nested too deeply")

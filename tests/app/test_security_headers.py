@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
@@ -18,6 +16,7 @@ from pydantic import ValidationError
 from app.security.headers import CSP
 from app.security.transport import HEADER_TIMEOUT_ENV, DeadlineH11Protocol
 from app.settings import Settings
+from tests.app.live import live_server
 from tests.app.test_auth import new_key
 from tests.app.test_auth import secured as secured  # the fixture
 
@@ -90,12 +89,6 @@ def test_a_start_up_error_does_not_print_the_secret(monkeypatch: pytest.MonkeyPa
 
 
 # --- read deadlines --------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def deadline_server(
     make_app: Callable[..., FastAPI], monkeypatch: pytest.MonkeyPatch, database_url: str
@@ -103,21 +96,8 @@ def deadline_server(
     if not database_url.startswith("sqlite"):
         pytest.skip("transport, not the database")
     monkeypatch.setenv(HEADER_TIMEOUT_ENV, "0.5")
-    app = make_app(body_timeout_s=0.5)
-    port = _free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", http=DeadlineH11Protocol
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    yield "127.0.0.1", port
-    server.should_exit = True
-    thread.join(10)
+    with live_server(make_app(body_timeout_s=0.5), http=DeadlineH11Protocol) as address:
+        yield address
 
 
 def test_slow_headers_are_dropped(deadline_server: tuple[str, int]) -> None:
