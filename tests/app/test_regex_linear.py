@@ -14,14 +14,22 @@ import pytest
 import app.auth.keys
 import app.logging_config
 import app.middleware
-import planner.measurement_arch
-import planner.megatron
-import planner.megatron_log
+import planner.calibration.measurement_arch
+import planner.megatron.args
+import planner.megatron.flags
+import planner.megatron.log
+import planner.megatron.log_lines
+import planner.megatron.log_rows
+import planner.megatron.parsing
 
 MODULES: tuple[ModuleType, ...] = (
-    planner.megatron_log,
-    planner.measurement_arch,
-    planner.megatron,
+    planner.megatron.log,
+    planner.megatron.log_lines,
+    planner.megatron.log_rows,
+    planner.megatron.parsing,
+    planner.calibration.measurement_arch,
+    planner.megatron.args,
+    planner.megatron.flags,
     app.logging_config,
     app.auth.keys,
     app.middleware,
