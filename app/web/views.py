@@ -126,13 +126,18 @@ def plan_row(rank: int, plan: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _largest_first(parts: dict[str, Any]) -> dict[str, Any]:
+    """Non-zero parts (zeros would crowd the legend) in the tables' order, largest first."""
+    return dict(sorted(parts.items(), key=lambda kv: -_num(kv[1])))
+
+
 def memory_chart(plan: dict[str, Any]) -> dict[str, Any]:
     memory = plan.get("memory", {})
     breakdown = memory.get("breakdown") or {}
     capacity = _num(memory.get("capacity_bytes"))
     threshold = _num(memory.get("threshold"), 0.8)
     limit = _num(memory.get("limit_bytes"), threshold * capacity)
-    shown = {k: v for k, v in breakdown.items() if round(_num(v) / GIB, 1) > 0}  # no zero legend
+    shown = _largest_first({k: v for k, v in breakdown.items() if round(_num(v) / GIB, 1) > 0})
     total = _num(memory.get("total_bytes"), sum(_num(v) for v in shown.values()))
     return {
         "kind": "memory",
@@ -150,7 +155,7 @@ def memory_chart(plan: dict[str, Any]) -> dict[str, Any]:
 def time_chart(plan: dict[str, Any]) -> dict[str, Any]:
     perf = plan.get("performance", {})
     breakdown = perf.get("breakdown") or {}
-    shown = {k: v for k, v in breakdown.items() if round(_num(v), 2) > 0}
+    shown = _largest_first({k: v for k, v in breakdown.items() if round(_num(v), 2) > 0})
     return {
         "kind": "time",
         "labels": [label(k, TIME_LABELS) for k in shown],

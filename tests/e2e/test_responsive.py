@@ -230,3 +230,19 @@ def test_login_page_is_linked_when_auth_is_on(
     expect(page.locator("#main-nav").get_by_role("link", name="Sign in")).to_be_visible()
     expect(page.locator("#login-form")).to_be_visible()
     shoot_and_check_width(page, artifacts, f"login-{width}")
+
+
+def test_calibration_fit_fits_the_width(
+    sized: tuple[str, Page], live: str, artifacts: Path
+) -> None:
+    csv = Path("/work/shared/data/measured-throughput.csv")
+    if not csv.exists():
+        pytest.skip("the shared measurements are not on this machine")
+    width, page = sized
+    page.goto(live + "/calibration")
+    page.locator("#cluster").select_option("dgx-h100")
+    page.locator("#file").set_input_files(str(csv))
+    page.get_by_role("button", name="Fit and compare").click()
+    page.wait_for_function("() => !!document.getElementById('calibration-chart')?.chart")
+    expect(page.locator("#fit-errors")).to_contain_text("Median error after")
+    shoot_and_check_width(page, artifacts, f"calibration-fit-{width}")

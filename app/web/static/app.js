@@ -92,6 +92,8 @@
   function calibration(data) {
     var all = data.before.concat(data.after);
     var hi = Math.max.apply(null, all.map(function (p) { return Math.max(p.x, p.y); }).concat([1])) * 1.05;
+    var step = Math.pow(10, Math.floor(Math.log10(hi))) / 2;
+    hi = Math.ceil(hi / step) * step;  // a round axis end (35,000), not 33,983.04
     return {
       type: "scatter",
       data: { datasets: [
