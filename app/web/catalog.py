@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from app.input_policy import load_json_text
 from app.schemas.common import SLUG_PATTERN
 from app.web.backend import Backend
+from app.web.present import fmt_gib
 from app.web.templating import templates
 from planner.specs import SpecError
 
@@ -58,7 +59,7 @@ def _fmt(key: str, value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, int | float) and not isinstance(value, bool):
         if key.endswith("_bytes"):
-            return f"{value / 2**30:,.0f} GiB"
+            return fmt_gib(value, from_bytes=True)  # one decimal, as on every page
         if key.endswith("flop_per_s"):
             return f"{value / 1e12:,.0f} TFLOP/s"
         if key.endswith("bytes_per_s"):
