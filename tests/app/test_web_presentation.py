@@ -4,15 +4,13 @@ script, HTML error pages and the navigation (the browser tests check the same at
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from app.main import create_app
-from app.settings import Settings
 from app.web import views
 from app.web.launch import flag_lines, launch_command, launch_script
 from app.web.present import (
@@ -24,7 +22,6 @@ from app.web.present import (
     objective_columns,
 )
 from tests.app.test_auth import GOOD_SECRET
-from tests.app.test_web import fake
 
 GIB = 2**30
 
@@ -138,25 +135,9 @@ def test_launch_script_stops_on_a_missing_placeholder(tmp_path: Path) -> None:
 
 
 @pytest.fixture()
-def web(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
-    clients: list[TestClient] = []
-
-    def make(**settings: Any) -> TestClient:
-        folder = tmp_path / str(len(clients))
-        folder.mkdir()
-        app = create_app(
-            Settings(data_dir=folder, **settings),
-            backend=fake.fake_backend(),
-            catalog=fake.catalog_source,
-        )
-        client = TestClient(app)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+def web(make_client: Callable[..., TestClient]) -> Callable[..., TestClient]:
+    """A client of the service (its web pages included) with these settings."""
+    return make_client
 
 
 HTML = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
