@@ -117,4 +117,6 @@ def test_pathological_uploads_get_a_4xx_within_a_second(server: str, route: str)
                 slow.append(f"{name}: {min(elapsed):.2f} s")
     assert not slow, slow
     assert probe.failures == 0
-    assert probe.worst_s < 1.0, probe.worst_s
+    # 2 s, not 1: on the shared 2-core machine (load 6-8 while the suite runs) a probe now and
+    # then waits its turn for a core; a parser holding the GIL would stall it for tens of seconds
+    assert probe.worst_s < 2.0, probe.worst_s
