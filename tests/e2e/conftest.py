@@ -88,7 +88,7 @@ def real_server(tmp_path: Path) -> Iterator[str]:
 def shared_real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One server running the real planner for a whole test module (skips like real_server)."""
     try:
-        import app.plan_request  # noqa: F401
+        import app.planning.plan_request  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"the planning stack is not importable yet: {exc}")
     proc, url = start_server(tmp_path_factory.mktemp("real-db"), real=True)
