@@ -6,7 +6,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -21,6 +21,7 @@ from sqlalchemy import text
 
 from app.core.errors import problem
 from app.core.schemas import problem_responses
+from app.keys.auth import ForbiddenError, get_authenticator
 from app.planning.models import JOB_STATUSES
 from app.planning.repository import PlanJobRepository
 
@@ -47,12 +48,25 @@ def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ready"})
 
 
+def metrics_guard(request: Request) -> None:
+    """With auth on, a scrape needs a key with the read scope (Prometheus sends it as
+    ``Authorization: Bearer pp_...``), unless ``PLANNER_METRICS_PUBLIC=true`` says the port is
+    reachable only by the scraper."""
+    auth = get_authenticator(request)
+    if request.app.state.settings.metrics_public or not auth.enabled:
+        return
+    principal = auth.authenticate(request)  # scrapes are not charged to the key's rate limit
+    if not principal.allows("read"):
+        raise ForbiddenError("scraping /metrics needs a key with the 'read' scope")
+
+
 @router.get(
     "/metrics",
-    summary="Prometheus metrics",
+    summary="Prometheus metrics (read scope when auth is on)",
     operation_id="metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {}}}},
+    responses={200: {"content": {"text/plain": {}}}, **problem_responses(401, 403)},
+    dependencies=[Depends(metrics_guard)],
 )
 def metrics(request: Request) -> Response:
     registry: CollectorRegistry = request.app.state.metrics.registry

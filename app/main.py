@@ -16,19 +16,20 @@ from app import health
 from app.batches import router as batches
 from app.calibration import router as calibration
 from app.catalog import router as catalog_routes
+from app.catalog.cache import INFO_KEY, CatalogCache
 from app.catalog.service import builtin_specs, seed_builtins
 from app.core.engine import make_engine, make_session_factory, unit_of_work
 from app.core.errors import install_error_handlers
 from app.core.logging_config import configure_logging
 from app.core.middleware import (
     BodyLimitMiddleware,
-    RateLimitMiddleware,
     RequestContextMiddleware,
     with_time_budget,
 )
 from app.core.migrate import upgrade
 from app.core.schemas import problem_responses
 from app.core.settings import Settings
+from app.input_policy import InputPolicyMiddleware
 from app.keys import Authenticator, require_scope
 from app.keys import router as key_routes
 from app.planning import evaluation_router as evaluations
@@ -37,8 +38,12 @@ from app.planning import scaling_router as scaling
 from app.planning.backend import PlanningBackend, default_backend
 from app.planning.repository import PlanJobRepository
 from app.planning.worker import WorkerPool
+from app.security.headers import SecurityHeadersMiddleware, csp_allowing_inline_scripts_of
+from app.security.ratelimit import AddressRateLimitMiddleware, KeyRateLimiter
+from app.security.transport import BodyReadDeadlineMiddleware
 from app.web import mount_static
 from app.web import router as web_router
+from app.web.errors import install_html_error_pages
 from app.web.login import router as login_router
 from app.web.login import web_guard
 from app.web.templating import static_url
@@ -67,23 +72,36 @@ def add_docs_routes(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=openapi_url,
-            title=f"{title} - Swagger UI",
-            swagger_js_url=SWAGGER_JS,
-            swagger_css_url=SWAGGER_CSS,
-            swagger_favicon_url=SWAGGER_FAVICON,
+        return _with_own_csp(
+            get_swagger_ui_html(
+                openapi_url=openapi_url,
+                title=f"{title} - Swagger UI",
+                swagger_js_url=SWAGGER_JS,
+                swagger_css_url=SWAGGER_CSS,
+                swagger_favicon_url=SWAGGER_FAVICON,
+            )
         )
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url=openapi_url,
-            title=f"{title} - ReDoc",
-            redoc_js_url=REDOC_JS,
-            redoc_favicon_url=SWAGGER_FAVICON,
-            with_google_fonts=False,
+        return _with_own_csp(
+            get_redoc_html(
+                openapi_url=openapi_url,
+                title=f"{title} - ReDoc",
+                redoc_js_url=REDOC_JS,
+                redoc_favicon_url=SWAGGER_FAVICON,
+                with_google_fonts=False,
+            )
         )
+
+
+def _with_own_csp(page: HTMLResponse) -> HTMLResponse:
+    """The docs pages boot from inline scripts: allow exactly those (by hash), and the blob:
+    web worker ReDoc searches in; every other page gets the strict policy."""
+    html = bytes(page.body).decode()
+    policy = csp_allowing_inline_scripts_of(html) + "; worker-src 'self' blob:"
+    page.headers["content-security-policy"] = policy
+    return page
 
 
 CatalogSource = Callable[[], dict[str, dict[str, dict[str, Any]]]]
@@ -159,21 +177,29 @@ def create_app(
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = make_session_factory(engine)
+    app.state.session_factory.configure(info={INFO_KEY: CatalogCache()})  # catalog look-ups
     app.state.worker_pool = None
     app.state.backend = backend
     app.state.authenticator = Authenticator(settings, app.state.session_factory)
     app.state.metrics = health.Metrics(app.state.session_factory)
     app.middleware("http")(app.state.metrics.middleware)
+    app.add_middleware(InputPolicyMiddleware)  # inside the body limit: reads bounded bodies
+    app.add_middleware(BodyReadDeadlineMiddleware, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(
         BodyLimitMiddleware,
         max_body_bytes=settings.max_body_bytes,
         max_upload_bytes=settings.max_upload_bytes,
     )
+    app.state.key_limiter = KeyRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.add_middleware(
-        RateLimitMiddleware, rate_per_s=settings.rate_limit_per_s, burst=settings.rate_limit_burst
+        AddressRateLimitMiddleware,
+        rate_per_s=settings.rate_limit_ip_per_s,
+        burst=settings.rate_limit_ip_burst,
     )
+    app.add_middleware(SecurityHeadersMiddleware, hsts=settings.hsts)  # on every response
     app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
     install_error_handlers(app)
+    install_html_error_pages(app)  # browsers on web pages get HTML; the API keeps problem JSON
 
     # scopes (app/keys/auth.py): GETs need read; planning writes (evaluations, plan jobs,
     # batches, scaling) need plan; writes that change what everyone plans with (catalog,

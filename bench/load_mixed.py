@@ -121,6 +121,7 @@ def run_load(duration_s: int, connections: int, threads: int) -> dict[str, Any]:
             "PLANNER_AUTH": "api-key",
             "PLANNER_SECRET_KEY": "Zq3v9Lr2Wm8Kx1Tb7Nc4Hd6Pf0Gj5Ys-RuAeIoQ-load",
             "PLANNER_RATE_LIMIT_PER_S": "0",
+            "PLANNER_RATE_LIMIT_IP_PER_S": "0",
             "PLANNER_WORKERS": "1",
             "PLANNER_LOG_LEVEL": "warning",
         }

@@ -136,8 +136,21 @@ def _speed(lines: list[str]) -> None:
         lines.append(
             "* `POST /v1/evaluations` capacity (rate limiter off; "
             f"{api['connections']} connections, "
-            f"{api['duration_s']} s, wrk): {api['requests_per_s']:.0f} requests/s, p50 "
-            f"{api['p50_ms']:.0f} ms, p99 {api['p99_ms']:.0f} ms, {api['non_2xx']} errors."
+            f"{api['duration_s']} s, wrk; the 2 cores are shared with other jobs, so the tail "
+            f"is noisy): {api['requests_per_s']:.0f} requests/s, p50 "
+            f"{api['p50_ms']:.0f} ms, p99 {api['p99_ms']:.0f} ms, {api['non_2xx']} errors; "
+            f"one request alone {api['single_request_median_ms']:.1f} ms (median, kept-alive "
+            "connection)."
+        )
+    bulk = _load("bulk_eval")
+    if bulk is not None:
+        runs = ", ".join(
+            f"{r['layouts']:,} layouts {r['layouts_per_s']:,} layouts/s" for r in bulk["runs"]
+        )
+        lines.append(
+            "* `POST /v1/evaluations/bulk` (`bench/results/bulk_eval.md`, one job, one "
+            f"vectorised batch, JSON lines back; medians of 5 requests): {runs} "
+            f"(target >= {bulk['target_layouts_per_s']:,.0f})."
         )
     mixed = _load("load_mixed")
     if mixed is not None:

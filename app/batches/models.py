@@ -20,4 +20,6 @@ class BatchRow(Base):
     names: Mapped[dict[str, Any]] = mapped_column(JSONType)
     """``{"names": [...]}``: the job names, in submission order."""
     total: Mapped[int] = mapped_column(Integer)
+    owner_key_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    """The API key that submitted the batch (None without auth)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -15,6 +15,7 @@ from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
 from app.planning.deps import BackendDep, PoolDep
 from app.planning.schemas import PLAN_EXAMPLE
+from app.security.ownership import ViewerDep
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
 BatchId = Annotated[str, Path(max_length=64)]
@@ -54,7 +55,19 @@ class BatchRead(BaseModel):
     "",
     response_model=BatchRead,
     status_code=status.HTTP_202_ACCEPTED,
-    responses=problem_responses(422),
+    responses={
+        202: {
+            "description": "The batch is queued",
+            "links": {
+                name: {"operationId": operation, "parameters": {"batch_id": "$response.body#/id"}}
+                for name, operation in (
+                    ("GetBatch", "get_batch"),
+                    ("GetBatchResults", "get_batch_results"),
+                )
+            },
+        },
+        **problem_responses(422),
+    },
     summary="Queue a batch of plan jobs (a bad job fails on its own, the rest still run)",
     operation_id="submit_batch",
 )
@@ -62,10 +75,11 @@ def submit(
     body: Annotated[BatchCreate, Body()],
     factory: FactoryDep,
     backend: BackendDep,
+    viewer: ViewerDep,
     pool: PoolDep,
 ) -> JSONResponse:
     with unit_of_work(factory) as session:  # the jobs must be visible to the workers
-        batch = BatchService(session, backend).submit(body.jobs)
+        batch = BatchService(session, backend, viewer).submit(body.jobs)
     if pool is not None:
         pool.wake()
     with unit_of_work(factory) as session:
@@ -82,8 +96,10 @@ def submit(
     summary="A batch's status, progress and jobs",
     operation_id="get_batch",
 )
-def get_batch(batch_id: BatchId, session: SessionDep, backend: BackendDep) -> dict[str, Any]:
-    return BatchService(session, backend).read(batch_id)
+def get_batch(
+    batch_id: BatchId, session: SessionDep, backend: BackendDep, viewer: ViewerDep
+) -> dict[str, Any]:
+    return BatchService(session, backend, viewer).read(batch_id)
 
 
 @router.get(
@@ -102,10 +118,11 @@ def get_results(
     batch_id: BatchId,
     session: SessionDep,
     backend: BackendDep,
+    viewer: ViewerDep,
     format: Annotated[Literal["csv", "json"], Query()] = "json",
     partial: Annotated[bool, Query(description="rows of the jobs finished so far")] = False,
 ) -> Response:
-    rows = BatchService(session, backend).results(batch_id, partial=partial)
+    rows = BatchService(session, backend, viewer).results(batch_id, partial=partial)
     if format == "csv":
         return PlainTextResponse(to_csv(rows), media_type="text/csv")
     return JSONResponse(rows)

@@ -23,24 +23,32 @@ from app.planning.convert import RequestError, parse_request
 from app.planning.models import PlanJobRow
 from app.planning.schemas import FINISHED
 from app.planning.service import PlanJobService, request_hash
+from app.security.ownership import Viewer
 from planner import SpecError
 
 MAX_BATCH_JOBS = 2000
 
 
 class BatchService:
-    def __init__(self, session: Session, backend: PlanningBackend) -> None:
+    def __init__(
+        self, session: Session, backend: PlanningBackend, viewer: Viewer | None = None
+    ) -> None:
         self.session = session
         self.backend = backend
         self.repo = BatchRepository(session)
+        self.viewer = viewer
+        """The caller: owns the batches it submits; sees others' only as admin (None: all)."""
 
     def submit(self, jobs: list[dict[str, Any]]) -> BatchRow:
         """Queue every job of the batch; a job that cannot run is stored as failed."""
         names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(jobs)]
+        owner = self.viewer.key_id if self.viewer else None
         batch = self.repo.add(
-            BatchRow(id=str(uuid.uuid4()), names={"names": names}, total=len(jobs))
+            BatchRow(
+                id=str(uuid.uuid4()), names={"names": names}, total=len(jobs), owner_key_id=owner
+            )
         )
-        plan_jobs = PlanJobService(self.session, self.backend)
+        plan_jobs = PlanJobService(self.session, self.backend, self.viewer)
         for index, job in enumerate(jobs):
             body = {k: v for k, v in job.items() if k != "name"}
             error: str | None = None
@@ -65,6 +73,7 @@ class BatchService:
                     resolved={},
                     error=error,
                     finished_at=utcnow(),
+                    owner_key_id=owner,
                 )
                 self.session.add(row)
             row.batch_id, row.batch_index = batch.id, index
@@ -75,6 +84,8 @@ class BatchService:
         batch = self.repo.get(batch_id)
         if batch is None:
             raise NotFoundError(f"no batch {batch_id!r}")
+        if self.viewer is not None:
+            self.viewer.check(batch.owner_key_id, f"batch {batch_id}")
         return batch
 
     def read(self, batch_id: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.catalog.cache import cache_of
 from app.catalog.models import CatalogEntryRow
 from app.catalog.repository import CatalogRepository
 from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
@@ -95,6 +96,7 @@ def to_read(row: CatalogEntryRow, spec: dict[str, Any], meta: dict[str, Any]) ->
 
 class CatalogService:
     def __init__(self, session: Session) -> None:
+        self.session = session
         self.repo = CatalogRepository(session)
 
     # --- reading -----------------------------------------------------------------------------
@@ -115,11 +117,23 @@ class CatalogService:
         return to_read(row, version.spec, version.meta)
 
     def find_spec(self, kind: str, slug: str) -> tuple[dict[str, Any], bool] | None:
-        """The latest spec of an entry and whether it is built in; None if there is none."""
+        """The latest spec of an entry and whether it is built in; None if there is none
+        (from the app's catalog cache when it is fresh: app/catalog/cache.py)."""
+        cache = cache_of(self.session)
+        if cache is not None:
+            hit, value = cache.get(kind, slug)
+            if hit:
+                return value
         row = self.repo.get(kind, slug)
-        if row is None:
-            return None
-        return self.repo.latest(row).spec, row.builtin
+        found = None if row is None else (self.repo.latest(row).spec, row.builtin)
+        if cache is not None:
+            cache.put(kind, slug, found)
+        return found
+
+    def _forget(self) -> None:
+        cache = cache_of(self.session)
+        if cache is not None:
+            cache.clear()
 
     # --- writing -----------------------------------------------------------------------------
     def validate(self, kind: str, slug: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -154,6 +168,7 @@ class CatalogService:
     def create(
         self, kind: str, slug: str, spec: dict[str, Any], meta: dict[str, Any]
     ) -> CatalogEntryRead:
+        self._forget()  # this process sees the change at once
         stored = self.validate(kind, slug, spec)
         if self.repo.get(kind, slug) is not None:
             raise ConflictError(
@@ -178,12 +193,14 @@ class CatalogService:
     def update(
         self, kind: str, slug: str, spec: dict[str, Any], meta: dict[str, Any]
     ) -> CatalogEntryRead:
+        self._forget()  # this process sees the change at once
         row = self._writable(kind, slug)
         stored = self.validate(kind, slug, spec)
         self.repo.add_version(row, stored, meta)
         return to_read(row, stored, meta)
 
     def delete(self, kind: str, slug: str) -> None:
+        self._forget()  # this process sees the change at once
         self.repo.delete(self._writable(kind, slug))
 
     def import_hf(self, slug: str, config: dict[str, Any]) -> CatalogEntryRead:

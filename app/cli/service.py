@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
 import typing
 from typing import Annotated, Any
@@ -37,9 +38,12 @@ def serve(
     from app.core.logging_config import mask_secrets
     from app.core.settings import Settings
     from app.main import prepare_database
+    from app.security.transport import HEADER_TIMEOUT_ENV, DeadlineH11Protocol
 
     settings = Settings()
     prepare_database(settings)  # once, before the worker processes start
+    # the worker processes read the header deadline from the environment they inherit
+    os.environ[HEADER_TIMEOUT_ENV] = str(settings.header_timeout_s)
     err_console.print(
         f"Parallel Planner on http://{host}:{port}/ (API docs: /docs); "
         f"database {mask_secrets(settings.database_url)}",
@@ -54,6 +58,9 @@ def serve(
         log_level=log_level,
         log_config=None,  # the app's JSON logging (with secret masking) handles everything
         access_log=False,  # the request-id middleware writes one access line per request
+        http=DeadlineH11Protocol,  # drops connections whose headers come too slowly
+        timeout_keep_alive=5,  # idle keep-alive connections close after 5 s
+        h11_max_incomplete_event_size=64 * 1024,  # request line + headers: at most 64 KiB
     )
 
 

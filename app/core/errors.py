@@ -32,6 +32,7 @@ _TITLES = {
     405: "Method not allowed",
     409: "Conflict",
     413: "Payload too large",
+    408: "Request timeout",
     415: "Unsupported media type",
     422: "Invalid input",
     429: "Too many requests",
@@ -167,6 +168,12 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return response
 
 
+async def _too_deep(_: Request, exc: Exception) -> JSONResponse:
+    # a parser recursing on hostile nesting is bad input, not a server fault
+    message = "the input is nested too deeply to read; flatten it"
+    return problem(422, message, [{"field": "body", "message": message}])
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem(500, "an unexpected error occurred; it has been logged")
@@ -180,4 +187,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(PoolTimeout, _database_error)
+    app.add_exception_handler(RecursionError, _too_deep)
     app.add_exception_handler(Exception, _unexpected)

@@ -29,7 +29,9 @@ REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 JOB_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("planner_job_id", default=None)
 
 _KEY = re.compile(r"\b(pp_[0-9a-f]{12}_)[A-Za-z0-9_-]+")
-_URL_PASSWORD = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)[^@\s]+@")
+# bounded runs keep the search linear on hostile text (an unbounded scheme run backtracks
+# quadratically over a long word); schemes, user names and passwords are far shorter
+_URL_PASSWORD = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^:/@\s]{0,256}:)[^@\s]{1,256}@")
 _NAMED_SECRET = re.compile(
     r"(?i)\b((?:api[_-]?key|x-api-key|password|passwd|secret[_-]?key|secret|token)"
     r"\s*[=:]\s*['\"]?)([^\s'\",;&]+)"

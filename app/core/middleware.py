@@ -2,8 +2,8 @@
 
 * :class:`RequestContextMiddleware` - a request id (``X-Request-ID`` in and out) in every log
   line of the request, and one structured access-log line per request (path, never the query);
-* :class:`RateLimitMiddleware` - a token bucket per API key (or client IP without one): 429 with
-  ``Retry-After``;
+* rate limits live in :mod:`app.security.ratelimit` (per address here, per verified key after
+  authentication);
 * :class:`BodyLimitMiddleware` - counts the body's bytes as they arrive (not only the
   Content-Length header): 413 above the limit;
 * :func:`with_time_budget` - a planning backend whose plan jobs fail once they run too long.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import re
 import time
 import uuid
@@ -36,10 +35,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 access_log = logging.getLogger("app.access")
 _REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_KEY_PREFIX = re.compile(r"pp_([0-9a-f]{12})_")
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/static/")
 """Paths no rate limit applies to (probes, scrapes, static files)."""
-UPLOAD_PATH = re.compile(r"^/v1/clusters/[^/]+/measurements$")
+UPLOAD_PATH = re.compile(r"^/v1/clusters/[^/]+/measurements$|^/v1/evaluations/bulk$")
+"""Routes whose bodies get the upload limit (measurement files, bulk evaluations)."""
 
 
 async def send_problem(
@@ -111,73 +110,6 @@ class RequestContextMiddleware:
                 },
             )
             REQUEST_ID.reset(token)
-
-
-# --- rate limit ------------------------------------------------------------------------------
-class TokenBuckets:
-    """Token buckets by identity: ``rate`` tokens a second, up to ``burst`` saved up."""
-
-    def __init__(self, rate_per_s: float, burst: int, max_identities: int = 100_000) -> None:
-        self.rate = rate_per_s
-        self.burst = float(burst)
-        self.max_identities = max_identities
-        self._buckets: dict[str, tuple[float, float]] = {}
-
-    def take(self, identity: str, now: float | None = None) -> float:
-        """0 if a request may go now, else the seconds until it may."""
-        now = time.monotonic() if now is None else now
-        tokens, last = self._buckets.get(identity, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - last) * self.rate)
-        if tokens >= 1.0:
-            self._remember(identity, tokens - 1.0, now)
-            return 0.0
-        self._remember(identity, tokens, now)
-        return (1.0 - tokens) / self.rate
-
-    def _remember(self, identity: str, tokens: float, now: float) -> None:
-        if identity not in self._buckets and len(self._buckets) >= self.max_identities:
-            full_after = self.burst / self.rate
-            self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < full_after}
-            if len(self._buckets) >= self.max_identities:
-                self._buckets.clear()
-        self._buckets[identity] = (tokens, now)
-
-
-def client_identity(scope: Scope) -> str:
-    """The API key's public prefix if the request names one, else the client's address."""
-    key = _header(scope, b"x-api-key") or _header(scope, b"authorization") or ""
-    match = _KEY_PREFIX.search(key)
-    if match:
-        return f"key:{match.group(1)}"
-    client = scope.get("client")
-    return f"ip:{client[0] if client else 'unknown'}"
-
-
-class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, *, rate_per_s: float, burst: int) -> None:
-        self.app = app
-        self.buckets = TokenBuckets(rate_per_s, burst) if rate_per_s > 0 else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            self.buckets is None
-            or scope["type"] != "http"
-            or str(scope.get("path", "")).startswith(OPEN_PATHS)
-        ):
-            await self.app(scope, receive, send)
-            return
-        wait_s = self.buckets.take(client_identity(scope))
-        if wait_s > 0:
-            retry = max(1, math.ceil(wait_s))
-            await send_problem(
-                send,
-                429,
-                f"rate limit of {self.buckets.rate:g} requests/s (burst "
-                f"{self.buckets.burst:g}) exceeded; retry in {retry} s",
-                {"Retry-After": str(retry)},
-            )
-            return
-        await self.app(scope, receive, send)
 
 
 # --- body size -------------------------------------------------------------------------------

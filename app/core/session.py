@@ -1,7 +1,9 @@
 """Signed session cookies of the web UI, and their CSRF tokens (HMAC-SHA256, stdlib only).
 
-The cookie holds the signed-in key's id and scopes, a per-session CSRF token and an expiry; it
-never holds the key. Every form POST must carry the session's CSRF token in a hidden field.
+The cookie holds the signed-in key's id and scopes, the id of its server-side session row
+(app/keys/repository.py: sign-out and key revocation end it), a per-session CSRF token and an
+expiry; it never holds the key. Every form POST must carry the session's CSRF token in a hidden
+field.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class WebSession:
     scopes: tuple[str, ...]
     csrf: str
     expires_at: float
+    session_id: str
+    """The ``web_session`` row that must still be live for the cookie to count."""
 
 
 def _b64(data: bytes) -> str:
@@ -60,8 +64,11 @@ class SessionSigner:
     def _sign(self, payload: str) -> str:
         return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest())
 
-    def issue(self, key_id: str, prefix: str, scopes: tuple[str, ...]) -> tuple[str, WebSession]:
+    def issue(
+        self, key_id: str, prefix: str, scopes: tuple[str, ...], session_id: str
+    ) -> tuple[str, WebSession]:
         session = WebSession(
+            session_id=session_id,
             key_id=key_id,
             prefix=prefix,
             scopes=scopes,
@@ -74,6 +81,7 @@ class SessionSigner:
             "s": list(session.scopes),
             "c": session.csrf,
             "e": int(session.expires_at),
+            "i": session.session_id,
         }
         payload = _b64(json.dumps(body, separators=(",", ":")).encode())
         return f"{payload}.{self._sign(payload)}", session
@@ -93,6 +101,7 @@ class SessionSigner:
                 scopes=tuple(str(s) for s in body["s"]),
                 csrf=str(body["c"]),
                 expires_at=float(body["e"]),
+                session_id=str(body["i"]),
             )
         except (ValueError, KeyError, TypeError):
             return None

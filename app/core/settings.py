@@ -15,7 +15,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     """Everything the service can be told from outside (env prefix ``PLANNER_``)."""
 
-    model_config = SettingsConfigDict(env_prefix="PLANNER_", extra="ignore")
+    # no input in error messages: a start-up error would otherwise echo the tail of the input
+    # (PLANNER_SECRET_KEY, a database password) into the terminal and the logs
+    model_config = SettingsConfigDict(
+        env_prefix="PLANNER_", extra="ignore", hide_input_in_errors=True
+    )
 
     data_dir: Path = Path("./data")
     """Folder for the embedded SQLite database and other local state."""
@@ -58,9 +62,26 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(default=16 * 2**20, ge=1024, le=2**31)
     """Largest body of a measurements upload (CSV / Megatron log)."""
     rate_limit_per_s: float = Field(default=50.0, ge=0, le=1e6)
-    """Sustained requests per second per API key (or client IP without one); 0 = no limit."""
+    """Sustained cost units per second per verified API key (per client address without auth;
+    a read costs 1, a plan job 10, a batch 20: app/security/ratelimit.py); 0 = no limit."""
     rate_limit_burst: int = Field(default=200, ge=1, le=1_000_000)
-    """Requests a key may send at once before the per-second rate applies (bucket size)."""
+    """Cost units a key may spend at once before the per-second rate applies (bucket size)."""
+    rate_limit_ip_per_s: float = Field(default=200.0, ge=0, le=1e6)
+    """Sustained cost units per second per client address, checked before authentication
+    (looser than per key: several keys may share an address); 0 = no limit."""
+    rate_limit_ip_burst: int = Field(default=800, ge=1, le=1_000_000)
+    """Cost units an address may spend at once (bucket size)."""
+    metrics_public: bool = False
+    """Serve ``/metrics`` without a key even when auth is on (only where the port is reachable
+    by the scraper alone); otherwise a scrape needs a read-scope key."""
+    hsts: bool = False
+    """Send ``Strict-Transport-Security`` on every response (TLS ends in front of the service);
+    it is sent anyway on requests that arrive over https or with X-Forwarded-Proto: https."""
+    header_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """``planner serve``: a connection whose request headers are not complete this long after
+    it opened (or after its last response) is dropped (app/security/transport.py)."""
+    body_timeout_s: float = Field(default=30.0, ge=0, le=3600)
+    """A request body that pauses longer than this between chunks gets 408 (0 = no deadline)."""
     job_time_budget_s: float = Field(default=3600.0, gt=0, le=7 * 86400)
     """A plan job running longer than this fails with an error that says so."""
     shutdown_grace_s: float = Field(default=10.0, ge=0, le=600)

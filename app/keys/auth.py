@@ -18,14 +18,15 @@ import time
 from collections.abc import Callable
 
 from fastapi import Request
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.core.engine import unit_of_work
 from app.core.errors import AppError
-from app.core.session import SESSION_COOKIE, SessionSigner, WebSession
+from app.core.session import SESSION_COOKIE, SessionSigner, WebSession, csrf_ok
 from app.core.settings import Settings
-from app.keys.models import ApiKeyRow
+from app.keys.repository import WebSessionStore
 from app.keys.service import ANONYMOUS_ADMIN, ApiKeyStore, Principal, hash_key
+from app.security.ratelimit import charge
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CACHE_TTL_S = 5.0
@@ -73,24 +74,40 @@ class Authenticator:
         return principal
 
     def verify_session(self, web: WebSession) -> Principal | None:
-        """A web session's principal, if its key still exists and is not revoked."""
+        """A web session's principal, if its server-side row is live and its key not revoked."""
         now = time.monotonic()
-        cache_key = f"session:{web.key_id}"
+        cache_key = f"session:{web.session_id}:{web.key_id}"
         with self._lock:
             hit = self._cache.get(cache_key)
         if hit is not None and hit[0] > now:
             return hit[1]
         with self.factory() as session:
-            revoked = session.scalar(select(ApiKeyRow.revoked_at).where(ApiKeyRow.id == web.key_id))
-            exists = session.scalar(select(ApiKeyRow.id).where(ApiKeyRow.id == web.key_id))
+            active = WebSessionStore(session).is_active(web.session_id, web.key_id)
         principal = (
             Principal(key_id=web.key_id, prefix=web.prefix, scopes=frozenset(web.scopes))
-            if exists is not None and revoked is None
+            if active
             else None
         )
         with self._lock:
             self._cache[cache_key] = (now + CACHE_TTL_S, principal)
         return principal
+
+    def start_session(self, principal: Principal) -> str:
+        """A new server-side session of ``principal``'s key: the signed cookie's value."""
+        if principal.key_id is None or principal.prefix is None:
+            raise ValueError("only a stored API key can sign in to the web UI")
+        with unit_of_work(self.factory) as session:
+            session_id = WebSessionStore(session).create(principal.key_id, self.signer.max_age_s)
+        scopes = tuple(sorted(principal.scopes))
+        cookie, _ = self.signer.issue(principal.key_id, principal.prefix, scopes, session_id)
+        return cookie
+
+    def end_session(self, web: WebSession) -> None:
+        """Sign-out: the session row is revoked, so the cookie is dead wherever it is kept."""
+        with unit_of_work(self.factory) as session:
+            WebSessionStore(session).revoke(web.session_id)
+        with self._lock:
+            self._cache.pop(f"session:{web.session_id}:{web.key_id}", None)
 
     def web_session(self, request: Request) -> WebSession | None:
         return self.signer.read(request.cookies.get(SESSION_COOKIE))
@@ -115,6 +132,13 @@ class Authenticator:
             return principal
         web = self.web_session(request)
         if web is not None:
+            # a cookie rides along on any request the browser makes, a same-site page's too:
+            # /v1 takes it only with the session's CSRF token, which such a page cannot read
+            if not csrf_ok(web, request.headers.get("x-csrf-token")):
+                raise ForbiddenError(
+                    "a browser session may call /v1 only with its X-CSRF-Token header; "
+                    "scripts and other clients send their key in X-API-Key"
+                )
             principal = self.verify_session(web)
             if principal is not None:
                 return principal
@@ -141,6 +165,7 @@ def require_scope(write_scope: str, reads_too: bool = False) -> Callable[[Reques
                 f"this API key lacks the {needed!r} scope needed for {request.method} "
                 f"{request.url.path}; its scopes: {', '.join(sorted(principal.scopes)) or 'none'}"
             )
+        charge(request, principal.key_id)  # the verified key's rate limit
         request.state.principal = principal
         return principal
 

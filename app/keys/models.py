@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import String
+from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.database import Base, utcnow
@@ -26,3 +26,18 @@ class ApiKeyRow(Base):
     """Space-separated: read, plan, admin."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+# Server-side web sessions: a row per sign-in, bound to its API key. The signed cookie
+# (app/core/session.py) names a row; it counts only while neither revoked nor expired and its
+# key is not revoked, so signing out or revoking the key ends the session everywhere.
+class WebSessionRow(Base):
+    __tablename__ = "web_session"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    """Random (256 bits); the signed cookie carries it, never the key."""
+    key_id: Mapped[str] = mapped_column(ForeignKey("api_key.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column()
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+    """Set by sign-out, or by revoking the key."""

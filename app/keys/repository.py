@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import builtins
+import secrets
+from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from app.keys.models import ApiKeyRow
+from app.core.database import utcnow
+from app.keys.models import ApiKeyRow, WebSessionRow
 
 
 class ApiKeyRepository:
@@ -33,3 +36,51 @@ class ApiKeyRepository:
 
     def flush(self) -> None:
         self.session.flush()
+
+
+class WebSessionStore:
+    """The repository of ``web_session`` rows (flushes, never commits)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def create(self, key_id: str, max_age_s: float) -> str:
+        row = WebSessionRow(
+            id=secrets.token_urlsafe(32),
+            key_id=key_id,
+            expires_at=utcnow() + timedelta(seconds=max_age_s),
+        )
+        self.session.add(row)
+        self.session.flush()
+        return row.id
+
+    def is_active(self, session_id: str, key_id: str) -> bool:
+        """Whether the session exists for this key, is live, and its key is not revoked."""
+        stmt = (
+            select(WebSessionRow.id)
+            .join(ApiKeyRow, ApiKeyRow.id == WebSessionRow.key_id)
+            .where(
+                WebSessionRow.id == session_id,
+                WebSessionRow.key_id == key_id,
+                WebSessionRow.revoked_at.is_(None),
+                WebSessionRow.expires_at > utcnow(),
+                ApiKeyRow.revoked_at.is_(None),
+            )
+        )
+        return self.session.scalar(stmt) is not None
+
+    def revoke(self, session_id: str) -> None:
+        self.session.execute(
+            update(WebSessionRow)
+            .where(WebSessionRow.id == session_id, WebSessionRow.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
+
+    def revoke_for_key(self, key_id: str) -> int:
+        result = self.session.execute(
+            update(WebSessionRow)
+            .where(WebSessionRow.key_id == key_id, WebSessionRow.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        return int(getattr(result, "rowcount", 0) or 0)

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.core.database import utcnow
 from app.core.errors import InvalidInputError, NotFoundError
 from app.keys.models import ApiKeyRow
-from app.keys.repository import ApiKeyRepository
+from app.keys.repository import ApiKeyRepository, WebSessionStore
 
 SCOPES = ("read", "plan", "admin")
 """Each scope includes the ones before it: admin can plan, plan can read."""
@@ -131,6 +131,7 @@ class ApiKeyStore:
             raise NotFoundError(f"no API key {key_id_or_prefix!r}; `planner keys list` shows them")
         if row.revoked_at is None:
             row.revoked_at = utcnow()
+            WebSessionStore(self.repo.session).revoke_for_key(row.id)  # its sign-ins end with it
             self.repo.flush()
         return _info(row)
 

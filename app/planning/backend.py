@@ -45,6 +45,12 @@ def _calibrate(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any], di
     return calibrate_gpu(rows, gpu)
 
 
+def _evaluate_bulk(common: dict[str, Any], columns: dict[str, Any], **kwargs: Any) -> Any:
+    from app.planning.bulk import evaluate_bulk
+
+    return evaluate_bulk(common, columns, **kwargs)
+
+
 def _profile(data: dict[str, Any]) -> Any:
     from planner import PerformanceProfile
 
@@ -70,6 +76,11 @@ class PlanningBackend:
         default=lambda rows, gpu: _calibrate(rows, gpu)
     )
     """(rows, gpu slug) -> (profile JSON, report with cross-validated error before/after)."""
+
+    evaluate_bulk: Callable[..., Any] = field(
+        default=lambda common, columns, **kw: _evaluate_bulk(common, columns, **kw)
+    )
+    """(job fields, layout columns, *, profile=None) -> app.planning.bulk.BulkResult."""
 
     def profile_for(self, resolved: dict[str, Any]) -> Any:
         """The profile a request runs with: its cluster's newest calibration, else None."""

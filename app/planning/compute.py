@@ -8,6 +8,7 @@ planner and returns JSON-ready dicts. Bad input raises :class:`planner.specs.Spe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,13 @@ Progress = Callable[[int, int], None]
 
 
 def profile_for(gpu: GPUSpec, profile: PerformanceProfile | None) -> PerformanceProfile:
-    return profile if profile is not None else load_profile(gpu)
+    return profile if profile is not None else _shipped_profile(gpu)
+
+
+@functools.lru_cache(maxsize=64)
+def _shipped_profile(gpu: GPUSpec) -> PerformanceProfile:
+    """models_db's profile of a GPU, parsed once (a file read and parse per request before)."""
+    return load_profile(gpu)
 
 
 # --- entry points ----------------------------------------------------------------------------

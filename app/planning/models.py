@@ -43,6 +43,8 @@ class PlanJobRow(Base):
     """Its position in the batch's job list."""
     parent_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
     """The plan job this one is a fanned-out part of (one GPU count x batch size), if any."""
+    owner_key_id: Mapped[str | None] = mapped_column(String(36), default=None, index=True)
+    """The API key that submitted the job (None without auth): only it, or admin, may see it."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     heartbeat_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -29,9 +29,21 @@ class PlanJobRepository:
         stmt = select(PlanJobRow).where(PlanJobRow.idempotency_key == key)
         return self.session.scalars(stmt).one_or_none()
 
-    def list(self, status: str | None, limit: int, offset: int) -> tuple[list[PlanJobRow], int]:
+    def list(
+        self,
+        status: str | None,
+        limit: int,
+        offset: int,
+        *,
+        only_owner: bool = False,
+        owner: str | None = None,
+    ) -> tuple[list[PlanJobRow], int]:
+        """A page of jobs, newest first; ``only_owner``: just those of key ``owner``."""
         stmt = select(PlanJobRow)
         count = select(func.count()).select_from(PlanJobRow)
+        if only_owner:
+            stmt = stmt.where(PlanJobRow.owner_key_id == owner)
+            count = count.where(PlanJobRow.owner_key_id == owner)
         if status is not None:
             stmt = stmt.where(PlanJobRow.status == status)
             count = count.where(PlanJobRow.status == status)

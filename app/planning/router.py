@@ -14,9 +14,18 @@ from app.planning.deps import BackendDep, PoolDep
 from app.planning.reports import PlanResult
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate, PlanJobPage, PlanJobRead, Status
 from app.planning.service import PlanJobService, to_read, wait_until_finished
+from app.security.ownership import ViewerDep
 
 router = APIRouter(prefix="/v1/plan-jobs", tags=["plan jobs"])
 JobId = Annotated[str, Path(max_length=64)]
+JOB_LINKS = {  # OpenAPI links: what a client (and the stateful API test) can do with a new job
+    name: {"operationId": operation, "parameters": {"job_id": "$response.body#/id"}}
+    for name, operation in (
+        ("GetPlanJob", "get_plan_job"),
+        ("GetPlanJobPlans", "get_plan_job_plans"),
+        ("CancelPlanJob", "cancel_plan_job"),
+    )
+}
 
 
 @router.post(
@@ -24,7 +33,12 @@ JobId = Annotated[str, Path(max_length=64)]
     response_model=PlanJobRead,
     status_code=status.HTTP_202_ACCEPTED,
     responses={
-        200: {"model": PlanJobRead, "description": "The job finished within ?wait= seconds"},
+        200: {
+            "model": PlanJobRead,
+            "description": "The job finished within ?wait= seconds",
+            "links": JOB_LINKS,
+        },
+        202: {"description": "The job is queued", "links": JOB_LINKS},
         **problem_responses(409, 422),
     },
     summary="Queue a search for the best layouts",
@@ -33,6 +47,7 @@ JobId = Annotated[str, Path(max_length=64)]
 def submit(
     body: Annotated[PlanJobCreate, Body(examples=[PLAN_EXAMPLE])],
     backend: BackendDep,
+    viewer: ViewerDep,
     factory: FactoryDep,
     settings: SettingsDep,
     pool: PoolDep,
@@ -51,7 +66,7 @@ def submit(
     # its own unit of work: the job must be committed (visible to the workers) before the
     # route wakes them or waits on it
     with unit_of_work(factory) as session:
-        job, _created = PlanJobService(session, backend).submit(
+        job, _created = PlanJobService(session, backend, viewer).submit(
             body.model_dump(mode="json", exclude_none=True), idempotency_key
         )
     if pool is not None:
@@ -80,11 +95,12 @@ def submit(
 def list_jobs(
     session: SessionDep,
     backend: BackendDep,
+    viewer: ViewerDep,
     status_filter: Annotated[Status | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> PlanJobPage:
-    return PlanJobService(session, backend).list(status_filter, limit, offset)
+    return PlanJobService(session, backend, viewer).list(status_filter, limit, offset)
 
 
 @router.get(
@@ -94,8 +110,10 @@ def list_jobs(
     summary="A plan job's status and progress",
     operation_id="get_plan_job",
 )
-def get_job(job_id: JobId, session: SessionDep, backend: BackendDep) -> PlanJobRead:
-    return to_read(PlanJobService(session, backend).get(job_id))
+def get_job(
+    job_id: JobId, session: SessionDep, backend: BackendDep, viewer: ViewerDep
+) -> PlanJobRead:
+    return to_read(PlanJobService(session, backend, viewer).get(job_id))
 
 
 @router.get(
@@ -106,8 +124,10 @@ def get_job(job_id: JobId, session: SessionDep, backend: BackendDep) -> PlanJobR
     summary="The ranked plans of a finished job (as `planner plan --json`)",
     operation_id="get_plan_job_plans",
 )
-def get_plans(job_id: JobId, session: SessionDep, backend: BackendDep) -> dict[str, Any]:
-    return PlanJobService(session, backend).plans(job_id)
+def get_plans(
+    job_id: JobId, session: SessionDep, backend: BackendDep, viewer: ViewerDep
+) -> dict[str, Any]:
+    return PlanJobService(session, backend, viewer).plans(job_id)
 
 
 @router.post(
@@ -122,9 +142,13 @@ def get_plans(job_id: JobId, session: SessionDep, backend: BackendDep) -> dict[s
     operation_id="cancel_plan_job",
 )
 def cancel(
-    job_id: JobId, session: SessionDep, backend: BackendDep, response: Response
+    job_id: JobId,
+    session: SessionDep,
+    backend: BackendDep,
+    viewer: ViewerDep,
+    response: Response,
 ) -> PlanJobRead:
-    job = PlanJobService(session, backend).cancel(job_id)
+    job = PlanJobService(session, backend, viewer).cancel(job_id)
     if job.status == "cancelled":
         response.status_code = status.HTTP_200_OK
     return to_read(job)

@@ -25,6 +25,7 @@ from app.planning.convert import RequestError, parse_request
 from app.planning.models import PlanJobRow
 from app.planning.repository import PlanJobRepository
 from app.planning.schemas import FINISHED, NETWORK_FIELDS, PlanJobCreate, PlanJobPage, PlanJobRead
+from app.security.ownership import Viewer
 from planner import SpecError
 
 
@@ -118,10 +119,14 @@ def to_read(row: PlanJobRow) -> PlanJobRead:
 
 
 class PlanJobService:
-    def __init__(self, session: Session, backend: PlanningBackend) -> None:
+    def __init__(
+        self, session: Session, backend: PlanningBackend, viewer: Viewer | None = None
+    ) -> None:
         self.session = session
         self.backend = backend
         self.repo = PlanJobRepository(session)
+        self.viewer = viewer
+        """The caller: owns what it submits, sees only its own jobs unless admin (None: all)."""
 
     def submit(self, body: dict[str, Any], idempotency_key: str | None) -> tuple[PlanJobRow, bool]:
         """Queue a job; returns (job, created). The same key with the same body is one job.
@@ -133,8 +138,12 @@ class PlanJobService:
         except RequestError as exc:
             raise InvalidInputError(exc.message, errors=exc.errors) from exc
         digest = request_hash(body)
+        shown, idempotency_key = (
+            idempotency_key,
+            (self.viewer.idempotency_key(idempotency_key) if self.viewer else idempotency_key),
+        )
         if idempotency_key is not None:
-            existing = self._same_key(idempotency_key, digest)
+            existing = self._same_key(idempotency_key, digest, shown)
             if existing is not None:
                 return existing, False
         req, resolved = resolve_references(self.session, body)
@@ -145,6 +154,7 @@ class PlanJobService:
             id=str(uuid.uuid4()),
             status="queued",
             idempotency_key=idempotency_key,
+            owner_key_id=self.viewer.key_id if self.viewer else None,
             request_hash=digest,
             request=body,
             resolved=resolved,
@@ -156,17 +166,17 @@ class PlanJobService:
         except IntegrityError:
             if idempotency_key is None:
                 raise
-            existing = self._same_key(idempotency_key, digest)
+            existing = self._same_key(idempotency_key, digest, shown)
             if existing is None:  # pragma: no cover - the row that collided must exist
                 raise
             return existing, False
         return row, True
 
-    def _same_key(self, key: str, digest: str) -> PlanJobRow | None:
+    def _same_key(self, key: str, digest: str, shown: str | None) -> PlanJobRow | None:
         existing = self.repo.get_by_idempotency_key(key)
         if existing is not None and existing.request_hash != digest:
             raise ConflictError(
-                f"Idempotency-Key {key!r} was already used for a different request (job "
+                f"Idempotency-Key {shown!r} was already used for a different request (job "
                 f"{existing.id}); use a new key for a new request"
             )
         return existing
@@ -175,6 +185,8 @@ class PlanJobService:
         row = self.repo.get(job_id)
         if row is None:
             raise NotFoundError(f"no plan job {job_id!r}; GET /v1/plan-jobs lists them")
+        if self.viewer is not None:
+            self.viewer.check(row.owner_key_id, f"plan job {job_id}")
         return row
 
     def plans(self, job_id: str) -> dict[str, Any]:
@@ -196,7 +208,8 @@ class PlanJobService:
         return self.get(job_id)
 
     def list(self, status: str | None, limit: int, offset: int) -> PlanJobPage:
-        rows, total = self.repo.list(status, limit, offset)
+        only_owner, owner = self.viewer.owner_filter() if self.viewer else (False, None)
+        rows, total = self.repo.list(status, limit, offset, only_owner=only_owner, owner=owner)
         return PlanJobPage(
             items=[to_read(r) for r in rows], total=total, limit=limit, offset=offset
         )

@@ -37,6 +37,8 @@ class JobView:
     result: dict[str, Any] | None = None
     error: str | None = None
     elapsed_s: float | None = None
+    owner_key_id: str | None = None
+    """The API key that submitted it (None without auth)."""
 
     @property
     def finished(self) -> bool:
@@ -50,7 +52,7 @@ class WebBackend(Protocol):
     def catalog_rows(self, kind: str) -> list[dict[str, Any]]: ...
     def parse_hf_config(self, config: dict[str, Any], name: str) -> dict[str, Any]: ...
     def check_request(self, request: dict[str, Any]) -> dict[str, Any]: ...
-    def submit_plan(self, request: dict[str, Any]) -> str: ...
+    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str: ...
     def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]: ...
     def calibration_preview(
         self, cluster: str, body: bytes, media_type: str, save: bool
@@ -204,13 +206,15 @@ class ServiceBackend:
         request = parse_request(PlanJobCreate, expand_text_lists(req))
         return request.model_dump(mode="json", exclude_none=True)
 
-    def submit_plan(self, request: dict[str, Any]) -> str:
+    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str:
         from app.core.errors import AppError
         from app.planning.service import PlanJobService
+        from app.security.ownership import Viewer
 
         try:
             with self._session() as session:
-                job, _created = PlanJobService(session, self._app.state.backend).submit(
+                viewer = Viewer(key_id=owner, admin=True)  # the owner of what it submits
+                job, _created = PlanJobService(session, self._app.state.backend, viewer).submit(
                     request, None
                 )
                 job_id = str(job.id)
@@ -242,4 +246,5 @@ class ServiceBackend:
                 result=row.result,
                 error=row.error,
                 elapsed_s=elapsed,
+                owner_key_id=row.owner_key_id,
             )

@@ -10,8 +10,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.core.schemas import SLUG_PATTERN
-from app.core.units import GIB
+from app.input_policy import load_json_text
 from app.web.backend import Backend
+from app.web.present import fmt_gib
 from app.web.templating import templates
 from planner.specs import SpecError
 
@@ -28,6 +29,7 @@ MODEL_COLUMNS = (
     ("num_experts", "Experts"),
     ("moe_router_topk", "Top-k"),
     ("max_position_embeddings", "Max positions"),
+    ("builtin", "Built-in"),
 )
 GPU_COLUMNS = (
     ("slug", "GPU"),
@@ -36,6 +38,16 @@ GPU_COLUMNS = (
     ("peak_bf16_flop_per_s", "Peak BF16"),
     ("peak_fp8_flop_per_s", "Peak FP8"),
     ("intra_node_bandwidth_bytes_per_s", "Intra-node link"),
+    ("builtin", "Built-in"),
+)
+CLUSTER_COLUMNS = (
+    ("slug", "Cluster"),
+    ("gpu", "GPU"),
+    ("gpus_per_node", "GPUs per node"),
+    ("inter_node_bandwidth_bytes_per_s", "Inter-node bandwidth per GPU"),
+    ("inter_node_latency_s", "Inter-node latency"),
+    ("intra_node_latency_s", "Intra-node latency"),
+    ("builtin", "Built-in"),
 )
 
 
@@ -43,9 +55,11 @@ def _fmt(key: str, value: Any) -> str:
     """SI values rendered in the units people read (GiB, TB/s, TFLOP/s, GB/s)."""
     if value is None:
         return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, int | float) and not isinstance(value, bool):
         if key.endswith("_bytes"):
-            return f"{value / GIB:,.0f} GiB"
+            return fmt_gib(value, from_bytes=True)  # one decimal, as on every page
         if key.endswith("flop_per_s"):
             return f"{value / 1e12:,.0f} TFLOP/s"
         if key.endswith("bytes_per_s"):
@@ -77,7 +91,7 @@ def _page(
     status_code: int = 200,
 ) -> Response:
     titles = {"models": "Models", "gpus": "GPU types", "clusters": "Cluster presets"}
-    columns = {"models": MODEL_COLUMNS, "gpus": GPU_COLUMNS}.get(kind)
+    columns = {"models": MODEL_COLUMNS, "gpus": GPU_COLUMNS, "clusters": CLUSTER_COLUMNS}.get(kind)
     error = None
     try:
         rows = backend.catalog_rows(kind)
@@ -115,7 +129,7 @@ async def parse_model(request: Request, backend: Backend) -> Response:
     text = str(form.get("config_json", ""))
     name = str(form.get("name", "")).strip() or "pasted-model"
     try:
-        config = json.loads(text)
+        config = load_json_text(text, "hf_config")
         if not isinstance(config, dict):
             raise SpecError("config.json must be a JSON object", field="hf_config")
         if form.get("store"):

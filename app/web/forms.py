@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.input_policy import load_json_text
 from app.web import memory_form
 from planner.specs import SpecError
 
@@ -202,7 +203,7 @@ def _parse_config(text: str) -> dict[str, Any]:
     if not text.strip():
         raise SpecError("paste the model's config.json here", field="hf_config")
     try:
-        config = json.loads(text)
+        config = load_json_text(text, "hf_config")
     except json.JSONDecodeError as exc:
         raise SpecError(
             f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", field="hf_config"

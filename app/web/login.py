@@ -14,10 +14,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.core.errors import AppError
 from app.core.session import CSRF_FIELD, SESSION_COOKIE, csrf_ok
 from app.keys.auth import READ_METHODS, ForbiddenError, get_authenticator
+from app.security.ratelimit import charge
 
 router = APIRouter(include_in_schema=False)
 ADMIN_PAGES = ("/catalog", "/calibration")
 """Form POSTs that change shared data need the admin scope (as their API routes do)."""
+SEARCH_PAGES = {"/scaling": "POST /v1/scaling-curves"}
+"""Pages whose GET runs a search (``?run``): the plan scope, as their API twin needs."""
 
 
 def _safe_next(target: str | None) -> str:
@@ -39,8 +42,14 @@ async def web_guard(request: Request) -> None:
         raise AppError(
             "sign in first", status_code=303, headers={"Location": target, "HX-Redirect": target}
         )
+    charge(request, principal.key_id)  # the session's key pays, as its API twin would
     request.state.principal = principal
     request.state.csrf_token = web.csrf
+    twin = SEARCH_PAGES.get(request.url.path)
+    if twin and "run" in request.query_params and not principal.allows("plan"):
+        raise ForbiddenError(
+            f"your API key lacks the 'plan' scope this search needs (as {twin} does)"
+        )
     if request.method in READ_METHODS:
         return
     token = request.headers.get("x-csrf-token")
@@ -83,8 +92,7 @@ def login(
     principal = auth.verify_key(api_key.strip()) if api_key.strip() else None
     if principal is None or principal.key_id is None or principal.prefix is None:
         return _login_page(request, "That API key is not valid (unknown or revoked).", 401)
-    scopes = tuple(sorted(principal.scopes))
-    cookie, _ = auth.signer.issue(principal.key_id, principal.prefix, scopes)
+    cookie = auth.start_session(principal)
     response = RedirectResponse(_safe_next(next_page), status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
@@ -106,6 +114,7 @@ async def logout(request: Request) -> Response:
         token = request.headers.get("x-csrf-token") or form.get(CSRF_FIELD)
         if not csrf_ok(web, token if isinstance(token, str) else None):
             raise ForbiddenError("the form's CSRF token is missing or wrong; reload the page")
+        auth.end_session(web)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE)
     return response

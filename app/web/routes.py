@@ -12,12 +12,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from app.web import forms, memory_form, views
+from app.security.ownership import NotYoursError, Viewer, viewer_of
+from app.web import forms, memory_form, present, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
 
 router = APIRouter(include_in_schema=False)
+PREFILL_FIELDS = frozenset(
+    ("model", "gpu", "num_gpus", "seq_length", "global_batch_size", "token_budget")
+) | {"usd_per_gpu_hour"}
+"""Form fields a link may prefill (``/?model=...&num_gpus=...``, from the scaling rows)."""
 
 
 def _templates(request: Request) -> Jinja2Templates:
@@ -54,16 +59,22 @@ def _job_context(job: JobView) -> dict[str, Any]:
     ctx: dict[str, Any] = {"job": job}
     if job.status == "succeeded" and job.result is not None:
         plans = job.result.get("plans") or []
-        ctx["rows"] = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
+        rows = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
+        ctx["rows"] = present.group_variants(rows, plans)  # near-duplicates under their best
+        ctx["objective_columns"] = present.objective_columns(plans)
         ctx["scatter"] = views.scatter_chart(job.result)
         ctx["rejections"] = views.rejections(job.result)
     return ctx
 
 
-def _get_job(backend: WebBackend, job_id: str) -> JobView:
+def _get_job(backend: WebBackend, job_id: str, viewer: Viewer) -> JobView:
     job = backend.get_plan(job_id)
     if job is None:
         raise _NotFound(f"no plan {job_id!r}; it may have been made before a restart")
+    try:  # the same rule as GET /v1/plan-jobs/{id}: the key that made it, or admin
+        viewer.check(job.owner_key_id, f"plan {job_id}")
+    except NotYoursError as exc:
+        raise _NotFound(exc.message) from None
     return job
 
 
@@ -74,6 +85,8 @@ class _NotFound(Exception):
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, backend: Backend) -> Response:
     state = forms.default_state(backend.list_models(), backend.list_gpus())
+    # links from other pages (a scaling row) prefill the form; the user still submits it
+    state.values.update({k: v for k, v in request.query_params.items() if k in PREFILL_FIELDS})
     return _templates(request).TemplateResponse(request, "home.html", _form_context(backend, state))
 
 
@@ -85,7 +98,7 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
     try:
         req = forms.to_request(values)
         req = await _run_sync(backend.check_request, req)
-        job_id = await _run_sync(backend.submit_plan, req)
+        job_id = await _run_sync(backend.submit_plan, req, viewer_of(request).key_id)
     except SpecError as exc:
         name = forms.error_field(exc.field, values)
         state = forms.FormState(
@@ -99,7 +112,7 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
         )
     if not _is_htmx(request):
         return RedirectResponse(f"/plans/{job_id}", status_code=303)
-    job = _get_job(backend, job_id)
+    job = _get_job(backend, job_id, viewer_of(request))
     ctx = _form_context(backend, forms.FormState(values=values)) | _job_context(job)
     response = _templates(request).TemplateResponse(request, "_workspace.html", ctx)
     response.headers["HX-Push-Url"] = f"/plans/{job_id}"
@@ -115,7 +128,7 @@ async def _run_sync(fn: Any, *args: Any) -> Any:
 @router.get("/plans/{job_id}", response_class=HTMLResponse)
 def plan_page(request: Request, job_id: str, backend: Backend) -> Response:
     try:
-        job = _get_job(backend, job_id)
+        job = _get_job(backend, job_id, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
     state = forms.FormState(values=forms.values_from_request(job.request))
@@ -126,14 +139,16 @@ def plan_page(request: Request, job_id: str, backend: Backend) -> Response:
 @router.get("/plans/{job_id}/status", response_class=HTMLResponse)
 def plan_status(request: Request, job_id: str, backend: Backend) -> Response:
     try:
-        job = _get_job(backend, job_id)
+        job = _get_job(backend, job_id, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
     return _templates(request).TemplateResponse(request, "_job.html", _job_context(job))
 
 
-def _plan_at(backend: WebBackend, job_id: str, rank: int) -> tuple[JobView, dict[str, Any]]:
-    job = _get_job(backend, job_id)
+def _plan_at(
+    backend: WebBackend, job_id: str, rank: int, viewer: Viewer
+) -> tuple[JobView, dict[str, Any]]:
+    job = _get_job(backend, job_id, viewer)
     plans = (job.result or {}).get("plans") or []
     if not 1 <= rank <= len(plans):
         raise _NotFound(f"plan {job_id!r} has no rank {rank} (it has {len(plans)} plans)")
@@ -143,7 +158,7 @@ def _plan_at(backend: WebBackend, job_id: str, rank: int) -> tuple[JobView, dict
 @router.get("/plans/{job_id}/{rank}", response_class=HTMLResponse)
 def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> Response:
     try:
-        job, plan = _plan_at(backend, job_id, rank)
+        job, plan = _plan_at(backend, job_id, rank, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
     ctx = {
@@ -153,6 +168,7 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
         "row": views.plan_row(rank, plan),
         "memory_chart": views.memory_chart(plan),
         "time_chart": views.time_chart(plan),
+        **views.component_tables(plan),
         "command": views.launch_command(plan),
         "nav": "plan",
     }
@@ -162,7 +178,7 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
 @router.get("/plans/{job_id}/{rank}/launch.sh")
 def launch_sh(request: Request, job_id: str, rank: int, backend: Backend) -> Response:
     try:
-        _job, plan = _plan_at(backend, job_id, rank)
+        _job, plan = _plan_at(backend, job_id, rank, viewer_of(request))
     except _NotFound as exc:
         return PlainTextResponse(str(exc), status_code=404)
     return PlainTextResponse(
@@ -174,5 +190,8 @@ def launch_sh(request: Request, job_id: str, rank: int, backend: Backend) -> Res
 
 def _not_found(request: Request, message: str) -> Response:
     return _templates(request).TemplateResponse(
-        request, "message.html", {"title": "Not found", "message": message}, status_code=404
+        request,
+        "error.html",
+        {"status": 404, "title": "Not found", "message": message, "errors": []},
+        status_code=404,
     )

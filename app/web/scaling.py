@@ -55,6 +55,19 @@ def chart_data(curve: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def point_layouts(curve: dict[str, Any]) -> dict[int, str]:
+    """Each feasible point's layout in the plan table's words (no EP/ETP for a dense model)."""
+    from app.web.views import layout_text
+
+    return {
+        p["num_gpus"]: layout_text(
+            p.get("layout") or {}, moe="--num-experts" in str(p.get("megatron_command") or "")
+        )
+        for p in curve["points"]
+        if p.get("feasible")
+    }
+
+
 @router.get("/scaling", response_class=HTMLResponse)
 async def scaling_page(request: Request) -> Response:
     from app.planning.scaling import scaling_curve
@@ -75,5 +88,6 @@ async def scaling_page(request: Request) -> Response:
             ctx["error"] = {"field": exc.field, "message": exc.message}
         else:
             ctx["curve"], ctx["chart"] = curve, chart_data(curve)
+            ctx["layouts"] = point_layouts(curve)
     code = 422 if ctx["error"] else 200
     return templates(request.app).TemplateResponse(request, "scaling.html", ctx, status_code=code)

@@ -8,6 +8,8 @@ from typing import Any
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from app.web.present import FILTERS
+
 HERE = Path(__file__).parent
 TEMPLATES_DIR = HERE / "templates"
 STATIC_DIR = HERE / "static"
@@ -24,8 +26,16 @@ def templates(app: Any) -> Jinja2Templates:
     if found is None:
         found = Jinja2Templates(directory=str(TEMPLATES_DIR))
         found.env.globals["static_url"] = static_url
+        found.env.globals["auth_enabled"] = _auth_enabled(app)
+        found.env.filters.update(FILTERS)  # one precision per unit on every page
         app.state.web_templates = found
     return found
+
+
+def _auth_enabled(app: Any) -> bool:
+    """Whether pages need a sign-in (so the navigation links the login page)."""
+    authenticator = getattr(app.state, "authenticator", None)
+    return bool(getattr(authenticator, "enabled", False))
 
 
 def mount_static(app: Any) -> None:

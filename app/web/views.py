@@ -5,11 +5,14 @@ SI units come in; GiB, TFLOP/s and percentages appear only here, at rendering.
 
 from __future__ import annotations
 
-import shlex
+import math
 from collections.abc import Iterable
 from typing import Any
 
 from app.core.units import GIB
+from app.web.launch import launch_command as launch_command  # re-exported for the routes
+from app.web.launch import launch_script as launch_script
+from app.web.present import component_rows, is_moe
 
 MEMORY_LABELS = {
     "weights_bytes": "Weights",
@@ -18,10 +21,16 @@ MEMORY_LABELS = {
     "activations_bytes": "Activations",
     "logits_bytes": "Logits",
     "comm_buffers_bytes": "Comm. buffers",
+    "fp8_bytes": "FP8 weight copies",
+    "embedding_input_bytes": "Embedding input",
+    "workspace_bytes": "Kernel workspace",
+    "fragmentation_bytes": "Allocator fragmentation",
     "runtime_overhead_bytes": "CUDA/NCCL runtime",
 }
 TIME_LABELS = {
     "compute_s": "Compute",
+    "recompute_s": "Recompute",
+    "overhead_s": "Launch overhead",
     "tp_comm_s": "TP comm.",
     "cp_comm_s": "CP comm.",
     "ep_comm_s": "EP comm.",
@@ -47,8 +56,8 @@ def _num(value: Any, default: float = 0.0) -> float:
         return default
 
 
-def layout_text(layout: dict[str, Any]) -> str:
-    """A compact one-line layout: 'TP8 PP4 VPP2 DP8 EP8 mbs1 recompute=selective'."""
+def layout_text(layout: dict[str, Any], *, moe: bool = True) -> str:
+    """A compact one-line layout: 'TP8 PP4 VPP2 DP8 EP8 mbs1'; no EP/ETP for a dense model."""
     parts = []
     for key, name in (
         ("tp", "TP"),
@@ -61,6 +70,8 @@ def layout_text(layout: dict[str, Any]) -> str:
     ):
         value = layout.get(key)
         if value is None or (key in ("vpp", "cp", "ep", "etp") and value in (1, None)):
+            continue
+        if not moe and key in ("ep", "etp"):
             continue
         parts.append(f"{name}{value}")
     parts.append(f"mbs{layout.get('micro_batch_size', 1)}")
@@ -96,7 +107,9 @@ def plan_row(rank: int, plan: dict[str, Any]) -> dict[str, Any]:
     bubble, comm = shares(plan)
     return {
         "rank": rank,
-        "layout": layout_text(layout),
+        "layout": layout_text(layout, moe=is_moe(plan)),
+        "moe": is_moe(plan),
+        "objective": plan.get("objective") or {},
         "recompute": layout.get("recompute", "none"),
         "sharding": layout.get("optimizer_sharding", "none"),
         "tokens_per_s_per_gpu": _num(perf.get("tokens_per_s_per_gpu")),
@@ -112,30 +125,61 @@ def plan_row(rank: int, plan: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _largest_first(parts: dict[str, Any]) -> dict[str, Any]:
+    """Non-zero parts (zeros would crowd the legend) in the tables' order, largest first."""
+    return dict(sorted(parts.items(), key=lambda kv: -_num(kv[1])))
+
+
 def memory_chart(plan: dict[str, Any]) -> dict[str, Any]:
     memory = plan.get("memory", {})
     breakdown = memory.get("breakdown") or {}
     capacity = _num(memory.get("capacity_bytes"))
     threshold = _num(memory.get("threshold"), 0.8)
     limit = _num(memory.get("limit_bytes"), threshold * capacity)
+    shown = _largest_first({k: v for k, v in breakdown.items() if round(_num(v) / GIB, 1) > 0})
+    total = _num(memory.get("total_bytes"), sum(_num(v) for v in shown.values()))
     return {
         "kind": "memory",
-        "labels": [label(k, MEMORY_LABELS) for k in breakdown],
-        "values": [round(_num(v) / GIB, 3) for v in breakdown.values()],
-        "limit": round(limit / GIB, 3),
+        "labels": [label(k, MEMORY_LABELS) for k in shown],
+        "values": [round(_num(v) / GIB, 1) for v in shown.values()],
+        "limit": round(limit / GIB, 1),
         "limit_label": f"{threshold:.0%} of HBM",
-        "capacity": round(capacity / GIB, 3),
+        "capacity": round(capacity / GIB, 1),
+        # the axis reaches past the limit and the stack (to the next 10 GiB), so the marker
+        # is always inside it
+        "axis_max": 10 * math.ceil(max(capacity, limit, total) / GIB / 10),
     }
 
 
 def time_chart(plan: dict[str, Any]) -> dict[str, Any]:
     perf = plan.get("performance", {})
     breakdown = perf.get("breakdown") or {}
+    shown = _largest_first({k: v for k, v in breakdown.items() if round(_num(v), 2) > 0})
     return {
         "kind": "time",
-        "labels": [label(k, TIME_LABELS) for k in breakdown],
-        "values": [round(_num(v) * 1000, 3) for v in breakdown.values()],
-        "total": round(_num(perf.get("step_time_s")) * 1000, 3),
+        "labels": [label(k, TIME_LABELS) for k in shown],
+        "values": [round(_num(v), 2) for v in shown.values()],
+        "total": round(_num(perf.get("step_time_s")), 2),
+    }
+
+
+def component_tables(plan: dict[str, Any]) -> dict[str, Any]:
+    """Memory and time per component as table rows (values visible, not hover-only)."""
+    memory = plan.get("memory", {})
+    perf = plan.get("performance", {})
+    stages = [
+        (name, _num(memory.get(f"{name}_stage_bytes")) / GIB)
+        for name in ("first", "last")
+        if memory.get(f"{name}_stage_bytes") is not None
+    ]
+    return {
+        "memory_rows": component_rows(
+            memory.get("breakdown") or {}, MEMORY_LABELS, GIB, _num(memory.get("total_bytes"))
+        ),
+        "time_rows": component_rows(
+            perf.get("breakdown") or {}, TIME_LABELS, 1.0, _num(perf.get("step_time_s"))
+        ),
+        "stages": stages,
     }
 
 
@@ -158,7 +202,9 @@ def _point(item: dict[str, Any]) -> dict[str, Any] | None:
         "x": round(_num(total) / GIB, 3),
         "y": round(_num(speed), 1),
         "fits": bool(memory.get("fits", True)),
-        "label": layout_text(layout),
+        "label": layout_text(layout, moe=is_moe(item))
+        if "megatron" in item
+        else layout_text(layout),
     }
 
 
@@ -185,7 +231,8 @@ def scatter_chart(result: dict[str, Any]) -> dict[str, Any]:
         limit = round(
             _num(memory.get("limit_bytes"), _num(memory.get("threshold"), 0.8) * cap) / GIB, 3
         )
-    return {"kind": "scatter", "points": points, "limit": limit, "basis": basis}
+    over = sum(1 for p in points if not p["fits"])
+    return {"kind": "scatter", "points": points, "limit": limit, "basis": basis, "over": over}
 
 
 def rejections(result: dict[str, Any]) -> list[tuple[str, int]]:
@@ -199,29 +246,3 @@ def rejections(result: dict[str, Any]) -> list[tuple[str, int]]:
     else:
         pairs = [(str(k), int(v)) for k, v in reasons.items()]
     return sorted(pairs, key=lambda kv: -kv[1])
-
-
-def launch_script(plan: dict[str, Any]) -> str:
-    """A bash script that exports the plan's environment and runs its torchrun command."""
-    megatron = plan.get("megatron", {})
-    lines = [
-        "#!/usr/bin/env bash",
-        "# Launch script written by Parallel Planner.",
-        f"# Layout: {layout_text(plan.get('layout', {}))}",
-        "set -euo pipefail",
-        "",
-    ]
-    for key, value in (megatron.get("env") or {}).items():
-        lines.append(f"export {key}={shlex.quote(str(value))}")
-    lines += ["", launch_command(plan), ""]
-    return "\n".join(lines)
-
-
-def launch_command(plan: dict[str, Any]) -> str:
-    """The torchrun command, one flag per line (bash continuation) so it reads and pastes."""
-    megatron = plan.get("megatron", {})
-    command = str(megatron.get("command") or "")
-    if not command:
-        args = megatron.get("args") or []
-        command = "torchrun pretrain_gpt.py " + " ".join(shlex.quote(a) for a in args)
-    return command.replace(" --", " \\\n    --")

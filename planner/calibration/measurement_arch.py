@@ -26,7 +26,10 @@ from planner.specs import ModelSpec
 
 BLOOM_VOCAB = 250_880  # BigScience BLOOM tokenizer (tr11-176B-ml: vocab 250,680 padded 250,880)
 _SWIGLU_FAMILIES = ("llama", "mistral", "mixtral", "qwen", "deepseek")
-_BLOOM_VOCAB_TEXT = re.compile(r"vocab\w*\s*(?:=|~|of|size)?\s*~?\s*250\s*k", re.IGNORECASE)
+# runs on uploaded text, so linear: whitespace is collapsed first and every gap is " ?" (the old
+# `\s*(...)?\s*~?\s*` backtracked cubically: 4 000 spaces after "vocab" took 70 s)
+_BLOOM_VOCAB_TEXT = re.compile(r"vocab\w* ?(?:=|~|of|size)? ?~? ?250 ?k", re.IGNORECASE)
+_SPACES = re.compile(r"\s+")
 _LOG_ARCH = "arguments block"
 _COLUMNS = (
     "num_layers",
@@ -137,7 +140,7 @@ def from_columns(row: Mapping[str, str], name: str) -> tuple[ModelSpec, list[str
     vocab = _int(row, "vocab_size")
     if vocab is None and "bloom" in name.lower():
         text = " ".join(row.get(k) or "" for k in ("notes", "arch_source", "source_ref"))
-        if _BLOOM_VOCAB_TEXT.search(text):
+        if _BLOOM_VOCAB_TEXT.search(_SPACES.sub(" ", text)):
             vocab = BLOOM_VOCAB
             notes.append(
                 f"vocab_size={BLOOM_VOCAB} (row text states 'vocab ~250k'; BLOOM tokenizer)"

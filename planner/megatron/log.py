@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import re
 
+from planner.megatron.log_lines import MAX_LINE_CHARS as MAX_LINE_CHARS  # re-exported
+from planner.megatron.log_lines import MAX_LINES as MAX_LINES  # re-exported
+from planner.megatron.log_lines import LogLines, timer_line
 from planner.megatron.log_records import MEASUREMENT_COLUMNS as MEASUREMENT_COLUMNS  # re-exported
 from planner.megatron.log_records import IterationRecord, LogParseError, MemoryRecord, RankMemory
 from planner.megatron.log_rows import LogParseResult
 from planner.megatron.parsing import parse_float, parse_int, split_pieces
 
-__all__ = ["MEASUREMENT_COLUMNS", "LogParseError", "LogParseResult", "parse_megatron_log"]
+__all__ = [
+    "MAX_LINES",
+    "MAX_LINE_CHARS",
+    "MEASUREMENT_COLUMNS",
+    "LogParseError",
+    "LogParseResult",
+    "parse_megatron_log",
+]
 
 _MIB = 1024**2  # Megatron's "MB" is MiB (log sheet §5.1)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -27,12 +37,16 @@ _PREFIXES = (  # launcher and collector prefixes (log sheet §10)
     re.compile(r"^(?:INFO|WARNING|DEBUG|ERROR|CRITICAL):[\w.]+:"),
     re.compile(r"^[A-Za-z0-9][\w.-]*: "),
 )
-_ARGS_HEAD = re.compile(r"-{10,} arguments -{10,}")
-_ARGS_FOOT = re.compile(r"-{10,} end of arguments -{10,}")
-_ARG_LINE = re.compile(r"^ {2}(\w+) \.* ?(.*?)\s*$")  # log sheet §2.1
+# Every pattern below runs on untrusted uploads, so each is linear in the line's length: fixed
+# counts instead of `-{10,}` around a literal (searching `-{10,} x` backtracks quadratically on a
+# run of dashes), no lazy group before `\s*$` (values are right-stripped in code instead), and
+# `[^()]*` for the memory label so that each candidate's scan stops at the next candidate.
+_ARGS_HEAD = re.compile(r"-{10} arguments -{10}")
+_ARGS_FOOT = re.compile(r"-{10} end of arguments -{10}")
+_ARG_LINE = re.compile(r"^ {2}(\w+) \.* ?(.*)$")  # log sheet §2.1
 _ITER = re.compile(r"iteration\s+(\d+)/\s*(\d+)\s*\|")  # log sheet §4.2
 _STAMP = re.compile(r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?)\]\s*$")
-_MEM = re.compile(r"\[Rank (\d+)\] \((.*?)\) memory \((MB|GB)\) \|(.*)$")
+_MEM = re.compile(r"\[Rank (\d+)\] \(([^()]*)\) memory \((MB|GB)\) \|(.*)$")
 _THEORY = re.compile(
     r"Theoretical memory footprints: weight and optimizer=([0-9.]+) MB"
     r"(?:, activation=([0-9.]+) MB, total=([0-9.]+) MB)?"
@@ -45,9 +59,12 @@ _WORLD = re.compile(
     r"pipeline-model-parallel size: (\d+)"
 )
 _EVAL_OR_SAVE = re.compile(r"validation(?:-\S+)? loss at|saving checkpoint at iteration")
+_NOT_A_LOG = (
+    "not a Megatron-LM log: found neither an arguments block "
+    "('---- arguments ----') nor any 'iteration N/ M |' line"
+)
 _OLD_TIMERS = re.compile(r"^time \(ms\) \|(.*)$")
 _TIMER_HEAD = re.compile(r"(?:\(min, max\) time|max time|times) across ranks \(ms\):\s*$")
-_TIMER_LINE = re.compile(r"^\s+(\S.*?) \.*: \(?([0-9.]+)(?:, ([0-9.]+)\))?\s*$")
 
 
 def _clean(line: str) -> str:
@@ -151,10 +168,12 @@ def _memory_record(
 
 
 def _closing_warnings(
-    *, truncated_args: bool, unparsed: int, blocks: int, iterations: int
+    *, too_long: int, truncated_args: bool, unparsed: int, blocks: int, iterations: int
 ) -> list[str]:
     """What the whole log says about its own completeness (log sheet §10)."""
     warnings = []
+    if too_long:
+        warnings.append(f"{too_long} line(s) over {MAX_LINE_CHARS} characters were skipped")
     if truncated_args:
         warnings.append("the arguments block has no 'end of arguments' line (truncated log?)")
     if unparsed:
@@ -172,13 +191,15 @@ def parse_megatron_log(
     source_id: str = "megatron-log",
     gpu_type: str | None = None,
     gpus_per_node: int | None = None,
+    time_budget_s: float | None = None,
 ) -> LogParseResult:
     """Parse a Megatron-LM stdout log; raises :class:`LogParseError` if it is not one.
 
-    ``gpu_type`` and ``gpus_per_node`` are stored as given (logs rarely print them).
+    ``gpu_type`` and ``gpus_per_node`` are stored as given (logs rarely print them). A log of
+    more than :data:`MAX_LINES` non-blank lines, or one that takes longer than ``time_budget_s``
+    to read, is refused with :class:`LogParseError` (a service bounds untrusted uploads so).
     """
     args: dict[str, str] = {}
-    blocks = 0
     iterations: list[IterationRecord] = []
     warnings: list[str] = []
     ranks: dict[int, RankMemory] = {}
@@ -187,23 +208,23 @@ def parse_megatron_log(
     vocab: tuple[int | None, int | None] = (None, None)
     micro: int | None = None
     timers: dict[int, dict[str, float]] = {}
-    run, in_args, in_timers, flagged, unparsed = 0, False, False, False, 0
-    pending = [_clean(raw) for raw in text.splitlines()]
-    pending.reverse()
-    while pending:
-        line = pending.pop()
+    run, blocks, in_args, in_timers, flagged, unparsed = 0, 0, False, False, False, 0
+    reader = LogLines(text, time_budget_s)
+    raw_lines = iter(reader)
+    pending: list[str] = []  # the pieces of a glued line still to read (log sheet §10)
+    while pending or (raw := next(raw_lines, None)) is not None:
+        line = pending.pop() if pending else _clean(raw or "")
         if in_args:
             if _ARGS_FOOT.search(line):
                 in_args = False
             elif m := _ARG_LINE.match(line):
-                args[m.group(1)] = m.group(2)
+                args[m.group(1)] = m.group(2).rstrip()
             elif line.strip():
                 unparsed += 1
             continue
         last_iter = iterations[-1].iteration if iterations else 0
-        if in_timers and (m := _TIMER_LINE.match(line)):
-            value = float(m.group(3) or m.group(2))
-            timers.setdefault(last_iter, {})[m.group(1).strip()] = value
+        if in_timers and (timer := timer_line(line)) is not None:
+            timers.setdefault(last_iter, {})[timer[0]] = timer[1]
             continue
         in_timers = False
         if m := _ITER.search(line):
@@ -242,12 +263,13 @@ def parse_megatron_log(
         elif m := _OLD_TIMERS.match(line.strip()):
             timers.setdefault(last_iter, {}).update(_old_timers(m))
     if not args and not iterations:
-        raise LogParseError(
-            "not a Megatron-LM log: found neither an arguments block "
-            "('---- arguments ----') nor any 'iteration N/ M |' line"
-        )
+        raise LogParseError(_NOT_A_LOG)
     warnings += _closing_warnings(
-        truncated_args=in_args, unparsed=unparsed, blocks=blocks, iterations=len(iterations)
+        too_long=reader.too_long,
+        truncated_args=in_args,
+        unparsed=unparsed,
+        blocks=blocks,
+        iterations=len(iterations),
     )
     return LogParseResult(
         source_id=source_id,

@@ -38,14 +38,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(data_dir: Path, *, real: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    data_dir: Path, *, real: bool = False, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     args = [sys.executable, str(HERE / "serve.py"), str(port), str(data_dir)]
     if real:
         args.append("real")
     root = HERE.parents[1]
-    env = os.environ | {"PYTHONPATH": str(root)}
-    proc = subprocess.Popen(args, cwd=root, env=env)
+    proc = subprocess.Popen(
+        args, cwd=root, env=os.environ | (env or {}) | {"PYTHONPATH": str(root)}
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -76,6 +79,30 @@ def real_server(tmp_path: Path) -> Iterator[str]:
     except ImportError as exc:
         pytest.skip(f"the planning stack is not importable yet: {exc}")
     proc, url = start_server(tmp_path, real=True)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def shared_real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server running the real planner for a whole test module (skips like real_server)."""
+    try:
+        import app.planning.plan_request  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"the planning stack is not importable yet: {exc}")
+    proc, url = start_server(tmp_path_factory.mktemp("real-db"), real=True)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server that needs a sign-in (PLANNER_AUTH=api-key), with the canned planner."""
+    secret = "Zq3v9Lr2Wm8Kx1Tb7Nc4Hd6Pf0Gj5Ys-RuAeIoQ"  # a test secret, not a placeholder
+    env = {"PLANNER_AUTH": "api-key", "PLANNER_SECRET_KEY": secret}
+    proc, url = start_server(tmp_path_factory.mktemp("auth-db"), env=env)
     yield url
     proc.terminate()
     proc.wait(10)

@@ -24,8 +24,15 @@
       ctx.stroke();
       ctx.setLineDash([]); ctx.fillStyle = "#d1242f"; ctx.font = "12px system-ui, sans-serif";
       if (opts.label) {
+        // The label sits in the padding above the plot (never over the data), aligned so it
+        // stays inside the canvas whichever side of the plot the line is on.
         if (opts.axis === "y") ctx.fillText(opts.label, area.left + 4, px - 4);
-        else ctx.fillText(opts.label, Math.min(px + 4, area.right - 80), area.top + 12);
+        else {
+          var right = px > (area.left + area.right) / 2;
+          ctx.textAlign = right ? "right" : "left";
+          ctx.textBaseline = "bottom";
+          ctx.fillText(opts.label, right ? px - 4 : px + 4, area.top - 2);
+        }
       }
       ctx.restore();
     }
@@ -35,12 +42,13 @@
     var datasets = data.labels.map(function (label, i) {
       return { label: label, data: [data.values[i]], backgroundColor: COLORS[i % COLORS.length] };
     });
-    var max = data.capacity || undefined;
+    var max = data.axis_max || data.capacity || undefined;
     return {
       type: "bar",
       data: { labels: [""], datasets: datasets },
       options: {
         indexAxis: "y", responsive: true, maintainAspectRatio: false, animation: false,
+        layout: { padding: { top: limit ? 16 : 0 } },
         scales: { x: { stacked: true, min: 0, max: max, title: { display: true, text: unit } },
                   y: { stacked: true } },
         plugins: {
@@ -56,20 +64,25 @@
   function scatter(data) {
     var fits = data.points.filter(function (p) { return p.fits; });
     var over = data.points.filter(function (p) { return !p.fits; });
+    var datasets = [{ label: "fits", data: fits, backgroundColor: "#0b5cad", pointRadius: 4 }];
+    if (over.length) {  // the legend promises hollow points only when some are drawn
+      datasets.push({ label: "does not fit", data: over, backgroundColor: "rgba(0,0,0,0)", borderColor: "#cf222e", pointRadius: 4, pointStyle: "circle", borderWidth: 1.5 });
+    }
+    var xs = data.points.map(function (p) { return p.x; });
+    if (data.limit != null) xs.push(data.limit);
+    var xmax = xs.length ? Math.max.apply(null, xs) * 1.05 : undefined;  // the limit stays inside
     return {
       type: "scatter",
-      data: { datasets: [
-        { label: "fits", data: fits, backgroundColor: "#0b5cad", pointRadius: 4 },
-        { label: "does not fit", data: over, backgroundColor: "rgba(0,0,0,0)", borderColor: "#cf222e", pointRadius: 4, pointStyle: "circle", borderWidth: 1.5 }
-      ] },
+      data: { datasets: datasets },
       options: {
         responsive: true, maintainAspectRatio: false, animation: false,
-        scales: { x: { title: { display: true, text: "memory per GPU (GiB)" } },
+        layout: { padding: { top: data.limit == null ? 0 : 16 } },
+        scales: { x: { min: 0, suggestedMax: xmax, title: { display: true, text: "memory per GPU (GiB)" } },
                   y: { title: { display: true, text: "tokens/s per GPU" } } },
         plugins: {
           legend: { position: "bottom", labels: { boxWidth: 12 } },
-          tooltip: { callbacks: { label: function (c) { var p = c.raw; return (p.label || "") + ": " + p.y + " tok/s, " + p.x + " GiB"; } } },
-          limitLine: data.limit == null ? null : { value: data.limit, label: "limit" }
+          tooltip: { callbacks: { label: function (c) { var p = c.raw; return (p.label || "") + ": " + Math.round(p.y).toLocaleString() + " tok/s, " + p.x.toFixed(1) + " GiB"; } } },
+          limitLine: data.limit == null ? null : { value: data.limit, label: "memory limit " + data.limit.toFixed(1) + " GiB" }
         }
       },
       plugins: [limitLine]
@@ -79,6 +92,8 @@
   function calibration(data) {
     var all = data.before.concat(data.after);
     var hi = Math.max.apply(null, all.map(function (p) { return Math.max(p.x, p.y); }).concat([1])) * 1.05;
+    var step = Math.pow(10, Math.floor(Math.log10(hi))) / 2;
+    hi = Math.ceil(hi / step) * step;  // a round axis end (35,000), not 33,983.04
     return {
       type: "scatter",
       data: { datasets: [
@@ -103,7 +118,7 @@
     var data = JSON.parse(block.textContent);
     var config = null;
     if (data.kind === "memory") config = stacked(data, "GiB", { value: data.limit, label: data.limit_label });
-    else if (data.kind === "time") config = stacked({ labels: data.labels, values: data.values }, "ms", null);
+    else if (data.kind === "time") config = stacked({ labels: data.labels, values: data.values }, "s", null);
     else if (data.kind === "scatter") config = scatter(data);
     else if (data.kind === "calibration") config = calibration(data);
     if (config) canvas.chart = new Chart(canvas, config);

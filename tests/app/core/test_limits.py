@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.core.middleware import TokenBuckets
+from app.security.ratelimit import WeightedBuckets, request_cost
 from tests.app.conftest import JOB_70B, SLOW_SEED
+from tests.app.keys.test_auth import GOOD_SECRET, new_key
 
 EVALUATION = dict(JOB_70B)
 PLAN = {**EVALUATION, "seed": SLOW_SEED}
@@ -69,24 +70,85 @@ def test_rate_limit_answers_429_with_retry_after(make_client: Callable[..., Test
     assert limited.headers["content-type"] == "application/problem+json"
 
 
-def test_rate_limit_is_per_key_and_spares_probes(make_client: Callable[..., TestClient]) -> None:
+def test_rate_limit_spares_probes(make_client: Callable[..., TestClient]) -> None:
     client = make_client(rate_limit_per_s=0.5, rate_limit_burst=2)
     for _ in range(3):
         client.get("/v1/models")
     assert client.get("/v1/models").status_code == 429
-    other_key = {"X-API-Key": "pp_00000000000a_" + "x" * 43}  # auth=none: the key only names
-    assert client.get("/v1/models", headers=other_key).status_code == 200  # its own bucket
     assert client.get("/healthz").status_code == 200
     assert client.get("/metrics").status_code == 200
 
 
-def test_token_bucket_refills_at_its_rate() -> None:
-    buckets = TokenBuckets(rate_per_s=2.0, burst=2)
-    assert buckets.take("a", now=0.0) == 0.0
-    assert buckets.take("a", now=0.0) == 0.0
-    assert buckets.take("a", now=0.0) == pytest.approx(0.5)
-    assert buckets.take("a", now=0.5) == 0.0  # one token back after 1/rate seconds
-    assert buckets.take("b", now=0.5) == 0.0
+def test_weighted_bucket_refills_at_its_rate_and_charges_the_cost() -> None:
+    buckets = WeightedBuckets(rate_per_s=2.0, burst=12)
+    assert buckets.take("a", cost=10, now=0.0) == 0.0
+    assert buckets.take("a", cost=1, now=0.0) == 0.0
+    assert buckets.take("a", cost=10, now=0.0) == pytest.approx(4.5)  # 1 left, 9 more at 2/s
+    assert buckets.take("a", cost=10, now=4.5) == 0.0
+    assert buckets.take("b", cost=1, now=0.0) == 0.0  # another identity, another bucket
+    assert WeightedBuckets(rate_per_s=1, burst=5).take("c", cost=10, now=0) == 0.0  # full: goes
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "cost"),
+    [
+        ("GET", "/v1/plan-jobs", 1.0),
+        ("POST", "/v1/evaluations", 1.0),
+        ("POST", "/v1/plan-jobs", 10.0),
+        ("POST", "/v1/batches", 20.0),
+        ("POST", "/v1/clusters/dgx/calibrations", 10.0),
+        ("DELETE", "/v1/keys/abc", 2.0),
+    ],
+)
+def test_request_cost_weighs_what_the_request_asks(method: str, path: str, cost: float) -> None:
+    assert request_cost(method, path) == cost
+
+
+def test_plan_jobs_cost_more_than_reads(make_client: Callable[..., TestClient]) -> None:
+    client = make_client(rate_limit_per_s=0.1, rate_limit_burst=12)
+    assert client.post("/v1/plan-jobs", json={**PLAN, "seed": 1}).status_code == 202
+    assert client.get("/v1/models").status_code == 200
+    assert client.get("/v1/models").status_code == 200
+    assert client.post("/v1/plan-jobs", json={**PLAN, "seed": 2}).status_code == 429
+    assert client.get("/v1/models").status_code == 429  # 12 spent: 10 + 1 + 1
+
+
+def test_a_random_key_prefix_does_not_dodge_the_address_limit(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client(
+        auth="api-key", secret_key=GOOD_SECRET, rate_limit_ip_per_s=0.1, rate_limit_ip_burst=3
+    )
+    codes = [
+        client.get("/v1/models", headers={"X-API-Key": f"pp_{i:012x}_" + "A" * 43}).status_code
+        for i in range(5)
+    ]
+    assert codes == [401, 401, 401, 429, 429]
+
+
+def test_a_known_key_prefix_cannot_lock_the_key_out(
+    make_client: Callable[..., TestClient],
+) -> None:
+    client = make_client(
+        auth="api-key", secret_key=GOOD_SECRET, rate_limit_per_s=0.1, rate_limit_burst=3
+    )
+    key = new_key(client, "read")
+    forged = key[: len("pp_") + 13] + "B" * 43  # the victim's public prefix, a wrong secret
+    for _ in range(6):
+        assert client.get("/v1/models", headers={"X-API-Key": forged}).status_code == 401
+    good = [client.get("/v1/models", headers={"X-API-Key": key}).status_code for _ in range(4)]
+    assert good == [200, 200, 200, 429]  # the key's own bucket: only its own requests
+
+
+def test_each_verified_key_has_its_own_bucket(make_client: Callable[..., TestClient]) -> None:
+    client = make_client(
+        auth="api-key", secret_key=GOOD_SECRET, rate_limit_per_s=0.1, rate_limit_burst=2
+    )
+    first, second = new_key(client, "read"), new_key(client, "read")
+    for _ in range(2):
+        assert client.get("/v1/models", headers={"X-API-Key": first}).status_code == 200
+    assert client.get("/v1/models", headers={"X-API-Key": first}).status_code == 429
+    assert client.get("/v1/models", headers={"X-API-Key": second}).status_code == 200
 
 
 @pytest.mark.parametrize(

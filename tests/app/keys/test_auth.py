@@ -105,7 +105,7 @@ def test_key_management_needs_admin_even_to_list(secured: TestClient) -> None:
 
 
 def test_open_endpoints_need_no_key(secured: TestClient) -> None:
-    for path in ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"):
+    for path in ("/healthz", "/readyz", "/openapi.json", "/docs"):
         assert secured.get(path).status_code == 200, path
 
 

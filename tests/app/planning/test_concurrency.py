@@ -21,7 +21,7 @@ PLAN = dict(JOB_70B)
 
 @pytest.fixture
 def base_url(make_app) -> Iterator[str]:
-    app = make_app(workers=2)
+    app = make_app(workers=2, rate_limit_per_s=0)  # 50 plan jobs cost 500: over the burst
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -106,7 +106,9 @@ def test_web_page_draws_the_table_and_chart_data(client: TestClient) -> None:
         params={"run": 1, "num_gpus": "64-256", "seq_length": 8192, "global_batch_size": 512},
     )
     assert page.status_code == 200
-    assert 'id="scaling-table"' in page.text and "80.0%" in page.text
+    assert (
+        'id="scaling-table"' in page.text and "80.0\u00a0%" in page.text
+    )  # one percent format (present.fmt_pct)
     data = page.text.split('id="scaling-data">', 1)[1].split("</script>", 1)[0]
     assert json.loads(data) == {
         "labels": [64, 128, 256],

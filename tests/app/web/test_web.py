@@ -184,10 +184,10 @@ def test_detail_page_has_charts_and_command(client: TestClient) -> None:
     wait_done(client, location)
     html = client.get(f"{location}/1").text
     assert 'id="memory-chart"' in html and 'id="time-chart"' in html
-    # one flag per line: the command is continued with a backslash before each flag
+    # one flag per line: each flag keeps its value; the script name has a line of its own
     assert (
-        "torchrun \\\n    --nproc-per-node 8 pretrain_gpt.py \\\n    --tensor-model-parallel-size 8"
-        in html
+        "torchrun \\\n    --nproc-per-node 8 \\\n    pretrain_gpt.py \\\n"
+        "    --tensor-model-parallel-size 8" in html
     )
     assert '"limit": 64.0' in html  # 0.8 x 80 GiB
 
@@ -205,7 +205,7 @@ def test_launch_script_exports_env_and_runs_torchrun(client: TestClient) -> None
     joined = re.sub(r" \\\n\s+", " ", script)  # undo the one-flag-per-line continuations
     assert (
         "\ntorchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 4 "
-        "--pipeline-model-parallel-size 4\n" in joined
+        '--pipeline-model-parallel-size 4 --data-path "$DATA_PATH"' in joined
     )
 
 
@@ -239,7 +239,7 @@ def test_catalog_pages_list_entries(client: TestClient) -> None:
 
 def test_catalog_gpu_page_renders_memory_in_gib(client: TestClient) -> None:
     html = client.get("/catalog/gpus").text
-    assert "80 GiB" in html
+    assert "79.6\u00a0GiB" in html  # 81 559 MiB usable, one decimal as on every page
 
 
 def test_catalog_rejects_bad_config_json(client: TestClient) -> None:

@@ -1,0 +1,1 @@
+"""Security layers of the service: rate limits, headers, transport deadlines, ownership."""
