@@ -45,6 +45,7 @@ def run_worker(
     settings: Any, *, threads: int | None = None, migrate: bool = False, backend: Any = None
 ) -> None:
     """The worker loop; ``backend`` replaces the planner (a test's fake runner)."""
+    import app.models  # noqa: F401  (every row: plan_job's foreign key needs the batch table)
     from app.core.engine import make_engine, make_session_factory
     from app.core.migrate import upgrade
     from app.planning.backend import default_backend
