@@ -97,7 +97,7 @@ def _plan_one(
         data = expand_text_lists({**job, "model": inline_model_file(job.get("model"))})
         request = parse_request(BatchJobCreate, data, label=column_label(job))
         profile = load_profile_file(profile_file, request) if profile_file else None
-        return index, plan_request(request, profile=profile)
+        return index, plan_request(request, profile=profile).model_dump(mode="json")
     except SpecError as exc:
         where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
         return index, {"error": f"{exc.message}{where}"}

@@ -130,7 +130,8 @@ def evaluate(
         options = {k: v for k, v in locals().items() if k in EvaluationRequest.model_fields}
         request, run_profile = build_request(EvaluationRequest, options, profile_file=profile)
         try:
-            outputs = evaluate_requests([request], profile=run_profile)
+            reports = evaluate_requests([request], profile=run_profile)
+            outputs = [r.model_dump(mode="json") for r in reports]
         except SpecError as exc:
             fail(exc.message, field=exc.field)
     if json_output:
@@ -180,7 +181,8 @@ def _evaluate_lines(
     for profile, members in groups.values():
         requests: list[EvaluationRequest | dict[str, Any]] = [r for _, r in members]
         results = evaluate_requests(requests, profile=profile, errors_inline=True)
-        outputs.update(zip((n for n, _ in members), results, strict=True))
+        dumped = [r.model_dump(mode="json") for r in results]
+        outputs.update(zip((n for n, _ in members), dumped, strict=True))
     for number, out in outputs.items():
         out["line"] = number
         if "error" in out:

@@ -131,7 +131,7 @@ def plan(
         if show_progress:
             result = _plan_with_progress(plan_request, request, run_profile)
         else:
-            result = plan_request(request, profile=run_profile)
+            result = plan_request(request, profile=run_profile).model_dump(mode="json")
     except SpecError as exc:
         fail(exc.message, field=exc.field)
     if json_output:
@@ -153,7 +153,9 @@ def _plan_with_progress(plan_request: Any, request: Any, profile: Any) -> dict[s
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        out: dict[str, Any] = plan_request(request, profile=profile, progress=progress)
+        out: dict[str, Any] = plan_request(request, profile=profile, progress=progress).model_dump(
+            mode="json"
+        )
         return out
 
 

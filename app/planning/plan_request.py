@@ -1,4 +1,4 @@
-"""Plan requests: a ``PlanJobCreate`` into a search, and its result into JSON with launch flags."""
+"""Plan requests: a ``PlanJobCreate`` into a search, and its result into the typed report."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
 from app.planning.memory_request import INVERSE_SEQ_START, check_inverse, to_memory_choices
+from app.planning.report_build import plan_report
+from app.planning.reports import PlanResult
 from app.planning.schemas import PlanJobCreate
 from models_db.profiles import load_profile
 from planner import (
@@ -19,7 +21,6 @@ from planner import (
     SearchConstraints,
     SpecError,
     TrainingJob,
-    launch_spec,
     plan,
 )
 
@@ -113,25 +114,13 @@ def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
     )
 
 
-def add_launch_flags(plans_json: list[dict[str, Any]], plans: list[Any]) -> None:
-    """Each plan's JSON with its Megatron-LM launch flags (``megatron``)."""
-    for plan_json, found in zip(plans_json, plans, strict=True):
-        launch = launch_spec(found.model, found.cluster, found.job, found.layout)
-        plan_json["megatron"] = {
-            "args": launch.args,
-            "command": launch.command,
-            "env": launch.env,
-            "notes": list(launch.notes),
-        }
-
-
 def run_plan(
     req: PlanJobCreate,
     *,
     profile: PerformanceProfile | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Search for the best layouts of ``req``; the result's JSON with each plan's launch flags."""
+) -> PlanResult:
+    """Search for the best layouts of ``req``: the typed result with each plan's launch flags."""
     p = to_plan(req)
     if req.maximize or req.minimize:
         from app.planning.memory_request import run_inverse
@@ -150,8 +139,4 @@ def run_plan(
         pareto=p.pareto,
         progress=progress,
     )
-    out = result.to_dict()
-    add_launch_flags(out["plans"], result.plans)
-    out["model"] = p.model.name
-    out["gpu"] = p.clusters[0].gpu.name
-    return out
+    return plan_report(result, model=p.model, cluster=p.clusters[0])

@@ -73,7 +73,9 @@ def scaling_curve(
     if plan is None:
         from app.planning.compute import plan_request
 
-        plan = plan_request
+        def plan(req: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+            return plan_request(req, **kwargs).model_dump(mode="json")
+
     counts = gpu_counts(request)
     budget = request.get("token_budget")
     price = request.get("usd_per_gpu_hour")

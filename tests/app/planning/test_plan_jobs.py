@@ -23,7 +23,7 @@ def test_job_runs_to_success_with_plans(client: TestClient, wait_for) -> None:
     job = wait_for(client, job_id, {"succeeded"})
     assert job["progress"] == 1.0 and job["attempts"] == 1
     plans = client.get(f"/v1/plan-jobs/{job_id}/plans").json()
-    assert plans["plans"][0]["layout"] == {"tp": 8, "pp": 4}
+    assert (plans["plans"][0]["layout"]["tp"], plans["plans"][0]["layout"]["pp"]) == (8, 4)
     assert plans["rejections"] == {"memory": 3}
 
 

@@ -15,6 +15,7 @@ from app.planning.backend import PlanningBackend
 from app.planning.scaling import gpu_counts, scaling_curve
 from planner.specs import SpecError
 from tests.app.conftest import FakePlanner, fake_catalog, test_settings
+from tests.support.reports import plan_result_doc
 
 PER_GPU = {64: 1000.0, 128: 900.0, 256: 800.0}  # tokens/s per GPU of the fake best plans
 
@@ -23,15 +24,11 @@ def fake_plan(request: dict[str, Any], *, profile: Any = None, **_: Any) -> dict
     n = request["num_gpus"]
     if n not in PER_GPU:
         return {"plans": [], "rejections": {"memory": 12, "tp does not divide heads": 3}}
-    return {
-        "plans": [
-            {
-                "layout": {"tp": 8, "pp": 1, "dp": n // 8, "micro_batch_size": 1},
-                "performance": {"tokens_per_s_per_gpu": PER_GPU[n], "mfu": 0.4, "step_time_s": 1},
-                "megatron": {"command": "torchrun pretrain_gpt.py"},
-            }
-        ]
-    }
+    result = plan_result_doc([{"tp": 8, "dp": n // 8, "command": "torchrun pretrain_gpt.py"}])
+    result["plans"][0]["performance"].update(
+        tokens_per_s_per_gpu=PER_GPU[n], mfu=0.4, step_time_s=1
+    )
+    return result
 
 
 BASE = {"model": "llama3.1-70b", "gpu": "h100-sxm-80gb", "seq_length": 8192}
