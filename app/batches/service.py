@@ -26,8 +26,6 @@ from app.planning.service import PlanJobService, request_hash
 from app.security.ownership import Viewer
 from planner import SpecError
 
-MAX_BATCH_JOBS = 2000
-
 
 class BatchService:
     def __init__(

@@ -25,7 +25,7 @@ from app.batches.rows import (
     outcome_line,
     rows_for,
 )
-from app.cli.common import ProfileOpt, err_console, fail
+from app.cli.common import ClusterOpt, ProfileOpt, err_console, fail
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -88,15 +88,19 @@ def _plan_one(
     """One batch row through the one plan request; errors name its column or key."""
     from app.batches.schemas import BatchJobCreate
     from app.cli.common import inline_model_file
-    from app.cli.requests import load_profile_file
+    from app.cli.requests import load_profile_file, with_server_cluster
     from app.planning.compute import plan_request
     from app.planning.convert import column_label, expand_text_lists, parse_request
     from planner import SpecError
 
     try:
         data = expand_text_lists({**job, "model": inline_model_file(job.get("model"))})
+        profile = None
+        if data.get("cluster") is not None:  # a user cluster and its newest calibration
+            data, profile = with_server_cluster(data)
         request = parse_request(BatchJobCreate, data, label=column_label(job))
-        profile = load_profile_file(profile_file, request) if profile_file else None
+        if profile_file:
+            profile = load_profile_file(profile_file, request)
         return index, plan_request(request, profile=profile).model_dump(mode="json")
     except SpecError as exc:
         where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
@@ -117,13 +121,21 @@ def batch(
     api_key: Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")] = None,
     timeout: Annotated[float, Opt(help="Seconds to wait for the server's batch.")] = 86400.0,
     profile: ProfileOpt = None,
+    cluster: ClusterOpt = None,
 ) -> None:
-    """Plan every job in a file on all cores; a bad job gets an error row, the rest still run."""
+    """Plan every job in a file on all cores; a bad job gets an error row, the rest still run.
+
+    ``--cluster`` is the cluster of every row that names neither a ``cluster`` nor a ``gpu``."""
     if output.suffix.lower() not in (".csv", ".json"):
         fail(f"{output}: the output must end in .csv or .json", field="output")
     items = read_jobs(jobs)
     if not items:
         fail(f"{jobs}: no jobs", field="jobs")
+    if cluster is not None:
+        items = [
+            job if job.get("cluster") or job.get("gpu") else {**job, "cluster": cluster}
+            for job in items
+        ]
     if server is not None:
         if profile is not None:
             fail("--profile is for local batches; the server uses its clusters' calibrations")
