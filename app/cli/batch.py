@@ -14,7 +14,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,6 +26,9 @@ from app.batches.rows import (
     rows_for,
 )
 from app.cli.common import ClusterOpt, ProfileOpt, err_console, fail
+
+if TYPE_CHECKING:
+    from app.planning.reports import PlanAnswer
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -84,8 +87,8 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
 
 def _plan_one(
     index: int, job: dict[str, Any], profile_file: Path | None = None
-) -> tuple[int, dict[str, Any]]:
-    """One batch row through the one plan request; errors name its column or key."""
+) -> tuple[int, PlanAnswer | str]:
+    """One batch row through the one plan request; errors (a message) name its column or key."""
     from app.batches.schemas import BatchJobCreate
     from app.cli.common import inline_model_file
     from app.cli.requests import load_profile_file, with_server_cluster
@@ -101,14 +104,14 @@ def _plan_one(
         request = parse_request(BatchJobCreate, data, label=column_label(job))
         if profile_file:
             profile = load_profile_file(profile_file, request)
-        return index, plan_request(request, profile=profile).model_dump(mode="json")
+        return index, plan_request(request, profile=profile)
     except SpecError as exc:
         where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
-        return index, {"error": f"{exc.message}{where}"}
+        return index, f"{exc.message}{where}"
     except SystemExit:  # a model file that cannot be read: inline_model_file said why
-        return index, {"error": f"cannot read the model file {job.get('model')!r} (field model)"}
+        return index, f"cannot read the model file {job.get('model')!r} (field model)"
     except Exception as exc:  # one bad job must never sink the batch
-        return index, {"error": f"{type(exc).__name__}: {exc}"}
+        return index, f"{type(exc).__name__}: {exc}"
 
 
 def batch(
@@ -201,7 +204,7 @@ def _local(
     from rich.progress import Progress
 
     names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(items)]
-    results: list[dict[str, Any]] = [{}] * len(items)
+    results: list[PlanAnswer | str] = [""] * len(items)
     processes = workers or os.cpu_count() or 1
     with Progress(disable=not sys.stderr.isatty(), console=err_console) as bar:
         task = bar.add_task("planning", total=len(items))
@@ -210,8 +213,8 @@ def _local(
             for future in as_completed(futures):
                 index, result = future.result()
                 results[index] = result
-                if "error" in result:
-                    err_console.print(f"[red]{names[index]}:[/] {result['error']}", highlight=False)
+                if isinstance(result, str):
+                    err_console.print(f"[red]{names[index]}:[/] {result}", highlight=False)
                 bar.advance(task)
     rows = [
         row for name, result in zip(names, results, strict=True) for row in rows_for(name, result)

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.planning.convert import Label, parse_request, resolve_model, to_evaluation
 from app.planning.report_build import layout_reports
-from app.planning.reports import ErrorRead, EvaluationFailure, LayoutReport, PlanResult
+from app.planning.reports import EvaluationFailure, LayoutReport, PlanAnswer
 from app.planning.schemas import EvaluationRequest, PlanJobCreate
 from models_db.profiles import load_profile
 from planner import (
@@ -77,7 +77,7 @@ def evaluate_requests(
         except SpecError as exc:
             if not errors_inline:
                 raise
-            out[i] = EvaluationFailure(error=ErrorRead(message=exc.message, field=exc.field))
+            out[i] = EvaluationFailure.of(exc)
             continue
         layouts[i] = inputs.layout
         key = (key_model, inputs.cluster, inputs.job, inputs.threshold)
@@ -96,8 +96,7 @@ def evaluate_requests(
         )
         for i, result in zip(indexes, results, strict=True):
             out[i] = result
-    not_run = EvaluationFailure(error=ErrorRead(message="not evaluated"))
-    return [r if r is not None else not_run for r in out]
+    return [r if r is not None else EvaluationFailure.of(SpecError("not evaluated")) for r in out]
 
 
 def plan_request(
@@ -105,7 +104,7 @@ def plan_request(
     *,
     profile: PerformanceProfile | None = None,
     progress: Progress | None = None,
-) -> PlanResult:
+) -> PlanAnswer:
     """Search for the best layouts (``planner plan --json`` prints its JSON)."""
     from app.planning.plan_request import run_plan  # the search stack loads optuna: lazily
 

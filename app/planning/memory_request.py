@@ -2,8 +2,8 @@
 
 ``to_memory_choices`` turns the request's memory fields into :class:`planner.MemoryChoices`;
 ``run_inverse`` answers ``maximize`` (``seq_length``, ``micro_batch_size``) and ``minimize``
-(``num_gpus``) with :mod:`planner.search.inverse`, each plan's JSON stating the value reached
-(``"seq_length": 5120``) and carrying its launch flags like any plan.
+(``num_gpus``) with :mod:`planner.search.inverse`, each plan stating the value reached
+(``"seq_length": 5120``) and carrying its launch flags like any plan (a typed ``InverseResult``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from planner import MemoryChoices, PerformanceProfile, SpecError
 
 if TYPE_CHECKING:
     from app.planning.plan_request import PreparedPlan
+    from app.planning.reports import InverseResult
 
 Progress = Callable[[int, int], None]
 INVERSE_SEQ_START = 128
@@ -77,9 +78,9 @@ def run_inverse(
     *,
     profile: PerformanceProfile | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """The answer to the request's inverse question, as JSON with each plan's launch flags."""
-    from app.planning.plan_request import add_launch_flags
+) -> InverseResult:
+    """The typed answer to the request's inverse question, each plan with its launch flags."""
+    from app.planning.report_build import inverse_report
     from models_db.profiles import load_profile
     from planner.search.inverse import fewest_gpus, largest_micro_batch, longest_sequence
 
@@ -101,21 +102,10 @@ def run_inverse(
         answer = largest_micro_batch(p.model, cluster, job, **common)
     else:
         answer = fewest_gpus(p.model, cluster, job, **common)
-    out = answer.to_dict()
-    add_launch_flags(out["plans"], answer.plans)
     if progress is not None:
         progress(len(answer.probes), len(answer.probes))
-    return {
-        **out,
-        "search": {
-            "inverse": answer.question,
-            "probes": len(answer.probes),
-            "feasible": dict(answer.probes).get(answer.value, 0) if answer.value else 0,
-        },
-        "rejections": {} if answer.plans else {_nothing_fits(answer.question, answer.probes): 1},
-        "model": p.model.name,
-        "gpu": cluster.gpu.name,
-    }
+    reason = _nothing_fits(answer.question, answer.probes) if not answer.plans else None
+    return inverse_report(answer, model=p.model, cluster=cluster, nothing_fits=reason)
 
 
 MISSING_OFFLOAD = (

@@ -9,7 +9,7 @@ from typing import Any
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
 from app.planning.memory_request import INVERSE_SEQ_START, check_inverse, to_memory_choices
 from app.planning.report_build import plan_report
-from app.planning.reports import PlanResult
+from app.planning.reports import PlanAnswer
 from app.planning.schemas import PlanJobCreate
 from models_db.profiles import load_profile
 from planner import (
@@ -119,7 +119,7 @@ def run_plan(
     *,
     profile: PerformanceProfile | None = None,
     progress: Progress | None = None,
-) -> PlanResult:
+) -> PlanAnswer:
     """Search for the best layouts of ``req``: the typed result with each plan's launch flags."""
     p = to_plan(req)
     if req.maximize or req.minimize:

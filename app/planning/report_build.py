@@ -8,10 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.planning.reports import LaunchRead, LayoutReport, PlanResult, RankedPlan
+from app.planning.reports import (
+    InversePlan,
+    InverseResult,
+    InverseSearchRead,
+    LaunchRead,
+    LayoutReport,
+    PlanResult,
+    RankedPlan,
+)
 from planner import ClusterSpec, Layout, ModelSpec, PerformanceProfile, TrainingJob
 from planner.megatron.flags import launch_spec
 from planner.search.evaluate import evaluate_layouts
+from planner.search.inverse import InverseAnswer
 from planner.search.planning import Plan
 from planner.search.planning import PlanResult as SearchResult
 
@@ -70,4 +79,32 @@ def plan_report(result: SearchResult, *, model: ModelSpec, cluster: ClusterSpec)
             "model": model.name,
             "gpu": cluster.gpu.name,
         }
+    )
+
+
+def inverse_report(
+    answer: InverseAnswer, *, model: ModelSpec, cluster: ClusterSpec, nothing_fits: str | None
+) -> InverseResult:
+    """An inverse question's answer: the value reached, the values tried, and the best plans
+    there (each with its launch flags and the value under the question's name).
+    ``nothing_fits`` is the reason given when no value fits."""
+    value = answer.value
+    return InverseResult(
+        question=answer.question,
+        value=value,
+        probes=[(v, n) for v, n in answer.probes],
+        plans=[
+            InversePlan.model_validate(
+                {**ranked_plan(p).model_dump(exclude_unset=True), answer.question: value}
+            )
+            for p in answer.plans
+        ],
+        search=InverseSearchRead(
+            inverse=answer.question,
+            probes=len(answer.probes),
+            feasible=dict(answer.probes).get(answer.value, 0) if answer.value else 0,
+        ),
+        rejections={nothing_fits: 1} if nothing_fits and not answer.plans else {},
+        model=model.name,
+        gpu=cluster.gpu.name,
     )

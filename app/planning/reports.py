@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from planner.layout_types import CudaGraphs, GradReduceDtype, OptimizerStateDtype, RecomputeModule
-from planner.specs import MoeDispatcher, OptimizerSharding, Recompute
+from planner.specs import MoeDispatcher, OptimizerSharding, Recompute, SpecError
 
-_OPEN = ConfigDict(extra="allow")
 _STRICT = ConfigDict(extra="forbid")
+InverseQuestion = Literal["seq_length", "micro_batch_size", "num_gpus"]
 
 
 class LayoutRead(BaseModel):
@@ -200,8 +200,59 @@ class PlanResult(_Raw):
     parts: list[FanoutPart] | None = None
 
 
+class InversePlan(RankedPlan):
+    """A plan answering an inverse question, stating the value reached under the question's name
+    (``"seq_length": 5120``); the other two stay None."""
+
+    seq_length: int | None = None
+    micro_batch_size: int | None = None
+    num_gpus: int | None = None
+
+
+class InverseSearchRead(BaseModel):
+    """What an inverse question's search tried: how many values, and the layouts that fit at
+    the value reached."""
+
+    model_config = _STRICT
+
+    inverse: InverseQuestion
+    probes: int
+    feasible: int
+
+
+class InverseResult(_Raw):
+    """The answer to an inverse question (``maximize`` seq_length or micro_batch_size,
+    ``minimize`` num_gpus): the value reached, each value tried with how many layouts fit
+    there, and the best plans at that value. A variant of :class:`PlanResult`."""
+
+    model_config = _STRICT
+
+    question: InverseQuestion
+    value: int | None
+    """None when no value fits (``rejections`` says why)."""
+    probes: list[tuple[int, int]]
+    """(value tried, feasible layouts there), in the order tried."""
+    plans: list[InversePlan]
+    search: InverseSearchRead
+    rejections: dict[str, int]
+    model: str | None = None
+    gpu: str | None = None
+
+
+PlanAnswer = PlanResult | InverseResult
+"""What a plan request answers: ranked plans, or the answer to an inverse question."""
+_PLAN_ANSWER: TypeAdapter[PlanAnswer] = TypeAdapter(PlanAnswer)
+
+
+def plan_answer(data: dict[str, Any]) -> PlanAnswer:
+    """A plan job's stored or received JSON as its typed answer (ValidationError if malformed)."""
+    return _PLAN_ANSWER.validate_python(data)
+
+
 class ScalingPoint(BaseModel):
-    model_config = _OPEN
+    """The best plan at one GPU count (or why there is none), and what it means for a run."""
+
+    model_config = _STRICT
 
     num_gpus: int
     feasible: bool
@@ -209,21 +260,31 @@ class ScalingPoint(BaseModel):
     tokens_per_s_per_gpu: float | None = None
     mfu: float | None = None
     step_time_s: float | None = None
-    scaling_efficiency: float | None = None
     layout: LayoutRead | None = None
     megatron_command: str | None = None
     error: str | None = None
+    scaling_efficiency: float | None = None
+    """Tokens/s per GPU relative to the smallest count with a feasible layout."""
+    speedup: float | None = None
+    days: float | None = None
+    """Given a token budget: days and GPU-hours to train, and the cost at a price per GPU-hour."""
+    gpu_hours: float | None = None
+    usd: float | None = None
 
 
 class ScalingCurve(_Raw):
     """The best plan at each GPU count, with scaling efficiency, time and cost."""
 
-    model_config = _OPEN
+    model_config = _STRICT
 
-    model: str | None = None
-    gpu: str | None = None
-    reference_num_gpus: int | None = None
-    points: list[ScalingPoint] = Field(default_factory=list)
+    model: str | None
+    gpu: str | None
+    seq_length: int | None
+    global_batch_size: int | None
+    token_budget: float | None
+    usd_per_gpu_hour: float | None
+    reference_num_gpus: int | None
+    points: list[ScalingPoint]
 
 
 class ErrorRead(BaseModel):
@@ -240,3 +301,8 @@ class EvaluationFailure(_Raw):
     model_config = _STRICT
 
     error: ErrorRead
+
+    @classmethod
+    def of(cls, exc: SpecError) -> EvaluationFailure:
+        """The failure of a request that raised ``exc`` (its message and the field to fix)."""
+        return cls(error=ErrorRead(message=exc.message, field=exc.field))

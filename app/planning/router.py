@@ -11,7 +11,7 @@ from app.core.deps import FactoryDep, SessionDep, SettingsDep
 from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
 from app.planning.deps import BackendDep, PoolDep
-from app.planning.reports import PlanResult
+from app.planning.reports import PlanAnswer
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate, PlanJobPage, PlanJobRead, Status
 from app.planning.service import PlanJobService, to_read, wait_until_finished
 from app.security.ownership import ViewerDep
@@ -118,7 +118,7 @@ def get_job(
 
 @router.get(
     "/{job_id}/plans",
-    response_model=PlanResult,
+    response_model=PlanAnswer,
     response_model_exclude_unset=True,  # the planner's document as it is, no added nulls
     responses=problem_responses(404, 409, 422),
     summary="The ranked plans of a finished job (as `planner plan --json`)",

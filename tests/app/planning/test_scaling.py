@@ -23,7 +23,7 @@ PER_GPU = {64: 1000.0, 128: 900.0, 256: 800.0}  # tokens/s per GPU of the fake b
 def fake_plan(request: dict[str, Any], *, profile: Any = None, **_: Any) -> dict[str, Any]:
     n = request["num_gpus"]
     if n not in PER_GPU:
-        return {"plans": [], "rejections": {"memory": 12, "tp does not divide heads": 3}}
+        return plan_result_doc([], rejections={"memory": 12, "tp does not divide heads": 3})
     result = plan_result_doc([{"tp": 8, "dp": n // 8, "command": "torchrun pretrain_gpt.py"}])
     result["plans"][0]["performance"].update(
         tokens_per_s_per_gpu=PER_GPU[n], mfu=0.4, step_time_s=1
@@ -36,7 +36,9 @@ BASE = {"model": "llama3.1-70b", "gpu": "h100-sxm-80gb", "seq_length": 8192}
 
 def test_efficiency_time_and_cost_follow_from_throughput() -> None:
     req = {**BASE, "num_gpus_options": [32, 64, 128, 256], "global_batch_size": 512}
-    curve = scaling_curve({**req, "token_budget": 1e12, "usd_per_gpu_hour": 2.0}, plan=fake_plan)
+    curve = scaling_curve(
+        {**req, "token_budget": 1e12, "usd_per_gpu_hour": 2.0}, plan=fake_plan
+    ).raw
     first, p64, p128, p256 = curve["points"]
     assert not first["feasible"] and "12 x memory" in first["error"]
     assert curve["reference_num_gpus"] == 64  # the smallest count with a feasible layout
@@ -52,7 +54,7 @@ def test_efficiency_time_and_cost_follow_from_throughput() -> None:
 
 
 def test_without_a_budget_there_is_no_time_or_cost() -> None:
-    curve = scaling_curve({**BASE, "num_gpus_options": [64, 128]}, plan=fake_plan)
+    curve = scaling_curve({**BASE, "num_gpus_options": [64, 128]}, plan=fake_plan).raw
     assert all("days" not in p and "usd" not in p for p in curve["points"])
 
 
