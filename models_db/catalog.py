@@ -22,7 +22,7 @@ from typing import Any
 
 from planner.calibration.measurements import default_network_bytes_per_s
 from planner.model.hf_config import model_from_hf_config
-from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError
+from planner.specs import ClusterSpec, GPUSpec, IntraNodeTopology, ModelSpec, SpecError
 
 __all__ = [
     "CatalogError",
@@ -66,6 +66,10 @@ class ClusterPreset:
     description: str = ""
     host_memory_bytes_per_gpu: float | None = None
     """Host DRAM per GPU (node DRAM / GPUs per node), for offloading."""
+    nics_per_node: int | None = None
+    nic_bandwidth_bytes_per_s: float | None = None
+    """With ``nics_per_node``: the network per GPU is nics x rate / GPUs per node."""
+    intra_node_topology: IntraNodeTopology = "switch"
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,6 +86,9 @@ class ClusterPreset:
             inter_node_latency_s=self.inter_node_latency_s,
             intra_node_latency_s=self.intra_node_latency_s,
             host_memory_bytes_per_gpu=self.host_memory_bytes_per_gpu,
+            nics_per_node=self.nics_per_node,
+            nic_bandwidth_bytes_per_s=self.nic_bandwidth_bytes_per_s,
+            intra_node_topology=self.intra_node_topology,
             sources=dict(self.sources),
         )
 

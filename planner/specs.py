@@ -17,6 +17,8 @@ from planner.layout_types import MemorySettings
 Normalization = Literal["LayerNorm", "RMSNorm"]
 PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
 Precision = Literal["bf16", "fp8", "fp16"]
+IntraNodeTopology = Literal["switch", "mesh"]
+INTRA_NODE_TOPOLOGIES: tuple[IntraNodeTopology, ...] = ("switch", "mesh")
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
@@ -266,10 +268,22 @@ class ClusterSpec:
     host_memory_bytes_per_gpu: float | None = None
     """Host DRAM available to each GPU's process for offloaded optimizer state and activations
     (node DRAM / GPUs per node); None means unknown, and offloading cannot be planned."""
+    nics_per_node: int | None = None
+    """Network adapters per node (issue 12 item 2). With ``nic_bandwidth_bytes_per_s`` it defines
+    the network bandwidth per GPU (nics x rate / gpus_per_node, which then replaces
+    ``inter_node_bandwidth_bytes_per_s``). None: one NIC per GPU at the per-GPU bandwidth."""
+    nic_bandwidth_bytes_per_s: float | None = None
+    """One NIC's rate, one direction (400 Gb/s NDR = 50e9; NCCL reaches 46-49 GB/s of it,
+    performance-facts §4.2)."""
+    intra_node_topology: IntraNodeTopology = "switch"
+    """'switch': NVSwitch, every GPU pair at the GPU's full scale-up bandwidth; 'mesh': direct
+    links (AMD xGMI, V100 NVLink boards), a GPU's scale-up bandwidth split over its gpus_per_node-1
+    peers, so a pair (send/recv, one ring step) gets 1/(g-1) of it."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         _positive(self, "num_gpus", "gpus_per_node")
+        _check_network(self)
         if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
             raise SpecError(
                 f"num_gpus={self.num_gpus} is not a whole number of nodes of "
@@ -287,6 +301,11 @@ class ClusterSpec:
     def num_nodes(self) -> int:
         return max(1, math.ceil(self.num_gpus / self.gpus_per_node))
 
+    @property
+    def nics_per_gpu(self) -> float:
+        """NICs per GPU (1.0 when the NIC count is not given)."""
+        return 1.0 if self.nics_per_node is None else self.nics_per_node / self.gpus_per_node
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -296,6 +315,37 @@ class ClusterSpec:
         if isinstance(data.get("gpu"), dict):
             data["gpu"] = GPUSpec.from_dict(data["gpu"])
         return _from_dict(cls, data)
+
+
+def _check_network(c: ClusterSpec) -> None:
+    """Validate the cluster's network description; NICs x rate, when given, set the per-GPU
+    network bandwidth (``inter_node_bandwidth_bytes_per_s`` keeps meaning bandwidth per GPU)."""
+    if c.intra_node_topology not in INTRA_NODE_TOPOLOGIES:
+        raise SpecError(
+            f"intra_node_topology={c.intra_node_topology!r} is not supported; use switch "
+            "(NVSwitch) or mesh (direct GPU-to-GPU links)",
+            field="intra_node_topology",
+        )
+    nics, rate = c.nics_per_node, c.nic_bandwidth_bytes_per_s
+    if nics is not None and rate is not None:
+        _positive(c, "nics_per_node")
+        if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
+            raise SpecError(
+                f"nic_bandwidth_bytes_per_s={rate!r} must be a positive number (50e9 for 400 Gb/s)",
+                field="nic_bandwidth_bytes_per_s",
+            )
+        object.__setattr__(c, "inter_node_bandwidth_bytes_per_s", nics * rate / c.gpus_per_node)
+    elif nics is not None or rate is not None:
+        given, missing = (
+            ("nics_per_node", "nic_bandwidth_bytes_per_s")
+            if nics is not None
+            else ("nic_bandwidth_bytes_per_s", "nics_per_node")
+        )
+        raise SpecError(
+            f"{missing} is required with {given}: give both (e.g. 8 NICs of 50e9 bytes/s, one "
+            "direction) or neither",
+            field=missing,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
