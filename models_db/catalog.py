@@ -76,7 +76,11 @@ class ClusterPreset:
         return asdict(self)
 
     def spec(self, num_gpus: int, gpus_per_node: int | None = None) -> ClusterSpec:
-        """A :class:`ClusterSpec` of ``num_gpus`` GPUs of this node type."""
+        """A :class:`ClusterSpec` of ``num_gpus`` GPUs of this node type.
+
+        Another ``gpus_per_node`` (64 of an NVL72 rack's 72) keeps the network per GPU: the
+        preset's NIC count describes its own node size, not the one asked for."""
+        own_nodes = gpus_per_node in (None, self.gpus_per_node)
         return ClusterSpec(
             name=self.name,
             gpu=load_gpu(self.gpu),
@@ -86,8 +90,8 @@ class ClusterPreset:
             inter_node_latency_s=self.inter_node_latency_s,
             intra_node_latency_s=self.intra_node_latency_s,
             host_memory_bytes_per_gpu=self.host_memory_bytes_per_gpu,
-            nics_per_node=self.nics_per_node,
-            nic_bandwidth_bytes_per_s=self.nic_bandwidth_bytes_per_s,
+            nics_per_node=self.nics_per_node if own_nodes else None,
+            nic_bandwidth_bytes_per_s=self.nic_bandwidth_bytes_per_s if own_nodes else None,
             intra_node_topology=self.intra_node_topology,
             sources=dict(self.sources),
         )

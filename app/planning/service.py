@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.calibration.repository import CalibrationRepository
 from app.catalog.names import cluster_slug_for
+from app.catalog.network import BANDWIDTH_GROUP
 from app.catalog.service import CatalogService
 from app.core.database import utcnow
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -55,9 +56,8 @@ def resolve_references(
         del req["cluster"]  # the runner gets plain numbers: the same for a preset or a user's
         req.setdefault("gpu", preset["gpu"])
         req.setdefault("gpus_per_node", preset["gpus_per_node"])
-        for name in NETWORK_FIELDS:  # the cluster's own network numbers reach the planner
-            if preset.get(name) is not None:
-                req.setdefault(name, preset[name])
+        for name in cluster_network(preset, req):  # the cluster's own network reaches the planner
+            req.setdefault(name, preset[name])
         resolved["cluster"] = {"slug": cluster, **preset}
         calibration = CalibrationRepository(session).latest(cluster)
         if calibration is not None:
@@ -72,6 +72,18 @@ def resolve_references(
                 if not builtin:
                     req[kind] = spec
     return req, resolved
+
+
+def cluster_network(preset: dict[str, Any], req: dict[str, Any]) -> list[str]:
+    """The network fields of a cluster a request takes: none of the bandwidth group when the
+    request describes the network itself, and no NIC count for another node size (the per-GPU
+    bandwidth stays the cluster's)."""
+    names = [n for n in NETWORK_FIELDS if preset.get(n) is not None]
+    if any(req.get(n) is not None for n in BANDWIDTH_GROUP):
+        return [n for n in names if n not in BANDWIDTH_GROUP]
+    if req["gpus_per_node"] != preset.get("gpus_per_node"):
+        return [n for n in names if n not in BANDWIDTH_GROUP[1:]]
+    return names
 
 
 def _cluster_slug(catalog: CatalogService, name: str) -> str:
