@@ -11,9 +11,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import (
-    A2AOverlapOpt,
     ClusterOpt,
-    DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -29,17 +27,7 @@ from app.cli.common import (
     out_console,
     print_json,
 )
-from app.cli.memory_options import (
-    ActOffloadOpt,
-    Fp8GatherOpt,
-    GradDtypeOpt,
-    GraphsOpt,
-    LayoutOpt,
-    ModulesOpt,
-    NumLayersOpt,
-    OptOffloadOpt,
-    StateDtypeOpt,
-)
+from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
 
 Opt = typer.Option
 
@@ -78,6 +66,7 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
     return items
 
 
+@shared_options(MEMORY_OPTIONS, STACK_OPTIONS, CLUSTER_OPTIONS)
 def evaluate(
     model: ModelOpt = None,
     gpu: GpuOpt = None,
@@ -100,23 +89,13 @@ def evaluate(
         bool | None, Opt("--sequence-parallel/--no-sequence-parallel", help="Default: tp > 1.")
     ] = None,
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
-    moe_a2a_overlap: A2AOverlapOpt = None,
-    moe_dispatcher: DispatcherOpt = None,
-    grad_reduce_dtype: GradDtypeOpt = None,
-    optimizer_state_dtype: StateDtypeOpt = None,
-    fp8_param_gather: Fp8GatherOpt = None,
-    recompute_modules: ModulesOpt = None,
-    recompute_num_layers: NumLayersOpt = None,
-    cuda_graphs: GraphsOpt = None,
-    activation_offload_layers: ActOffloadOpt = None,
-    optimizer_offload_fraction: OptOffloadOpt = None,
-    pipeline_layout: LayoutOpt = None,
     memory_threshold: ThresholdOpt = None,
     profile: ProfileOpt = None,
     input: Annotated[
         Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")
     ] = None,
     json_output: Annotated[bool, Opt("--json", help="One JSON object per layout.")] = False,
+    **shared: Any,
 ) -> None:
     """Check one layout (or many): Megatron's rules, memory per GPU, speed, launch flags."""
     from app.cli.requests import build_request
@@ -127,7 +106,8 @@ def evaluate(
     if input is not None:
         outputs = _evaluate_lines(_read_jsonl(input), profile)
     else:
-        options = {k: v for k, v in locals().items() if k in EvaluationRequest.model_fields}
+        given = {**locals(), **shared}
+        options = {k: v for k, v in given.items() if k in EvaluationRequest.model_fields}
         request, run_profile = build_request(EvaluationRequest, options, profile_file=profile)
         try:
             outputs = evaluate_requests([request], profile=run_profile)

@@ -11,9 +11,7 @@ from rich.table import Table
 
 from app.cli.common import (
     EXIT_NOTHING_FEASIBLE,
-    A2AOverlapOpt,
     ClusterOpt,
-    DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -28,21 +26,13 @@ from app.cli.common import (
     print_json,
 )
 from app.cli.memory_options import (
-    ActOffloadOpt,
     AutoLayoutOpt,
-    Fp8GatherOpt,
-    GradDtypeOpt,
-    GraphsOpt,
-    LayoutOpt,
     MaximizeOpt,
     MinimizeOpt,
-    ModulesOpt,
     NumericsOpt,
-    NumLayersOpt,
-    OptOffloadOpt,
     SearchModulesOpt,
-    StateDtypeOpt,
 )
+from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
 from app.cli.ranges import print_expansions
 
 Opt = typer.Option
@@ -54,6 +44,7 @@ def register(cli: typer.Typer) -> None:
     cli.command("plan")(plan)
 
 
+@shared_options(MEMORY_OPTIONS, STACK_OPTIONS, CLUSTER_OPTIONS)
 def plan(
     model: ModelOpt = None,
     gpu: GpuOpt = None,
@@ -86,17 +77,6 @@ def plan(
     optimizer_sharding: Annotated[
         str | None, Opt(help="Allowed: none,optimizer,full (default none,optimizer; full = FSDP2).")
     ] = None,
-    moe_a2a_overlap: A2AOverlapOpt = None,
-    moe_dispatcher: DispatcherOpt = None,
-    grad_reduce_dtype: GradDtypeOpt = None,
-    optimizer_state_dtype: StateDtypeOpt = None,
-    fp8_param_gather: Fp8GatherOpt = None,
-    recompute_modules: ModulesOpt = None,
-    recompute_num_layers: NumLayersOpt = None,
-    cuda_graphs: GraphsOpt = None,
-    activation_offload_layers: ActOffloadOpt = None,
-    optimizer_offload_fraction: OptOffloadOpt = None,
-    pipeline_layout: LayoutOpt = None,
     allow_numerics_changes: NumericsOpt = False,
     search_recompute_modules: SearchModulesOpt = False,
     auto_pipeline_layout: AutoLayoutOpt = False,
@@ -115,6 +95,7 @@ def plan(
     pareto: Annotated[bool, Opt(help="Also return the throughput/headroom Pareto front.")] = False,
     profile: ProfileOpt = None,
     json_output: Annotated[bool, Opt("--json", help="Print the result as JSON.")] = False,
+    **shared: Any,
 ) -> None:
     """Rank the feasible layouts by predicted speed and print the best with launch flags."""
     from app.cli.requests import build_request
@@ -124,7 +105,7 @@ def plan(
 
     if not json_output:
         print_expansions(num_gpus=num_gpus, global_batch_size=global_batch_size)
-    options = {k: v for k, v in locals().items() if k in PlanJobCreate.model_fields}
+    options = {k: v for k, v in {**locals(), **shared}.items() if k in PlanJobCreate.model_fields}
     request, run_profile = build_request(PlanJobCreate, options, profile_file=profile)
     show_progress = not json_output and sys.stderr.isatty()
     try:
