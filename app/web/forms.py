@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.input_policy import load_json_text
-from app.web import memory_form
+from app.web import memory_form, stack_form
 from planner.specs import SpecError
 
 RECOMPUTE_OPTIONS = ("none", "selective", "full")
@@ -63,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
     "moe_dispatcher": "auto",
     "top_k": "10",
     **memory_form.DEFAULTS,
+    **stack_form.DEFAULTS,
 }
 A2A_OVERLAP_OPTIONS = {"auto": None, "on": True, "off": False}
 """The MoE all-to-all overlap select: auto = on wherever Megatron allows it."""
@@ -103,6 +104,8 @@ class FormState:
         if any(name in advanced or memory_form.is_memory_error(name) for name in self.errors):
             return True
         if any(self.values.get(name) not in (None, "", "auto") for name in MOE_SWITCHES):
+            return True
+        if stack_form.has_values(self.values) or any(map(stack_form.is_stack_input, self.errors)):
             return True
         return any(self.values.get(name) for name, _ in AXIS_FIELDS + MAX_FIELDS)
 
@@ -184,6 +187,7 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
     if dispatcher != "auto":
         req["moe_dispatcher"] = dispatcher
     req.update(memory_form.memory_request(values))
+    req.update(stack_form.stack_request(values))
     req["objective"] = values.get("objective") or "throughput"
     if values.get("exhaustive"):
         req["exhaustive"] = True
@@ -241,6 +245,7 @@ def values_from_request(request: Mapping[str, Any]) -> dict[str, Any]:
         else:
             values[key] = value if isinstance(value, list) else str(value)
     values.update(memory_form.memory_form_values(request))
+    values.update(stack_form.stack_form_values(request))
     model = request.get("model")
     if isinstance(model, dict):
         values["model_source"] = "hf_config"

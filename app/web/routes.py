@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.templating import Jinja2Templates
 
 from app.security.ownership import NotYoursError, Viewer, viewer_of
-from app.web import forms, memory_form, present, views
+from app.web import forms, memory_form, present, stack_form, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
@@ -51,6 +51,7 @@ def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]
             "cuda_graphs": memory_form.CUDA_GRAPH_OPTIONS,
             "modules": memory_form.RECOMPUTE_MODULE_OPTIONS,
         },
+        "stack": stack_form.context(),
         "nav": "plan",
     }
 
