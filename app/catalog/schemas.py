@@ -36,9 +36,7 @@ class ClusterPresetSpec(NetworkFields):
     inter_node_bandwidth_bytes_per_s: float = Field(default=50e9, gt=0, le=1e13)
     inter_node_latency_s: float = Field(default=5e-6, ge=0, le=1.0)
     intra_node_latency_s: float = Field(default=2e-6, ge=0, le=1.0)
-    intra_node_topology: IntraNodeTopology = Field(  # type: ignore[assignment]
-        default="switch", description=TOPOLOGY_HELP
-    )
+    intra_node_topology: IntraNodeTopology = Field(default="switch", description=TOPOLOGY_HELP)
 
 
 class CatalogEntryCreate(BaseModel):
