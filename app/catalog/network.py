@@ -21,7 +21,7 @@ TOPOLOGY_HELP = (
     "switch (NVSwitch: every GPU pair at full scale-up bandwidth) or mesh (direct links, AMD "
     "xGMI or V100 NVLink boards: a pair gets 1/(gpus_per_node-1) of it)"
 )
-TOPOLOGY_LABELS = {"switch": "NVSwitch (all pairs full speed)", "mesh": "mesh (direct links)"}
+TOPOLOGY_LABELS = {"switch": "NVSwitch", "mesh": "mesh (direct links)"}
 BANDWIDTH_GROUP = ("inter_node_bandwidth_bytes_per_s", "nics_per_node", "nic_bandwidth_bytes_per_s")
 """Fields that say the same thing (the network per GPU): a cluster's are taken together or not."""
 AGREEMENT = 1e-6

@@ -39,6 +39,8 @@ class StackField:
     """What the web form calls it."""
     help: str
     """What it does and the Megatron-LM flag it sets."""
+    flag: str
+    """The Megatron-LM flag, for the form's short hint."""
     choices: tuple[str, ...] = ()
     bounds: tuple[float, float] | None = None
     """Inclusive range of a number (the planner's own check, ``check_stack``)."""
@@ -56,6 +58,7 @@ STACK_FIELDS: tuple[StackField, ...] = (
         name="tp_comm_overlap",
         kind="bool",
         label="TP communication overlap",
+        flag="--tp-comm-overlap",
         help="--tp-comm-overlap: TE userbuffers hide the TP all-gather/reduce-scatter behind the "
         "GEMMs (tp > 1 with sequence parallel, Hopper or newer); false = fully exposed",
     ),
@@ -64,6 +67,7 @@ STACK_FIELDS: tuple[StackField, ...] = (
         kind="choice",
         choices=ATTENTION_BACKEND_CHOICES,
         label="Attention backend",
+        flag="--attention-backend",
         help="--attention-backend: auto (TE picks flash or cuDNN fused), flash, fused, or unfused "
         "(the pre-flash softmax path)",
     ),
@@ -72,6 +76,7 @@ STACK_FIELDS: tuple[StackField, ...] = (
         kind="choice",
         choices=CROSS_ENTROPY_FUSION_CHOICES,
         label="Cross-entropy fusion",
+        flag="--cross-entropy-loss-fusion",
         help="native = --cross-entropy-loss-fusion; te / te_fp32_grad = with "
         "--cross-entropy-fusion-impl te; unfused = neither flag",
     ),
@@ -80,6 +85,7 @@ STACK_FIELDS: tuple[StackField, ...] = (
         kind="number",
         bounds=(1.0, 8.0),
         label="MoE load imbalance",
+        flag="1.0 = --moe-router-force-load-balancing",
         help="busiest expert's tokens over the mean: 1.0 = --moe-router-force-load-balancing (as "
         "in NVIDIA's benchmarks); 1.2 = an auxiliary-loss run (performance-facts 5.3)",
     ),

@@ -29,6 +29,8 @@ class Input:
 
     name: str
     label: str
+    hint: str
+    """A short line under the input (the full help is its title)."""
     help: str
     options: tuple[tuple[str, str], ...] = ()
     """(value, text) of a select; empty for a text input."""
@@ -38,30 +40,25 @@ class Input:
 def _stack_input(spec: StackField) -> Input:
     if spec.kind == "bool":
         on, off = ("on (recommended)", "off") if spec.default else ("on", "off (recommended)")
-        return Input(spec.name, spec.label, spec.help, (("on", on), ("off", off)))
+        return Input(spec.name, spec.label, spec.flag, spec.help, (("on", on), ("off", off)))
     if spec.kind == "choice":
         options = tuple((c, f"{c} (recommended)" if c == spec.default else c) for c in spec.choices)
-        return Input(spec.name, spec.label, spec.help, options)
-    return Input(spec.name, spec.label, spec.help, placeholder=f"{spec.default:g}")
+        return Input(spec.name, spec.label, spec.flag, spec.help, options)
+    return Input(spec.name, spec.label, spec.flag, spec.help, placeholder=f"{spec.default:g}")
 
 
 STACK_INPUTS = tuple(_stack_input(spec) for spec in STACK_FIELDS)
 CLUSTER_INPUTS = (
-    Input("nics_per_node", "NICs per node", NICS_HELP, placeholder="preset's, e.g. 8"),
-    Input("nic_bandwidth_bytes_per_s", "NIC rate (bytes/s)", NIC_RATE_HELP, placeholder="50e9"),
-    Input(
-        "inter_node_bandwidth_bytes_per_s",
-        "Or: network per GPU (bytes/s)",
-        "network bandwidth per GPU, one direction; or give the NICs and their rate",
-        placeholder="preset's, e.g. 50e9",
-    ),
-    Input(
-        "intra_node_topology",
-        "Inside a node",
-        TOPOLOGY_HELP,
-        ((PRESET, "the cluster's"), *TOPOLOGY_LABELS.items()),
-    ),
-)
+    Input("nics_per_node", "NICs per node", "per GPU: NICs x rate / GPUs per node", NICS_HELP,
+          placeholder="preset's, e.g. 8"),
+    Input("nic_bandwidth_bytes_per_s", "NIC rate (bytes/s)", "400 Gb/s = 50e9, one direction",
+          NIC_RATE_HELP, placeholder="50e9"),
+    Input("inter_node_bandwidth_bytes_per_s", "Or: network per GPU (bytes/s)",
+          "instead of the NICs", "network bandwidth per GPU, one direction",
+          placeholder="preset's, e.g. 50e9"),
+    Input("intra_node_topology", "Inside a node", "mesh: MI300X xGMI, V100 boards", TOPOLOGY_HELP,
+          ((PRESET, "the cluster's"), *TOPOLOGY_LABELS.items())),
+)  # fmt: skip
 INPUTS = STACK_INPUTS + CLUSTER_INPUTS
 NAMES = tuple(i.name for i in INPUTS)
 DEFAULTS: dict[str, Any] = {

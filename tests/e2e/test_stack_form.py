@@ -51,7 +51,7 @@ def test_stack_and_cluster_round_trip(
         page.locator(f"#{name}").select_option(value)
     for name, value in TEXTS.items():
         page.locator(f"#{name}").fill(value)
-    page.locator("#cluster-fields").screenshot(path=str(artifacts / "cluster-fields-laptop.png"))
+    page.screenshot(path=str(artifacts / "stack-form-laptop.png"), full_page=True)
     page.get_by_role("button", name="Find the best layouts").click()
     expect(page.locator("#plans-table")).to_be_visible(timeout=30_000)
     page.reload()  # the job's page shows the form as it was submitted
