@@ -335,17 +335,24 @@ def _check_network(c: ClusterSpec) -> None:
                 field="nic_bandwidth_bytes_per_s",
             )
         object.__setattr__(c, "inter_node_bandwidth_bytes_per_s", nics * rate / c.gpus_per_node)
-    elif nics is not None or rate is not None:
-        given, missing = (
-            ("nics_per_node", "nic_bandwidth_bytes_per_s")
-            if nics is not None
-            else ("nic_bandwidth_bytes_per_s", "nics_per_node")
-        )
-        raise SpecError(
-            f"{missing} is required with {given}: give both (e.g. 8 NICs of 50e9 bytes/s, one "
-            "direction) or neither",
-            field=missing,
-        )
+    else:
+        check_nic_pair(nics, rate)
+
+
+def check_nic_pair(nics_per_node: object, nic_bandwidth_bytes_per_s: object) -> None:
+    """NICs per node and their rate come together or not at all; SpecError naming the missing."""
+    if (nics_per_node is None) == (nic_bandwidth_bytes_per_s is None):
+        return
+    given, missing = (
+        ("nics_per_node", "nic_bandwidth_bytes_per_s")
+        if nics_per_node is not None
+        else ("nic_bandwidth_bytes_per_s", "nics_per_node")
+    )
+    raise SpecError(
+        f"{missing} is required with {given}: give both (e.g. 8 NICs of 50e9 bytes/s, one "
+        "direction) or neither",
+        field=missing,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,7 @@ import math
 
 from pydantic import BaseModel, Field
 
-from planner.specs import IntraNodeTopology, SpecError
+from planner.specs import IntraNodeTopology, SpecError, check_nic_pair
 
 NICS_HELP = "network adapters per node; with nic_bandwidth_bytes_per_s it sets the per-GPU network"
 NIC_RATE_HELP = "one NIC's rate, bytes/s one direction (400 Gb/s NDR = 50e9; 200 Gb/s HDR = 25e9)"
@@ -49,17 +49,7 @@ def check_network(
     SpecError naming the field when NICs come without a rate (or the reverse) or when a per-GPU
     bandwidth given beside them disagrees."""
     nics, rate = nics_per_node, nic_bandwidth_bytes_per_s
-    if (nics is None) != (rate is None):
-        given, missing = (
-            ("nics_per_node", "nic_bandwidth_bytes_per_s")
-            if nics is not None
-            else ("nic_bandwidth_bytes_per_s", "nics_per_node")
-        )
-        raise SpecError(
-            f"{missing} is required with {given}: give both (e.g. 8 NICs of 50e9 bytes/s, one "
-            "direction) or neither",
-            field=missing,
-        )
+    check_nic_pair(nics, rate)
     if nics is None or rate is None:
         return None
     per_gpu = nics * rate / gpus_per_node  # planner.ClusterSpec: nics x rate / GPUs per node

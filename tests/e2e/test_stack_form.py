@@ -4,13 +4,14 @@ the form, and inconsistent network input is flagged under its input."""
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.test_responsive import artifacts  # noqa: F401 (fixture: PLANNER_TEST_ARTIFACTS)
 
 pytestmark = pytest.mark.e2e
 
@@ -28,14 +29,6 @@ def laptop(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    given = os.environ.get("PLANNER_TEST_ARTIFACTS")
-    folder = Path(given) if given else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
 def open_advanced(page: Page, url: str) -> None:
     page.goto(url + "/?" + urllib.parse.urlencode(DENSE))
     page.locator("details.advanced summary").click()
@@ -43,7 +36,9 @@ def open_advanced(page: Page, url: str) -> None:
 
 
 def test_stack_and_cluster_round_trip(
-    laptop: Page, shared_real_server: str, artifacts: Path
+    laptop: Page,
+    shared_real_server: str,
+    artifacts: Path,  # noqa: F811
 ) -> None:
     page = laptop
     open_advanced(page, shared_real_server)

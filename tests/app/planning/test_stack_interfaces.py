@@ -4,9 +4,7 @@ the SDK, the same answers from each, and inconsistent network input refused nami
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +13,13 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.core.settings import Settings
-from app.main import create_app
 from app.planning.compute import plan_request
 from app.planning.schemas import EvaluationRequest
 from app.planning.stack_fields import STACK_FIELDS
 from app.sdk import ClusterPresetSpec, PlannerAPIError, PlannerClient
+from tests.app.planning.interfaces import batch_rows, evaluate_everywhere, flags
 
+pytestmark = pytest.mark.usefixtures("no_server_database")
 runner = CliRunner()
 JOB = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 16, "seq_length": 4096,
        "global_batch_size": 64}  # fmt: skip
@@ -29,31 +27,6 @@ LAYOUT = {"tp": 4, "micro_batch_size": 1, "recompute": "selective"}
 STACK = {"tp_comm_overlap": False, "attention_backend": "flash", "cross_entropy_fusion": "te",
          "moe_imbalance": 1.0}  # fmt: skip
 CLUSTER = {"nics_per_node": 2, "nic_bandwidth_bytes_per_s": 50e9, "intra_node_topology": "switch"}
-
-
-@pytest.fixture(scope="module")
-def real_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    folder = tmp_path_factory.mktemp("stack-ui")
-    settings = Settings(data_dir=folder, database_url=f"sqlite:///{folder}/planner.db", workers=1)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        yield client
-
-
-@pytest.fixture(autouse=True)
-def no_server_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PLANNER_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv("PLANNER_DATABASE_URL", raising=False)
-
-
-def flags(data: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key, value in data.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            out.append(flag if value else f"--no-{flag[2:]}")
-        else:
-            out += [flag, ",".join(map(str, value)) if isinstance(value, list) else str(value)]
-    return out
 
 
 def sdk_for(client: TestClient) -> PlannerClient:
@@ -73,20 +46,7 @@ def test_evaluation_agrees_in_api_cli_input_and_sdk(
     tmp_path: Path, real_client: TestClient
 ) -> None:
     request = {**JOB, **LAYOUT, **STACK, **CLUSTER}
-    api = real_client.post("/v1/evaluations", json=request)
-    assert api.status_code == 200, api.text
-    from_api = api.json()
-    result = runner.invoke(cli, ["evaluate", *flags(request), "--json"])
-    assert result.exit_code == 0, result.output
-    from_flags = json.loads(result.stdout)
-    lines = tmp_path / "in.jsonl"
-    lines.write_text(json.dumps(request) + "\n", encoding="utf-8")
-    result = runner.invoke(cli, ["evaluate", "--input", str(lines), "--json"])
-    from_input = json.loads(result.stdout)
-    from_input.pop("line")
-    with sdk_for(real_client) as sdk:
-        from_sdk = sdk.evaluate(EvaluationRequest.model_validate(request)).raw
-    assert from_api == from_flags == from_input == from_sdk
+    from_api = evaluate_everywhere(real_client, request, tmp_path)
     command = from_api["megatron"]["command"]
     assert "--attention-backend flash" in command and "--cross-entropy-fusion-impl te" in command
     assert "--tp-comm-overlap" not in command and "--moe-router-force-load-balancing" not in command
@@ -109,17 +69,7 @@ def test_plan_agrees_in_cli_batch_and_service(tmp_path: Path) -> None:
     result = runner.invoke(cli, ["plan", *flags(request), "--json"])
     assert result.exit_code == 0, result.output
     from_cli = json.loads(result.stdout)
-    jobs = tmp_path / "jobs.csv"
-    row = {k: str(v).lower() if isinstance(v, bool) else v for k, v in request.items()}
-    row = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in row.items()}
-    with jobs.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["name", *row])
-        writer.writeheader()
-        writer.writerow({"name": "stack", **row})
-    out = tmp_path / "out.csv"
-    result = runner.invoke(cli, ["batch", str(jobs), "-o", str(out), "--workers", "1"])
-    assert result.exit_code == 0, result.output
-    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    rows = batch_rows(request, tmp_path)
     assert len(rows) == 2
     for a, b, r in zip(service["plans"], from_cli["plans"], rows, strict=True):
         assert a["layout"] == b["layout"]
@@ -166,14 +116,7 @@ def test_bad_value_names_the_field_in_every_interface(
     lines.write_text(json.dumps(request) + "\n", encoding="utf-8")
     result = runner.invoke(cli, ["evaluate", "--input", str(lines), "--json"])
     assert json.loads(result.stdout)["error"]["field"] == field
-    jobs = tmp_path / "jobs.csv"
-    with jobs.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["name", *request])
-        writer.writeheader()
-        writer.writerow({"name": "bad", **request})
-    out = tmp_path / "out.csv"
-    runner.invoke(cli, ["batch", str(jobs), "-o", str(out), "--workers", "1"])
-    (row,) = csv.DictReader(out.open(encoding="utf-8"))
+    (row,) = batch_rows(request, tmp_path)
     assert field in row["error"] and row["rank"] == ""
 
 

@@ -75,27 +75,25 @@ def test_home_offers_every_stack_descriptor_and_the_cluster_group(
     assert "--tp-comm-overlap" in html  # the help names the Megatron flag
 
 
-def test_nics_without_a_rate_is_an_error_under_the_rate(real: TestClient) -> None:
-    response = real.post("/plans", data=FORM | {"nics_per_node": "8"})
+@pytest.mark.parametrize(
+    ("posted", "field", "words"),
+    [
+        ({"nics_per_node": "8"}, "nic_bandwidth_bytes_per_s", "required with nics_per_node"),
+        ({"nics_per_node": "8", "nic_bandwidth_bytes_per_s": "50e9",
+          "inter_node_bandwidth_bytes_per_s": "25e9"}, "inter_node_bandwidth_bytes_per_s",
+         "disagrees"),
+        ({"moe_imbalance": "0.5"}, "moe_imbalance", "greater than or equal to 1"),
+        ({"moe_imbalance": "lots"}, "moe_imbalance", "must be a number"),
+        ({"nics_per_node": "2.5"}, "nics_per_node", "whole number"),
+    ],
+)  # fmt: skip
+def test_bad_value_is_an_error_under_its_input(
+    real: TestClient, posted: dict[str, str], field: str, words: str
+) -> None:
+    response = real.post("/plans", data=FORM | posted)
     assert response.status_code == 422
-    block = field_block(response.text, "nic_bandwidth_bytes_per_s")
-    assert "required with nics_per_node" in block and 'aria-invalid="true"' in block
-
-
-def test_disagreeing_bandwidth_is_an_error_under_it(real: TestClient) -> None:
-    data = FORM | {"nics_per_node": "8", "nic_bandwidth_bytes_per_s": "50e9",
-                   "inter_node_bandwidth_bytes_per_s": "25e9"}  # fmt: skip
-    response = real.post("/plans", data=data)
-    assert response.status_code == 422
-    assert "disagrees" in field_block(response.text, "inter_node_bandwidth_bytes_per_s")
-
-
-def test_bad_imbalance_is_an_error_under_its_input(real: TestClient) -> None:
-    response = real.post("/plans", data=FORM | {"moe_imbalance": "0.5"})
-    assert response.status_code == 422
-    assert "greater than or equal to 1" in field_block(response.text, "moe_imbalance")
-    response = real.post("/plans", data=FORM | {"moe_imbalance": "lots"})
-    assert "must be a number" in field_block(response.text, "moe_imbalance")
+    block = field_block(response.text, field)
+    assert words in block and 'aria-invalid="true"' in block
 
 
 def test_cluster_catalog_describes_the_network_in_words(real: TestClient) -> None:
