@@ -84,7 +84,9 @@ MEMORY_OPTIONS = (
 def _stack_option(spec: StackField) -> Shared:
     """The flag of one stack descriptor: --x/--no-x for a switch, text or a number otherwise."""
     flag = "--" + spec.name.replace("_", "-")
-    default = {True: "on", False: "off"}.get(spec.default, spec.default)
+    default = spec.default
+    if isinstance(default, bool) or default is None:  # not a dict lookup: 1.0 == True
+        default = {True: "on", False: "off", None: "the planner's choice"}[default]
     text = f"{spec.help} (default {default})"
     if spec.kind == "bool":
         return Shared(spec.name, Annotated[bool | None, Opt(f"{flag}/--no-{flag[2:]}", help=text)])

@@ -22,7 +22,7 @@ from app.catalog.network import check_network
 from app.core.messages import problem_fields
 from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
-from app.planning.stack_fields import job_stack
+from app.planning.stack_fields import job_stack, layout_stack
 from planner import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
 Request = TypeVar("Request", bound=BaseModel)
@@ -257,6 +257,7 @@ def to_layout(req: EvaluationRequest) -> Layout:
         activation_offload_layers=req.activation_offload_layers,
         optimizer_offload_fraction=req.optimizer_offload_fraction,
         pipeline_layout=req.pipeline_layout,
+        **layout_stack(req),
     )
 
 

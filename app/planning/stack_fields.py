@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from planner import TrainingJob
+from planner import Layout, TrainingJob
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
@@ -26,6 +26,7 @@ from planner.stack_settings import (
 )
 
 Kind = Literal["bool", "choice", "number"]
+Where = Literal["job", "layout"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,14 +45,19 @@ class StackField:
     choices: tuple[str, ...] = ()
     bounds: tuple[float, float] | None = None
     """Inclusive range of a number (the planner's own check, ``check_stack``)."""
+    where: Where = "job"
+    """The planner type that holds it: ``TrainingJob``, or ``Layout`` (None = planner's choice)."""
 
     @property
     def default(self) -> Any:
-        """The planner's recommended value: ``TrainingJob``'s default, never a copy of it."""
-        return _JOB_DEFAULTS[self.name]
+        """The planner's recommended value: the dataclass's default, never a copy of it."""
+        return _DEFAULTS[self.where][self.name]
 
 
-_JOB_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainingJob)}
+_DEFAULTS = {
+    "job": {f.name: f.default for f in dataclasses.fields(TrainingJob)},
+    "layout": {f.name: f.default for f in dataclasses.fields(Layout)},
+}
 
 STACK_FIELDS: tuple[StackField, ...] = (
     StackField(
@@ -90,7 +96,8 @@ STACK_FIELDS: tuple[StackField, ...] = (
         "in NVIDIA's benchmarks); 1.2 = an auxiliary-loss run (performance-facts 5.3)",
     ),
     # cp_comm_type (Layout, --cp-comm-type: p2p | all_gather | a2a | a2a+p2p; None = planner's
-    # choice) goes here when it is on main, with its line in StackFields and in to_layout.
+    # choice) goes here when it is on main, where="layout", with its line in StackFields (and,
+    # for a plan, in plan_request.to_constraints); evaluations pass it by layout_stack.
 )
 BY_NAME = {f.name: f for f in STACK_FIELDS}
 STACK_FIELD_NAMES = tuple(BY_NAME)
@@ -113,5 +120,10 @@ class StackFields(BaseModel):
 
 
 def job_stack(req: BaseModel) -> dict[str, Any]:
-    """The stack fields of a request, as ``TrainingJob`` keyword arguments."""
-    return {name: getattr(req, name) for name in STACK_FIELD_NAMES}
+    """The job's stack fields of a request, as ``TrainingJob`` keyword arguments."""
+    return {f.name: getattr(req, f.name) for f in STACK_FIELDS if f.where == "job"}
+
+
+def layout_stack(req: BaseModel) -> dict[str, Any]:
+    """The layout's stack fields of an evaluation request, as ``Layout`` keyword arguments."""
+    return {f.name: getattr(req, f.name) for f in STACK_FIELDS if f.where == "layout"}

@@ -43,6 +43,8 @@ def _stack_input(spec: StackField) -> Input:
         return Input(spec.name, spec.label, spec.flag, spec.help, (("on", on), ("off", off)))
     if spec.kind == "choice":
         options = tuple((c, f"{c} (recommended)" if c == spec.default else c) for c in spec.choices)
+        if spec.default is None:  # a layout setting the planner chooses unless fixed here
+            options = (("", "planner's choice"), *options)
         return Input(spec.name, spec.label, spec.flag, spec.help, options)
     return Input(spec.name, spec.label, spec.flag, spec.help, placeholder=f"{spec.default:g}")
 
@@ -63,7 +65,7 @@ INPUTS = STACK_INPUTS + CLUSTER_INPUTS
 NAMES = tuple(i.name for i in INPUTS)
 DEFAULTS: dict[str, Any] = {
     **{
-        s.name: ("on" if s.default else "off") if s.kind == "bool" else s.default
+        s.name: ("on" if s.default else "off") if s.kind == "bool" else s.default or ""
         for s in STACK_FIELDS
         if s.kind != "number"
     },
