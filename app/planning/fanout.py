@@ -96,6 +96,8 @@ def _sort_key(plan: dict[str, Any], direction: str) -> float:
 
 def merge_parts(children: list[PlanJobRow], top_k: int) -> dict[str, Any]:
     """The parent's result from its finished parts (SpecError when none succeeded)."""
+    from planner.search.funnel import Funnel  # planner.search loads optuna: lazily
+
     done = [c for c in children if c.status == "succeeded" and c.result is not None]
     if not done:
         errors = "; ".join(sorted({c.error or c.status for c in children}))[:2000]
@@ -129,6 +131,7 @@ def merge_parts(children: list[PlanJobRow], top_k: int) -> dict[str, Any]:
             "parts": len(children),
             "parts_succeeded": len(done),
         },
+        "funnel": Funnel.of(stats, len(merged)).to_dict(),
         "rejections": rejections,
         "pareto": [],
         "parts": [
