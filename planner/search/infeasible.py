@@ -34,6 +34,11 @@ logger = logging.getLogger(__name__)
 
 MAX_GPU_FACTOR = 64
 """The GPU count is searched up to 64x the requested one (doubling: at most six probes)."""
+SHORT_NAMES = {
+    "recompute": "full recompute",
+    "optimizer_sharding": "full sharding",
+    "optimizer_offload": "optimizer offload",
+}
 SEQ_GRANULARITY = 128
 """Shorter sequences are tried in steps of 128 tokens (Megatron's usual padding multiple)."""
 
@@ -273,7 +278,14 @@ def _setting_changes(
         combined = replace(combined, memory=memory, optimizer_sharding=both)
         fields = fields | request | {"optimizer_sharding": list(both)}
     if len(out) > 1:
-        out.append(("combined", "all of the above together", fields, combined))
+        out.append(
+            (
+                "combined",
+                " and ".join(SHORT_NAMES[kind] for kind, *_ in out) + " together",
+                fields,
+                combined,
+            )
+        )
     return out
 
 
