@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.templating import Jinja2Templates
 
 from app.security.ownership import NotYoursError, Viewer, viewer_of
-from app.web import forms, memory_form, present, views
+from app.web import forms, insight, memory_form, present, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
@@ -62,8 +62,10 @@ def _job_context(job: JobView) -> dict[str, Any]:
         rows = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
         ctx["rows"] = present.group_variants(rows, plans)  # near-duplicates under their best
         ctx["objective_columns"] = present.objective_columns(plans)
-        ctx["scatter"] = views.scatter_chart(job.result)
-        ctx["rejections"] = views.rejections(job.result)
+        ctx["scatter"] = insight.add_infeasible_points(views.scatter_chart(job.result), job.result)
+        ctx["rejections"] = insight.rejection_rows(job.result, job.request)
+        ctx["funnel"] = insight.funnel_steps(job.result)
+        ctx["infeasible"] = insight.infeasible_view(job.result)
     return ctx
 
 
@@ -145,6 +147,29 @@ def plan_status(request: Request, job_id: str, backend: Backend) -> Response:
     return _templates(request).TemplateResponse(request, "_job.html", _job_context(job))
 
 
+@router.post("/plans/{job_id}/try/{index}", response_class=HTMLResponse)
+def try_change(request: Request, job_id: str, index: int, backend: Backend) -> Response:
+    """Plan one of an infeasible result's checked changes: the stored request with it applied."""
+    try:
+        job = _get_job(backend, job_id, viewer_of(request))
+        changes = ((job.result or {}).get("infeasible") or {}).get("changes") or []
+        if not 0 <= index < len(changes):
+            raise _NotFound(f"plan {job_id!r} suggests no change {index}")
+    except _NotFound as exc:
+        return _not_found(request, str(exc))
+    try:
+        req = backend.check_request(insight.change_request(job.request, changes[index]))
+        new_id = backend.submit_plan(req, viewer_of(request).key_id)
+    except SpecError as exc:
+        return _templates(request).TemplateResponse(
+            request, "error.html",
+            {"status": 422, "title": "That change does not plan", "message": exc.message,
+             "errors": []},
+            status_code=422,
+        )  # fmt: skip
+    return RedirectResponse(f"/plans/{new_id}", status_code=303)
+
+
 def _plan_at(
     backend: WebBackend, job_id: str, rank: int, viewer: Viewer
 ) -> tuple[JobView, dict[str, Any]]:
@@ -169,6 +194,8 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
         "memory_chart": views.memory_chart(plan),
         "time_chart": views.time_chart(plan),
         **views.component_tables(plan),
+        "stages": insight.stage_rows(plan),
+        "prediction": insight.prediction(plan),
         "command": views.launch_command(plan),
         "nav": "plan",
     }
