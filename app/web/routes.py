@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.templating import Jinja2Templates
 
 from app.security.ownership import NotYoursError, Viewer, viewer_of
-from app.web import forms, insight, memory_form, present, views
+from app.web import form_checks, forms, insight, memory_form, present, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
@@ -44,6 +44,9 @@ def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]
         "recompute_options": forms.RECOMPUTE_OPTIONS,
         "sharding_options": forms.SHARDING_OPTIONS,
         "objectives": forms.OBJECTIVES,
+        "clusters": _cluster_choices(backend),
+        "input_rules": form_checks.all_input_rules(),
+        "advanced_groups": forms.ADVANCED_GROUPS,
         "memory": {
             "questions": memory_form.QUESTIONS,
             "dtypes": memory_form.DTYPE_OPTIONS,
@@ -53,6 +56,15 @@ def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]
         },
         "nav": "plan",
     }
+
+
+def _cluster_choices(backend: WebBackend) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The cluster select's groups: the user's stored clusters first, then the presets."""
+    rows = backend.catalog_rows("clusters")
+    return [
+        ("Your clusters", [r for r in rows if not r.get("builtin", True)]),
+        ("Presets", [r for r in rows if r.get("builtin", True)]),
+    ]
 
 
 def _job_context(job: JobView) -> dict[str, Any]:
@@ -84,6 +96,12 @@ class _NotFound(Exception):
     pass
 
 
+class _FormErrors(Exception):
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(errors.values()))
+        self.errors = errors
+
+
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, backend: Backend) -> Response:
     state = forms.default_state(backend.list_models(), backend.list_gpus())
@@ -98,15 +116,19 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
     multi = {k: [str(v) for v in form.getlist(k)] for k in ("recompute", "optimizer_sharding")}
     values = forms.form_values({k: v for k, v in form.items()}, multi)
     try:
+        errors = form_checks.check_values(values)  # every empty or out-of-range field at once
+        if errors:
+            raise _FormErrors(errors)
         req = forms.to_request(values)
         req = await _run_sync(backend.check_request, req)
         job_id = await _run_sync(backend.submit_plan, req, viewer_of(request).key_id)
-    except SpecError as exc:
-        name = forms.error_field(exc.field, values)
+    except (SpecError, _FormErrors) as exc:
+        errors = exc.errors if isinstance(exc, _FormErrors) else {}
+        errors = errors or form_checks.request_errors(exc, values)
         state = forms.FormState(
             values=values,
-            errors={name: exc.message} if name else {},
-            message=None if name else exc.message,
+            errors=errors,
+            message=None if errors else str(getattr(exc, "message", exc)),
         )
         template = "_workspace.html" if _is_htmx(request) else "home.html"
         return _templates(request).TemplateResponse(
