@@ -59,7 +59,7 @@ _FIXES = {
 _BY_SUMMARY = {rule.summary: rule.id for rule in RULES}
 MEMORY_FIX = (
     "Use more GPUs, full recompute, full sharding (FSDP), optimizer offload or a shorter "
-    "sequence: the changes listed above are each checked to fit."
+    "sequence: each lowers the memory per GPU."
 )
 
 
