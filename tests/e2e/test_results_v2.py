@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.e2e.test_responsive import DENSE, WIDTHS, assert_no_sideways_scroll, shoot
+from tests.e2e import test_responsive as responsive
+from tests.e2e.test_responsive import DENSE, assert_no_sideways_scroll, shoot
+
+# the same real-planner server, screenshot folder and two widths as the other browser tests
+live, artifacts, sized = responsive.live, responsive.artifacts, responsive.sized
 
 pytestmark = pytest.mark.e2e
 
@@ -24,30 +27,6 @@ TOO_BIG = {  # 70B with no recompute on 16 GPUs: nothing fits (planner tests che
     "seq_length": "8192",
     "global_batch_size": "64",
 }
-
-
-@pytest.fixture(scope="module")
-def live(shared_real_server: str) -> str:
-    return shared_real_server
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import os
-
-    given = os.environ.get("PLANNER_TEST_ARTIFACTS")
-    folder = Path(given) if given else tmp_path_factory.mktemp("screenshots-v2")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture(params=sorted(WIDTHS))
-def sized(request: pytest.FixtureRequest, browser: Browser) -> Iterator[tuple[str, Page]]:
-    width, height = WIDTHS[request.param]
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    yield request.param, page
-    context.close()
 
 
 def open_form(page: Page, url: str, values: dict[str, str]) -> None:
