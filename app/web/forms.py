@@ -162,7 +162,8 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
     nodes = str(values.get("num_nodes", "")).strip()
     if nodes and "num_gpus" not in req:  # GPUs given as a node count
         count = _number("num_nodes", nodes, int)
-        req["num_gpus"] = int(count) * int(req.get("gpus_per_node", DEFAULT_GPUS_PER_NODE))
+        per_node = str(values.get("gpus_per_node") or DEFAULT_GPUS_PER_NODE)  # a cluster's too
+        req["num_gpus"] = int(count) * int(_number("gpus_per_node", per_node, int))
     for name in FLOAT_FIELDS:
         text = str(values.get(name, "")).strip()
         if text:

@@ -116,6 +116,10 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
     multi = {k: [str(v) for v in form.getlist(k)] for k in ("recompute", "optimizer_sharding")}
     values = forms.form_values({k: v for k, v in form.items()}, multi)
     try:
+        if values.get("cluster"):  # its own GPUs per node (a node count means whole nodes)
+            rows = {r["slug"]: r for r in backend.catalog_rows("clusters")}
+            chosen = rows.get(str(values["cluster"])) or {}
+            values["gpus_per_node"] = str(chosen.get("gpus_per_node") or "")
         errors = form_checks.check_values(values)  # every empty or out-of-range field at once
         if errors:
             raise _FormErrors(errors)

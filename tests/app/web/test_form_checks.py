@@ -109,3 +109,13 @@ def test_infeasible_points_are_hollow_and_bring_the_limit() -> None:
     chart = insight.add_infeasible_points({"points": [], "limit": None, "over": 0}, result)
     assert chart["limit"] == 64.0 and chart["over"] == 1
     assert chart["points"][0]["fits"] is False and "ETP" not in chart["points"][0]["label"]
+
+
+def test_nodes_of_a_chosen_cluster_use_its_gpus_per_node(client: TestClient) -> None:  # noqa: F811
+    data = FORM | {"cluster": "dgx-h100", "num_gpus": "", "num_nodes": "2"}
+    data.pop("gpu")
+    data.pop("gpus_per_node")
+    response = client.post("/plans", data=data, follow_redirects=False)
+    assert response.status_code == 303, response.text[:800]
+    job = client.get("/v1/plan-jobs/" + response.headers["location"].rsplit("/", 1)[-1]).json()
+    assert job["request"]["num_gpus"] == 16 and job["request"]["cluster"] == "dgx-h100"
