@@ -96,8 +96,6 @@ def _sort_key(plan: dict[str, Any], direction: str) -> float:
 
 def merge_parts(children: list[PlanJobRow], top_k: int) -> dict[str, Any]:
     """The parent's result from its finished parts (SpecError when none succeeded)."""
-    from planner.search.funnel import Funnel  # planner.search loads optuna: lazily
-
     done = [c for c in children if c.status == "succeeded" and c.result is not None]
     if not done:
         errors = "; ".join(sorted({c.error or c.status for c in children}))[:2000]
@@ -131,7 +129,7 @@ def merge_parts(children: list[PlanJobRow], top_k: int) -> dict[str, Any]:
             "parts": len(children),
             "parts_succeeded": len(done),
         },
-        "funnel": Funnel.of(stats, len(merged)).to_dict(),
+        "funnel": _funnel(stats, len(merged)),
         "rejections": rejections,
         "pareto": [],
         "parts": [
@@ -150,6 +148,16 @@ def merge_parts(children: list[PlanJobRow], top_k: int) -> dict[str, Any]:
             out[key] = first[key]
     merged_json: dict[str, Any] = json.loads(json.dumps(out, default=str))
     return merged_json
+
+
+def _funnel(stats: dict[str, Any], ranked: int) -> dict[str, Any] | None:
+    """The parts' summed funnel (None where a part's counts do not add up to one)."""
+    from planner.search.funnel import Funnel  # planner.search loads optuna: lazily
+
+    try:
+        return Funnel.of(stats, ranked).to_dict()
+    except ValueError:
+        return None
 
 
 def all_finished(children: list[PlanJobRow]) -> bool:
