@@ -141,7 +141,7 @@ def explain_infeasible(
     constraints: SearchConstraints | None = None,
     threshold: float = 0.8,
     nearest: int = 5,
-    time_limit_s: float = 10.0,
+    time_limit_s: float = 5.0,
 ) -> InfeasibleAnswer:
     """What would make ``job`` fit on ``cluster``: probes bounded by ``time_limit_s``."""
     start = time.perf_counter()
