@@ -13,8 +13,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import models_db
 from app.planning.schemas import PlanJobCreate
 from app.web import forms
+from planner.specs import SpecError
 
 LABELS = {
     "model": "Model",
@@ -144,7 +146,25 @@ def check_values(values: Mapping[str, Any]) -> dict[str, str]:
             f"{_number_text(gpus)} GPUs do not fill whole nodes of {_number_text(per_node)}: "
             "use a multiple of GPUs per node."
         )
+    errors.update(_model_conflicts(values))
     return errors
+
+
+def _model_conflicts(values: Mapping[str, Any]) -> dict[str, str]:
+    """A fixed TP that cannot split a catalog model's attention heads (Megatron's rule 17),
+    flagged before a search that would reject every layout for it."""
+    tp, slug = str(values.get("tp") or "").strip(), str(values.get("model") or "")
+    if values.get("model_source") == "hf_config" or not tp.isdigit() or not slug:
+        return {}
+    try:
+        model = models_db.load_model(slug)
+    except SpecError:  # a user's model or an unknown name: the planning layer says which
+        return {}
+    heads = model.num_attention_heads
+    if int(tp) < 1 or heads % int(tp) == 0:
+        return {}
+    divisors = ", ".join(str(d) for d in range(1, heads + 1) if heads % d == 0 and d <= 64)
+    return {"tp": f"TP {tp} does not divide the {heads} attention heads of {slug}: use {divisors}."}
 
 
 def request_errors(exc: Exception, values: Mapping[str, Any]) -> dict[str, str]:

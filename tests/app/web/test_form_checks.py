@@ -119,3 +119,10 @@ def test_nodes_of_a_chosen_cluster_use_its_gpus_per_node(client: TestClient) -> 
     assert response.status_code == 303, response.text[:800]
     job = client.get("/v1/plan-jobs/" + response.headers["location"].rsplit("/", 1)[-1]).json()
     assert job["request"]["num_gpus"] == 16 and job["request"]["cluster"] == "dgx-h100"
+
+
+def test_a_fixed_tp_that_cannot_split_the_heads_is_flagged_before_a_search() -> None:
+    errors = form_checks.check_values(dict(FORM) | {"model": "llama3.1-70b", "tp": "3"})
+    assert errors == {"tp": "TP 3 does not divide the 64 attention heads of llama3.1-70b: "
+                      "use 1, 2, 4, 8, 16, 32, 64."}  # fmt: skip
+    assert not form_checks.check_values(dict(FORM) | {"model": "llama3.1-70b", "tp": "8"})
