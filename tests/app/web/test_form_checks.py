@@ -126,3 +126,14 @@ def test_a_fixed_tp_that_cannot_split_the_heads_is_flagged_before_a_search() -> 
     assert errors == {"tp": "TP 3 does not divide the 64 attention heads of llama3.1-70b: "
                       "use 1, 2, 4, 8, 16, 32, 64."}  # fmt: skip
     assert not form_checks.check_values(dict(FORM) | {"model": "llama3.1-70b", "tp": "8"})
+
+
+def test_trying_a_change_a_result_does_not_suggest_is_a_404_page(client: TestClient) -> None:  # noqa: F811
+    from tests.app.web.test_web import submit, wait_done
+
+    location = submit(client)
+    wait_done(client, location)
+    response = client.post(f"{location}/try/0")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+    assert "suggests no change 0" in response.text
