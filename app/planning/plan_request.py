@@ -22,6 +22,7 @@ from planner import (
     launch_spec,
     plan,
 )
+from planner.search.infeasible import explain_infeasible
 
 Progress = Callable[[int, int], None]
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
@@ -152,6 +153,12 @@ def run_plan(
     )
     out = result.to_dict()
     add_launch_flags(out["plans"], result.plans)
+    if not result.plans:  # infeasible is an answer: what would fit (planner.search.infeasible)
+        out["infeasible"] = explain_infeasible(
+            p.model, p.clusters[-1], p.jobs[0], rejections=result.rejections,
+            profile=profile if profile is not None else load_profile(p.clusters[0].gpu),
+            constraints=p.constraints, threshold=p.threshold,
+        ).to_dict()  # fmt: skip
     out["model"] = p.model.name
     out["gpu"] = p.clusters[0].gpu.name
     return out

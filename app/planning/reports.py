@@ -113,6 +113,12 @@ class PlanResult(_Raw):
     pareto: list[LayoutReport] | None = None
     model: str | None = None
     gpu: str | None = None
+    funnel: dict[str, Any] | None = None
+    """enumerated -> passed Megatron's rules -> fit in memory -> evaluated -> ranked."""
+    infeasible: dict[str, Any] | None = None
+    """When nothing fits: fewest GPUs, checked changes, nearest layouts, a fix per rule."""
+    winner: dict[str, Any] | None = None
+    """Why #1 beats #2, with its sentence."""
 
 
 class ScalingPoint(BaseModel):
