@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import health
 from app.batches import router as batches
 from app.calibration import router as calibration
+from app.calibration import suggest_router as calibration_suggestions
 from app.catalog import router as catalog_routes
 from app.catalog.cache import INFO_KEY, CatalogCache
 from app.catalog.service import builtin_specs, seed_builtins
@@ -216,6 +217,7 @@ def create_app(
     app.include_router(batches.router, **auth)
     app.include_router(scaling.router, **auth)
     app.include_router(calibration.router, **admin)
+    app.include_router(calibration_suggestions.router, **auth)
     app.include_router(
         key_routes.router, **{**admin, "dependencies": [Depends(require_scope("admin", True))]}
     )

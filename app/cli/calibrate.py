@@ -65,11 +65,30 @@ def calibrate(
     show_skipped: Annotated[
         bool, Opt("--show-skipped", help="List the rows that could not be used, with reasons.")
     ] = False,
+    suggest: Annotated[
+        int | None,
+        Opt(
+            min=1,
+            max=20,
+            help="Propose this many short runs that would pin down --request's "
+            "prediction (rows given with --measurements/--log count as measured).",
+        ),
+    ] = None,
+    request: Annotated[
+        Path | None,
+        Opt(help='With --suggest: a JSON evaluation request (a layout), or {"plan": {...}}.'),
+    ] = None,
 ) -> None:
     """Fit the throughput model's coefficients to measured runs; report cross-validated error."""
     from app.calibration.fit import calibrate_rows
     from planner.specs import SpecError
 
+    if suggest is not None:
+        from app.cli.calibrate_suggest import run_suggest
+
+        rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
+        run_suggest(suggest, request, rows, json_output)
+        return
     if not measurements and not log:
         fail("give --measurements FILE.csv and/or --log FILE", field="measurements")
     if group_by not in ("source", "sweep"):

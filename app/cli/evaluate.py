@@ -40,6 +40,7 @@ from app.cli.memory_options import (
     OptOffloadOpt,
     StateDtypeOpt,
 )
+from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 
 Opt = typer.Option
 
@@ -213,11 +214,13 @@ def _print_table(outputs: list[dict[str, Any]]) -> None:
             "yes" if out["valid"] else "no",
             mem_text,
             "yes" if mem["fits"] else "no",
-            "-" if tps is None else f"{tps:,.0f}",
+            "-" if tps is None else tokens_cell(perf),
             "-" if mfu is None else f"{100 * mfu:.1f}%",
             "; ".join(out["violations"]),
         )
     console.print(table)
+    if len(outputs) == 1:
+        print_uncertainty(console, outputs[0].get("performance"))
     if len(outputs) == 1 and outputs[0].get("megatron"):
         console.print("\n[bold]Launch:[/]")
         console.print(outputs[0]["megatron"]["command"], soft_wrap=True, highlight=False)

@@ -9,6 +9,7 @@ from typing import Any
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
 from app.planning.memory_request import INVERSE_SEQ_START, check_inverse, to_memory_choices
 from app.planning.schemas import PlanJobCreate
+from app.planning.uncertainty import add_plan_uncertainty
 from models_db.profiles import load_profile
 from planner import (
     ClusterSpec,
@@ -137,13 +138,14 @@ def run_plan(
         from app.planning.memory_request import run_inverse
 
         return run_inverse(req, p, profile=profile, progress=progress)
+    used = profile if profile is not None else load_profile(p.clusters[0].gpu)
     result = plan(
         p.model,
         p.clusters if len(p.clusters) > 1 else p.clusters[0],
         p.jobs if len(p.jobs) > 1 else p.jobs[0],
         constraints=p.constraints,
         objective=p.objective,
-        profile=profile if profile is not None else load_profile(p.clusters[0].gpu),
+        profile=used,
         budget=p.budget,
         threshold=p.threshold,
         top_k=p.top_k,
@@ -152,6 +154,8 @@ def run_plan(
     )
     out = result.to_dict()
     add_launch_flags(out["plans"], result.plans)
+    add_plan_uncertainty(out["plans"], result.plans, used)
+    add_plan_uncertainty(out["pareto"], result.pareto, used)
     out["model"] = p.model.name
     out["gpu"] = p.clusters[0].gpu.name
     return out
