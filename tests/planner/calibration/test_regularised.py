@@ -38,7 +38,9 @@ def single_node_rows(scale: float, precision: str = "bf16") -> list[Measurement]
         for i, lay in enumerate([Layout(tp=1, pp=1, dp=8), Layout(tp=2, pp=1, dp=4)])
     ]
     pred = predict_tokens_per_s(rows, default_profile(H100))
-    return [replace(r, tokens_per_s_per_gpu=float(p) * scale) for r, p in zip(rows, pred)]
+    return [
+        replace(r, tokens_per_s_per_gpu=float(p) * scale) for r, p in zip(rows, pred, strict=True)
+    ]
 
 
 def test_two_bf16_rows_never_move_an_fp8_coefficient() -> None:
