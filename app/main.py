@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from app import health
 from app.batches import router as batches
 from app.calibration import router as calibration
-from app.calibration import suggest_router as calibration_suggestions
 from app.catalog import router as catalog_routes
 from app.catalog.cache import INFO_KEY, CatalogCache
 from app.catalog.service import builtin_specs, seed_builtins
@@ -36,6 +35,7 @@ from app.keys import router as key_routes
 from app.planning import evaluation_router as evaluations
 from app.planning import router as plan_jobs
 from app.planning import scaling_router as scaling
+from app.planning import suggestion_router as calibration_suggestions
 from app.planning.backend import PlanningBackend, default_backend
 from app.planning.repository import PlanJobRepository
 from app.planning.worker import WorkerPool

@@ -36,7 +36,7 @@ def read_request(path: Path | None) -> dict[str, Any]:
 def run_suggest(
     k: int, request_file: Path | None, rows: list[dict[str, str]], json_output: bool
 ) -> None:
-    from app.calibration.suggest import suggest
+    from app.planning.suggest import suggest
     from planner.specs import SpecError
 
     body = {**read_request(request_file), "k": k}

@@ -91,7 +91,7 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
     """What to measure next (issue 12 item 10): runs that pin down one layout's prediction."""
     import json
 
-    from app.calibration.suggest import suggest
+    from app.planning.suggest import suggest
 
     form = await request.form()
     text = str(form.get("request", ""))

@@ -9,12 +9,12 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from app.calibration.repository import MeasurementRepository
-from app.calibration.suggest import SuggestionRequest, suggest
 from app.core.deps import SessionDep
 from app.core.errors import InvalidInputError
 from app.core.schemas import problem_responses
 from app.planning.deps import BackendDep
 from app.planning.service import resolve_references
+from app.planning.suggest import SuggestionRequest, suggest
 from planner import SpecError
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
