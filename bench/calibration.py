@@ -290,10 +290,10 @@ def markdown(r: dict[str, Any]) -> str:
         "",
         "## `planner calibrate` on the shared data",
         "",
-        f"Whole command (`planner calibrate --measurements measured-throughput.csv --json`, "
-        f"both GPU types, fit + cross-validation): **{r['cli_seconds']:.1f} s** now; "
-        "96.8 s at commit 24ad1f5 before this change (same machine, same command, timed with "
-        "`time`). Per GPU type, in process:",
+        "Per GPU type, in this process, the earlier calibration (free least-squares fit of "
+        "every coefficient, then one refit per held-out sweep) against the regularised one "
+        "(one Jacobian at the prior shared by the fit and every fold); both timed in the same "
+        "run, so under the same machine load:",
         "",
         "| GPU | rows | before: free fit, leave-one-sweep-out | s | CV median / p90 | "
         "now: regularised, identified only | s | CV median / p90 | fold medians min-max |",
@@ -307,7 +307,20 @@ def markdown(r: dict[str, Any]) -> str:
             f"{_p(n['median_ape'])} / {_p(n['p90_ape'])} | "
             f"{_p(n['fold_median_range'][0])}-{_p(n['fold_median_range'][1])} |"
         )
-    lines += ["", "Coefficients the regularised calibration moved / kept at the prior:", ""]
+    t_old = sum(c["old"]["seconds"] for c in cal.values())
+    t_new = sum(c["new"]["seconds"] for c in cal.values())
+    lines += [
+        "",
+        f"Together {t_old:.0f} s before, {t_new:.1f} s now ({t_old / t_new:.0f}x faster). The "
+        f"whole command (`planner calibrate --measurements measured-throughput.csv --json`, "
+        f"parse + both GPU types + CV, process start included) took {r['cli_seconds']:.1f} s in "
+        "this run; on a quieter machine it was 96.8 s at commit 24ad1f5 (before) and 14-19 s "
+        "after (`time`, 2 shared cores). The command now shows a progress bar, a short summary "
+        "and lists the skipped rows only with `--show-skipped`.",
+        "",
+        "Coefficients the regularised calibration moved / kept at the prior:",
+        "",
+    ]
     for gpu, c in cal.items():
         n = c["new"]
         lines.append(

@@ -55,3 +55,35 @@ def test_cli_suggest_prints_runs_and_commands(tmp_path: Path) -> None:
 def test_cli_suggest_without_a_request_fails_clearly() -> None:
     result = CliRunner().invoke(cli, ["calibrate", "--suggest", "2"])
     assert result.exit_code == 2 and "--request" in result.stderr
+
+
+def test_a_calibration_reports_what_moved_and_its_cv_spread(client: TestClient) -> None:
+    from tests.app.calibration.test_api import _h100_rows
+
+    rows = [r for r in _h100_rows(limit_sweeps=20) if r["precision"] == "bf16"]
+    rows = [r for r in rows if r["sweep_id"] in sorted({r["sweep_id"] for r in rows})[:2]]
+    client.post("/v1/clusters/dgx-h100/measurements", json=rows)
+    report = client.post("/v1/clusters/dgx-h100/calibrations").json()["report"]
+    by_name = {c["name"]: c for c in report["coefficients"]}
+    assert set(report["moved"]) <= {n for n, c in by_name.items() if c["identified"]}
+    # the rows are bf16 only: the fp8 plateau is not identified and keeps its prior
+    assert not by_name["fp8_gemm_efficiency"]["identified"]
+    assert by_name["fp8_gemm_efficiency"]["fitted"] == by_name["fp8_gemm_efficiency"]["prior"]
+    cv = report["cross_validation"]
+    assert cv["method"] and cv["folds"] >= 2
+    assert cv["after"]["p90_ape"] >= cv["after"]["median_ape"]
+
+
+def test_cli_calibrate_lists_skipped_rows_only_on_request(tmp_path: Path) -> None:
+    from tests.app.calibration.test_api import _csv_text, _h100_rows
+
+    rows = _h100_rows()
+    broken = {**rows[0], "row_id": "BROKEN", "seq_length": "", "num_gpus": ""}
+    path = tmp_path / "runs.csv"
+    path.write_text(_csv_text([*rows, broken]))
+    plain = CliRunner().invoke(cli, ["calibrate", "--measurements", str(path)])
+    assert plain.exit_code == 0, plain.output
+    assert "1 rows skipped" in plain.stdout and "BROKEN" not in plain.stdout
+    assert "moved" in plain.stdout
+    listed = CliRunner().invoke(cli, ["calibrate", "--measurements", str(path), "--show-skipped"])
+    assert "BROKEN" in listed.stdout
