@@ -126,6 +126,29 @@ def add_launch_flags(plans_json: list[dict[str, Any]], plans: list[Any]) -> None
         }
 
 
+def search(
+    p: PreparedPlan,
+    profile: PerformanceProfile,
+    *,
+    top_k: int | None = None,
+    progress: Progress | None = None,
+) -> Any:
+    """The planner's search of a prepared request (``top_k`` overrides the request's)."""
+    return plan(
+        p.model,
+        p.clusters if len(p.clusters) > 1 else p.clusters[0],
+        p.jobs if len(p.jobs) > 1 else p.jobs[0],
+        constraints=p.constraints,
+        objective=p.objective,
+        profile=profile,
+        budget=p.budget,
+        threshold=p.threshold,
+        top_k=p.top_k if top_k is None else top_k,
+        pareto=p.pareto,
+        progress=progress,
+    )
+
+
 def run_plan(
     req: PlanJobCreate,
     *,
@@ -139,19 +162,7 @@ def run_plan(
 
         return run_inverse(req, p, profile=profile, progress=progress)
     used = profile if profile is not None else load_profile(p.clusters[0].gpu)
-    result = plan(
-        p.model,
-        p.clusters if len(p.clusters) > 1 else p.clusters[0],
-        p.jobs if len(p.jobs) > 1 else p.jobs[0],
-        constraints=p.constraints,
-        objective=p.objective,
-        profile=used,
-        budget=p.budget,
-        threshold=p.threshold,
-        top_k=p.top_k,
-        pareto=p.pareto,
-        progress=progress,
-    )
+    result = search(p, used, progress=progress)
     out = result.to_dict()
     add_launch_flags(out["plans"], result.plans)
     add_plan_uncertainty(out["plans"], result.plans, used)

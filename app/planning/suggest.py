@@ -76,21 +76,10 @@ def suggest(
 
 
 def _best_plan(req: PlanJobCreate, profile: PerformanceProfile | None) -> tuple[Any, ...]:
-    from app.planning.plan_request import to_plan
-    from planner import plan
+    from app.planning.plan_request import search, to_plan
 
     p = to_plan(req)
-    result = plan(
-        p.model,
-        p.clusters if len(p.clusters) > 1 else p.clusters[0],
-        p.jobs if len(p.jobs) > 1 else p.jobs[0],
-        constraints=p.constraints,
-        objective=p.objective,
-        profile=profile_for(p.clusters[0].gpu, profile),
-        budget=p.budget,
-        threshold=p.threshold,
-        top_k=1,
-    )
+    result = search(p, profile_for(p.clusters[0].gpu, profile), top_k=1)
     if not result.plans:
         raise SpecError("the search found no feasible plan to measure around", field="plan")
     best = result.plans[0]

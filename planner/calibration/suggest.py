@@ -99,10 +99,11 @@ class Suggestions:
         }
 
 
-def _pseudo(
+def unmeasured_row(
     model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout
 ) -> Measurement:
-    """A row to predict (no measured value): the sensitivity only needs the prediction."""
+    """A row to predict, its measured value a placeholder 1.0 (the sensitivity only needs the
+    prediction; tests set the value they measure)."""
     return Measurement(
         row_id="candidate",
         source_id="suggest",
@@ -218,7 +219,7 @@ def suggest_runs(
     if k < 1:
         raise ValueError(f"k={k} must be at least 1")
     coords = Coordinates(profile, default_candidates())
-    _, g_row = sensitivity(_fit._Groups([_pseudo(model, cluster, job, layout)]), coords)
+    _, g_row = sensitivity(_fit._Groups([unmeasured_row(model, cluster, job, layout)]), coords)
     g = g_row[0]
     precision = np.eye(len(coords.names))
     rows = _fit.usable(measured)
@@ -236,7 +237,7 @@ def suggest_runs(
             candidates=0,
             sensitive_to=_top(coords.names, g),
         )
-    pseudo = [_pseudo(*c[1:]) for c in cands]
+    pseudo = [unmeasured_row(*c[1:]) for c in cands]
     pred, jac = sensitivity(_fit._Groups(pseudo), coords)
     chosen: list[SuggestedRun] = []
     used: set[int] = set()

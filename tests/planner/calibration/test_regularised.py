@@ -12,6 +12,7 @@ from planner.calibration.honest_cv import cross_validate_prepared, make_folds
 from planner.calibration.identify import Coordinates
 from planner.calibration.measurements import Measurement
 from planner.calibration.regularised import fit_regularised, prepare
+from planner.calibration.suggest import unmeasured_row
 from planner.performance.step_time import default_profile
 from planner.specs import ClusterSpec, Layout, TrainingJob
 from tests.planner.calibration.test_fit import synthetic
@@ -19,27 +20,17 @@ from tests.planner.fixtures import H100, LLAMA_8B, LLAMA_70B
 
 
 def single_node_rows(scale: float, precision: str = "bf16") -> list[Measurement]:
+    """Two runs on one node, measured ``scale`` x what the prior predicts."""
     cl = ClusterSpec(name="node", gpu=H100, num_gpus=8)
     job = TrainingJob(seq_length=4096, global_batch_size=64, precision=precision)
     rows = [
-        Measurement(
-            row_id=f"n{i}",
-            source_id="mine",
-            sweep_id="mine",
-            reliability="high",
-            model=LLAMA_8B,
-            cluster=cl,
-            job=job,
-            layout=lay,
-            tokens_per_s_per_gpu=None,
-            step_time_s=None,
-            mfu=None,
-        )
-        for i, lay in enumerate([Layout(tp=1, pp=1, dp=8), Layout(tp=2, pp=1, dp=4)])
+        unmeasured_row(LLAMA_8B, cl, job, lay)
+        for lay in (Layout(tp=1, pp=1, dp=8), Layout(tp=2, pp=1, dp=4))
     ]
     pred = predict_tokens_per_s(rows, default_profile(H100))
     return [
-        replace(r, tokens_per_s_per_gpu=float(p) * scale) for r, p in zip(rows, pred, strict=True)
+        replace(r, row_id=f"n{i}", tokens_per_s_per_gpu=float(p) * scale)
+        for i, (r, p) in enumerate(zip(rows, pred, strict=True))
     ]
 
 

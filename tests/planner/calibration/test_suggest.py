@@ -7,8 +7,12 @@ from dataclasses import replace
 import pytest
 
 from planner.calibration.fit import predict_tokens_per_s
-from planner.calibration.measurements import Measurement
-from planner.calibration.suggest import RUN_ITERATIONS, candidate_runs, suggest_runs
+from planner.calibration.suggest import (
+    RUN_ITERATIONS,
+    candidate_runs,
+    suggest_runs,
+    unmeasured_row,
+)
 from planner.performance.step_time import default_profile
 from planner.specs import ClusterSpec, Layout, TrainingJob
 from tests.planner.fixtures import H100, LLAMA_70B
@@ -44,19 +48,7 @@ def test_rows_already_measured_leave_less_to_learn() -> None:
     prior = default_profile(H100)
     fresh = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1)
     best = fresh.runs[0]
-    row = Measurement(
-        row_id="r",
-        source_id="me",
-        sweep_id="me",
-        reliability="high",
-        model=best.model,
-        cluster=best.cluster,
-        job=best.job,
-        layout=best.layout,
-        tokens_per_s_per_gpu=None,
-        step_time_s=None,
-        mfu=None,
-    )
+    row = unmeasured_row(best.model, best.cluster, best.job, best.layout)
     row = replace(row, tokens_per_s_per_gpu=float(predict_tokens_per_s([row], prior)[0]))
     informed = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, measured=[row])
     assert informed.plan_sd_before < fresh.plan_sd_before
