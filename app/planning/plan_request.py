@@ -16,6 +16,7 @@ from planner import (
     ModelSpec,
     Objective,
     PerformanceProfile,
+    PlanResult,
     SearchBudget,
     SearchConstraints,
     SpecError,
@@ -132,7 +133,7 @@ def search(
     *,
     top_k: int | None = None,
     progress: Progress | None = None,
-) -> Any:
+) -> PlanResult:
     """The planner's search of a prepared request (``top_k`` overrides the request's)."""
     return plan(
         p.model,
