@@ -115,7 +115,7 @@ def _ratios(predictions: dict[str, dict[str, float]], rows: list[Measurement]) -
     )
 
 
-def interval_table(rows: list[Measurement]) -> tuple[dict[str, Any], dict[str, Any]]:
+def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], dict[str, Any]]:
     t0 = time.perf_counter()
     loso = cross_validate(
         rows, default_profile, group_by="source", coefficients_for=coefficients_for
@@ -137,7 +137,7 @@ def interval_table(rows: list[Measurement]) -> tuple[dict[str, Any], dict[str, A
         "calibrated": calibrated_range(rows),
         "source": {
             "generated_by": "bench/calibration.py",
-            "commit": commit(),
+            "commit": code,
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
             "residuals": "measured / predicted tokens/s per GPU, leave-one-source-out CV "
             f"({len(rows)} rows of {data_path().name}); '{TRANSFERRED}': leave-one-GPU-type-out",
@@ -258,12 +258,13 @@ def cli_seconds() -> float:
 
 
 def run() -> dict[str, Any]:
+    code = commit()  # before this run writes its outputs (they would make it "-dirty")
     rows = usable(load()[0])
-    table, intervals = interval_table(rows)
+    table, intervals = interval_table(rows, code)
     TABLE.parent.mkdir(parents=True, exist_ok=True)
     TABLE.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
     return {
-        "commit": commit(),
+        "commit": code,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "rows_used": len(rows),
         "rows_by_regime": dict(Counter("/".join(_parts(m)) for m in rows)),
