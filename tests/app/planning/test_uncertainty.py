@@ -5,15 +5,7 @@ from __future__ import annotations
 from app.planning.compute import evaluate_request
 from app.planning.reports import LayoutReport
 from models_db.intervals import load_interval_table
-
-REQUEST = {
-    "model": "llama3.1-8b",
-    "gpu": "h100-sxm-80gb",
-    "num_gpus": 16,
-    "seq_length": 8192,
-    "global_batch_size": 128,
-    "tp": 2,
-}
+from tests.app.calibration.test_suggestions import EIGHT_B as REQUEST
 
 
 def test_the_shipped_table_is_built_from_held_out_residuals() -> None:
