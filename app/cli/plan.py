@@ -34,6 +34,7 @@ from app.cli.memory_options import (
 )
 from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
 from app.cli.ranges import print_expansions
+from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 
 Opt = typer.Option
 AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
@@ -191,7 +192,7 @@ def _print_result(result: dict[str, Any]) -> None:
             str(lay["micro_batch_size"]),
             lay["recompute"],
             lay["optimizer_sharding"],
-            f"{perf['tokens_per_s_per_gpu']:,.0f}",
+            tokens_cell(perf),
             f"{100 * perf['mfu']:.1f}%",
             f"{perf['step_time_s']:.2f}",
             f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}",
@@ -205,6 +206,7 @@ def _print_result(result: dict[str, Any]) -> None:
     console.print(table)
     if result.get("winner"):
         console.print(f"Why #1: {result['winner']['sentence']}.", highlight=False)
+    print_uncertainty(console, result["plans"][0].get("performance"))
     console.print("\n[bold]Launch the best plan:[/]")
     console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True, highlight=False)
     for note in result["plans"][0]["megatron"].get("notes", []):
