@@ -40,7 +40,7 @@ DEFAULT_COEFFICIENTS = (
     # (planner.performance.collectives); every GPU of the shared rows has curves
     "tp_overlap",
     "dp_overlap",
-    "layer_overhead_s",
+    # layer_overhead_s: the host model (profile host_* priors, mechanisms-facts §3) replaces it
     "straggler_spread",
 )
 
