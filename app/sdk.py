@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from app.catalog.schemas import ClusterPresetSpec
 from app.planning.reports import (
     InverseResult,
     LayoutReport,
@@ -36,6 +37,7 @@ from app.planning.schemas import (
 )
 
 __all__ = [
+    "ClusterPresetSpec",
     "EvaluationRequest",
     "InverseResult",
     "LayoutReport",
@@ -143,6 +145,13 @@ class PlannerClient:
     def list_clusters(self) -> list[JSON]:
         items: list[JSON] = self._request("GET", "/v1/clusters")["items"]
         return items
+
+    def create_cluster(self, slug: str, spec: ClusterPresetSpec | JSON) -> JSON:
+        """A user cluster: GPU, GPUs per node and its network (per GPU, or NICs x rate)."""
+        entry: JSON = self._request(
+            "POST", "/v1/clusters", json={"slug": slug, "spec": _body(spec)}
+        )
+        return entry
 
     # --- evaluation and plan jobs ----------------------------------------------------------------
     def evaluate(self, request: EvaluationRequest | JSON) -> LayoutReport:

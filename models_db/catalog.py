@@ -13,16 +13,17 @@ import copy
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from models_db.collectives import load_collective_table
 from planner.calibration.measurements import default_network_bytes_per_s
 from planner.model.hf_config import model_from_hf_config
-from planner.specs import ClusterSpec, GPUSpec, ModelSpec, SpecError
+from planner.specs import ClusterSpec, GPUSpec, IntraNodeTopology, ModelSpec, SpecError
 
 __all__ = [
     "CatalogError",
@@ -66,13 +67,21 @@ class ClusterPreset:
     description: str = ""
     host_memory_bytes_per_gpu: float | None = None
     """Host DRAM per GPU (node DRAM / GPUs per node), for offloading."""
+    nics_per_node: int | None = None
+    nic_bandwidth_bytes_per_s: float | None = None
+    """With ``nics_per_node``: the network per GPU is nics x rate / GPUs per node."""
+    intra_node_topology: IntraNodeTopology = "switch"
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def spec(self, num_gpus: int, gpus_per_node: int | None = None) -> ClusterSpec:
-        """A :class:`ClusterSpec` of ``num_gpus`` GPUs of this node type."""
+        """A :class:`ClusterSpec` of ``num_gpus`` GPUs of this node type.
+
+        Another ``gpus_per_node`` (64 of an NVL72 rack's 72) keeps the network per GPU: the
+        preset's NIC count describes its own node size, not the one asked for."""
+        own_nodes = gpus_per_node in (None, self.gpus_per_node)
         return ClusterSpec(
             name=self.name,
             gpu=load_gpu(self.gpu),
@@ -82,6 +91,9 @@ class ClusterPreset:
             inter_node_latency_s=self.inter_node_latency_s,
             intra_node_latency_s=self.intra_node_latency_s,
             host_memory_bytes_per_gpu=self.host_memory_bytes_per_gpu,
+            nics_per_node=self.nics_per_node if own_nodes else None,
+            nic_bandwidth_bytes_per_s=self.nic_bandwidth_bytes_per_s if own_nodes else None,
+            intra_node_topology=self.intra_node_topology,
             sources=dict(self.sources),
         )
 
@@ -162,7 +174,8 @@ def list_gpus() -> list[str]:
 @cache
 def load_gpu(slug: str) -> GPUSpec:
     spec, _ = _split(_raw("gpus", slug), GPU_METADATA_KEYS)
-    return GPUSpec.from_dict(spec)
+    # the bandwidth-vs-size curves of models_db/collectives travel with the GPU (issue 12 item 3)
+    return replace(GPUSpec.from_dict(spec), collectives=load_collective_table(slug))
 
 
 def gpu_metadata(slug: str) -> dict[str, Any]:

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from planner.layout_types import MemorySettings
+
+if TYPE_CHECKING:  # the catalog attaches it; specs never import the performance package
+    from planner.performance.collective_bandwidth import CollectiveTable
 
 Normalization = Literal["LayerNorm", "RMSNorm"]
 PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
 Precision = Literal["bf16", "fp8", "fp16"]
+IntraNodeTopology = Literal["switch", "mesh"]
+INTRA_NODE_TOPOLOGIES: tuple[IntraNodeTopology, ...] = ("switch", "mesh")
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
@@ -222,6 +227,10 @@ class GPUSpec:
     """Streaming multiprocessors (compute units on AMD); sets the wave efficiency of kernels
     with few thread blocks (performance-facts §2.5). None where unknown."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    collectives: CollectiveTable | None = field(default=None, compare=False, hash=False, repr=False)
+    """Collective bandwidth versus message size of this GPU type (``models_db/collectives``,
+    attached by the catalog; mechanisms-facts §2). None: the throughput model prices collectives
+    with the profile's constant link efficiencies. Not part of ``to_dict``."""
 
     def __post_init__(self) -> None:
         if self.hbm_bytes <= 0:
@@ -243,10 +252,17 @@ class GPUSpec:
         return self.peak_bf16_flop_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(replace(self, collectives=None))
+        del data["collectives"]  # catalog data, not part of a GPU description
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GPUSpec:
+        if isinstance(data, dict) and "collectives" in data:
+            raise SpecError(
+                "collectives is catalog data (models_db/collectives), not a GPU field; remove it",
+                field="collectives",
+            )
         return _from_dict(cls, data)
 
 
@@ -266,10 +282,22 @@ class ClusterSpec:
     host_memory_bytes_per_gpu: float | None = None
     """Host DRAM available to each GPU's process for offloaded optimizer state and activations
     (node DRAM / GPUs per node); None means unknown, and offloading cannot be planned."""
+    nics_per_node: int | None = None
+    """Network adapters per node (issue 12 item 2). With ``nic_bandwidth_bytes_per_s`` it defines
+    the network bandwidth per GPU (nics x rate / gpus_per_node, which then replaces
+    ``inter_node_bandwidth_bytes_per_s``). None: one NIC per GPU at the per-GPU bandwidth."""
+    nic_bandwidth_bytes_per_s: float | None = None
+    """One NIC's rate, one direction (400 Gb/s NDR = 50e9; NCCL reaches 46-49 GB/s of it,
+    performance-facts §4.2)."""
+    intra_node_topology: IntraNodeTopology = "switch"
+    """'switch': NVSwitch, every GPU pair at the GPU's full scale-up bandwidth; 'mesh': direct
+    links (AMD xGMI, V100 NVLink boards), a GPU's scale-up bandwidth split over its gpus_per_node-1
+    peers, so a pair (send/recv, one ring step) gets 1/(g-1) of it."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         _positive(self, "num_gpus", "gpus_per_node")
+        _check_network(self)
         if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
             raise SpecError(
                 f"num_gpus={self.num_gpus} is not a whole number of nodes of "
@@ -287,8 +315,15 @@ class ClusterSpec:
     def num_nodes(self) -> int:
         return max(1, math.ceil(self.num_gpus / self.gpus_per_node))
 
+    @property
+    def nics_per_gpu(self) -> float:
+        """NICs per GPU (1.0 when the NIC count is not given)."""
+        return 1.0 if self.nics_per_node is None else self.nics_per_node / self.gpus_per_node
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(replace(self, gpu=replace(self.gpu, collectives=None)))
+        data["gpu"] = self.gpu.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterSpec:
@@ -296,6 +331,44 @@ class ClusterSpec:
         if isinstance(data.get("gpu"), dict):
             data["gpu"] = GPUSpec.from_dict(data["gpu"])
         return _from_dict(cls, data)
+
+
+def _check_network(c: ClusterSpec) -> None:
+    """Validate the cluster's network description; NICs x rate, when given, set the per-GPU
+    network bandwidth (``inter_node_bandwidth_bytes_per_s`` keeps meaning bandwidth per GPU)."""
+    if c.intra_node_topology not in INTRA_NODE_TOPOLOGIES:
+        raise SpecError(
+            f"intra_node_topology={c.intra_node_topology!r} is not supported; use switch "
+            "(NVSwitch) or mesh (direct GPU-to-GPU links)",
+            field="intra_node_topology",
+        )
+    nics, rate = c.nics_per_node, c.nic_bandwidth_bytes_per_s
+    if nics is not None and rate is not None:
+        _positive(c, "nics_per_node")
+        if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
+            raise SpecError(
+                f"nic_bandwidth_bytes_per_s={rate!r} must be a positive number (50e9 for 400 Gb/s)",
+                field="nic_bandwidth_bytes_per_s",
+            )
+        object.__setattr__(c, "inter_node_bandwidth_bytes_per_s", nics * rate / c.gpus_per_node)
+    else:
+        check_nic_pair(nics, rate)
+
+
+def check_nic_pair(nics_per_node: object, nic_bandwidth_bytes_per_s: object) -> None:
+    """NICs per node and their rate come together or not at all; SpecError naming the missing."""
+    if (nics_per_node is None) == (nic_bandwidth_bytes_per_s is None):
+        return
+    given, missing = (
+        ("nics_per_node", "nic_bandwidth_bytes_per_s")
+        if nics_per_node is not None
+        else ("nic_bandwidth_bytes_per_s", "nics_per_node")
+    )
+    raise SpecError(
+        f"{missing} is required with {given}: give both (e.g. 8 NICs of 50e9 bytes/s, one "
+        "direction) or neither",
+        field=missing,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,8 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.catalog.network import TOPOLOGY_HELP, NetworkFields
 from app.core.bounds import check_spec_numbers
 from app.core.schemas import SLUG_PATTERN, SlugRef
+from planner.specs import IntraNodeTopology
 
 Kind = Literal["model", "gpu", "cluster"]
 
@@ -23,8 +25,9 @@ LLAMA_70B_SPEC: dict[str, Any] = {
 }
 
 
-class ClusterPresetSpec(BaseModel):
-    """A cluster preset: which GPU, how many per node, and the network."""
+class ClusterPresetSpec(NetworkFields):
+    """A cluster preset: which GPU, how many per node, and the network (per GPU, or as NICs per
+    node x their rate, ``app.catalog.network``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -33,6 +36,7 @@ class ClusterPresetSpec(BaseModel):
     inter_node_bandwidth_bytes_per_s: float = Field(default=50e9, gt=0, le=1e13)
     inter_node_latency_s: float = Field(default=5e-6, ge=0, le=1.0)
     intra_node_latency_s: float = Field(default=2e-6, ge=0, le=1.0)
+    intra_node_topology: IntraNodeTopology = Field(default="switch", description=TOPOLOGY_HELP)
 
 
 class CatalogEntryCreate(BaseModel):

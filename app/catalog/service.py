@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.catalog.cache import cache_of
 from app.catalog.models import CatalogEntryRow
+from app.catalog.network import check_network
 from app.catalog.repository import CatalogRepository
 from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -159,6 +160,19 @@ class CatalogService:
                 for e in exc.errors()
             ]
             raise InvalidInputError("invalid cluster spec", errors=errors) from exc
+        try:
+            per_gpu = check_network(
+                nics_per_node=preset.nics_per_node,
+                nic_bandwidth_bytes_per_s=preset.nic_bandwidth_bytes_per_s,
+                inter_node_bandwidth_bytes_per_s=preset.inter_node_bandwidth_bytes_per_s
+                if "inter_node_bandwidth_bytes_per_s" in preset.model_fields_set
+                else None,
+                gpus_per_node=preset.gpus_per_node,
+            )
+        except SpecError as exc:
+            raise InvalidInputError.for_field(f"spec.{exc.field}", exc.message) from exc
+        if per_gpu is not None:  # stored as both: the per-GPU number every reader knows
+            preset = preset.model_copy(update={"inter_node_bandwidth_bytes_per_s": per_gpu})
         if self.repo.get("gpu", preset.gpu) is None:
             raise InvalidInputError.for_field(
                 "spec.gpu", f"no GPU named {preset.gpu!r}; GET /v1/gpus lists them"

@@ -11,9 +11,7 @@ import typer
 from rich.table import Table
 
 from app.cli.common import (
-    A2AOverlapOpt,
     ClusterOpt,
-    DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -29,17 +27,8 @@ from app.cli.common import (
     out_console,
     print_json,
 )
-from app.cli.memory_options import (
-    ActOffloadOpt,
-    Fp8GatherOpt,
-    GradDtypeOpt,
-    GraphsOpt,
-    LayoutOpt,
-    ModulesOpt,
-    NumLayersOpt,
-    OptOffloadOpt,
-    StateDtypeOpt,
-)
+from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
+from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 
 Opt = typer.Option
 
@@ -83,6 +72,7 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any] | str]]:
     return items
 
 
+@shared_options(MEMORY_OPTIONS, STACK_OPTIONS, CLUSTER_OPTIONS)
 def evaluate(
     model: ModelOpt = None,
     gpu: GpuOpt = None,
@@ -105,23 +95,13 @@ def evaluate(
         bool | None, Opt("--sequence-parallel/--no-sequence-parallel", help="Default: tp > 1.")
     ] = None,
     optimizer_sharding: Annotated[str | None, Opt(help="none, optimizer or full.")] = None,
-    moe_a2a_overlap: A2AOverlapOpt = None,
-    moe_dispatcher: DispatcherOpt = None,
-    grad_reduce_dtype: GradDtypeOpt = None,
-    optimizer_state_dtype: StateDtypeOpt = None,
-    fp8_param_gather: Fp8GatherOpt = None,
-    recompute_modules: ModulesOpt = None,
-    recompute_num_layers: NumLayersOpt = None,
-    cuda_graphs: GraphsOpt = None,
-    activation_offload_layers: ActOffloadOpt = None,
-    optimizer_offload_fraction: OptOffloadOpt = None,
-    pipeline_layout: LayoutOpt = None,
     memory_threshold: ThresholdOpt = None,
     profile: ProfileOpt = None,
     input: Annotated[
         Path | None, Opt("--input", help="JSON-lines file (- for stdin): one request per line.")
     ] = None,
     json_output: Annotated[bool, Opt("--json", help="One JSON object per layout.")] = False,
+    **shared: Any,
 ) -> None:
     """Check one layout (or many): Megatron's rules, memory per GPU, speed, launch flags."""
     from app.cli.requests import build_request
@@ -133,7 +113,8 @@ def evaluate(
     if input is not None:
         reports = _evaluate_lines(_read_jsonl(input), profile)
     else:
-        options = {k: v for k, v in locals().items() if k in EvaluationRequest.model_fields}
+        given = {**locals(), **shared}
+        options = {k: v for k, v in given.items() if k in EvaluationRequest.model_fields}
         request, run_profile = build_request(EvaluationRequest, options, profile_file=profile)
         try:
             reports = [(None, r) for r in evaluate_requests([request], profile=run_profile)]
@@ -219,12 +200,14 @@ def _print_table(reports: list[Report]) -> None:
             "yes" if out.valid else "no",
             f"{gib(mem.total_bytes)}/{gib(mem.capacity_bytes)}",
             "yes" if mem.fits else "no",
-            "-" if tps is None else f"{tps:,.0f}",
+            "-" if tps is None or perf is None else tokens_cell(perf.model_dump()),
             "-" if mfu is None else f"{100 * mfu:.1f}%",
             "; ".join(out.violations),
         )
     console.print(table)
     first = reports[0] if len(reports) == 1 else None
+    if isinstance(first, LayoutReport) and first.performance is not None:
+        print_uncertainty(console, first.performance.model_dump())
     if isinstance(first, LayoutReport) and first.megatron is not None:
         console.print("\n[bold]Launch:[/]")
         console.print(first.megatron.command, soft_wrap=True, highlight=False)

@@ -11,9 +11,7 @@ from rich.table import Table
 
 from app.cli.common import (
     EXIT_NOTHING_FEASIBLE,
-    A2AOverlapOpt,
     ClusterOpt,
-    DispatcherOpt,
     GpuMemoryOpt,
     GpuOpt,
     GpusPerNodeOpt,
@@ -28,22 +26,15 @@ from app.cli.common import (
     print_json,
 )
 from app.cli.memory_options import (
-    ActOffloadOpt,
     AutoLayoutOpt,
-    Fp8GatherOpt,
-    GradDtypeOpt,
-    GraphsOpt,
-    LayoutOpt,
     MaximizeOpt,
     MinimizeOpt,
-    ModulesOpt,
     NumericsOpt,
-    NumLayersOpt,
-    OptOffloadOpt,
     SearchModulesOpt,
-    StateDtypeOpt,
 )
+from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
 from app.cli.ranges import print_expansions
+from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 
 Opt = typer.Option
 AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
@@ -57,6 +48,7 @@ def register(cli: typer.Typer) -> None:
     cli.command("plan")(plan)
 
 
+@shared_options(MEMORY_OPTIONS, STACK_OPTIONS, CLUSTER_OPTIONS)
 def plan(
     model: ModelOpt = None,
     gpu: GpuOpt = None,
@@ -89,17 +81,6 @@ def plan(
     optimizer_sharding: Annotated[
         str | None, Opt(help="Allowed: none,optimizer,full (default none,optimizer; full = FSDP2).")
     ] = None,
-    moe_a2a_overlap: A2AOverlapOpt = None,
-    moe_dispatcher: DispatcherOpt = None,
-    grad_reduce_dtype: GradDtypeOpt = None,
-    optimizer_state_dtype: StateDtypeOpt = None,
-    fp8_param_gather: Fp8GatherOpt = None,
-    recompute_modules: ModulesOpt = None,
-    recompute_num_layers: NumLayersOpt = None,
-    cuda_graphs: GraphsOpt = None,
-    activation_offload_layers: ActOffloadOpt = None,
-    optimizer_offload_fraction: OptOffloadOpt = None,
-    pipeline_layout: LayoutOpt = None,
     allow_numerics_changes: NumericsOpt = False,
     search_recompute_modules: SearchModulesOpt = False,
     auto_pipeline_layout: AutoLayoutOpt = False,
@@ -118,6 +99,7 @@ def plan(
     pareto: Annotated[bool, Opt(help="Also return the throughput/headroom Pareto front.")] = False,
     profile: ProfileOpt = None,
     json_output: Annotated[bool, Opt("--json", help="Print the result as JSON.")] = False,
+    **shared: Any,
 ) -> None:
     """Rank the feasible layouts by predicted speed and print the best with launch flags."""
     from app.cli.requests import build_request
@@ -127,7 +109,7 @@ def plan(
 
     if not json_output:
         print_expansions(num_gpus=num_gpus, global_batch_size=global_batch_size)
-    options = {k: v for k, v in locals().items() if k in PlanJobCreate.model_fields}
+    options = {k: v for k, v in {**locals(), **shared}.items() if k in PlanJobCreate.model_fields}
     request, run_profile = build_request(PlanJobCreate, options, profile_file=profile)
     show_progress = not json_output and sys.stderr.isatty()
     try:
@@ -169,11 +151,12 @@ def _print_result(result: PlanAnswer) -> None:
         caption = f"{result.search.probes} values of {result.search.inverse} tried"
     else:
         caption = (
-            f"{result.search.evaluated} layouts evaluated, {result.search.feasible} feasible, "
+            f"{(result.funnel or {}).get('sentence', '')}; "
             f"{'proven optimal' if result.search.proven_optimal else 'sampled search'}, "
             f"{result.search.elapsed_s or 0:.2f} s"
         )
-    if not result.plans:  # no empty table: the reasons below say why
+    if not result.plans:  # no empty table: the reasons and what would fit
+        _print_funnel(console, result)
         _print_rejections(console, result)
         return
     table = Table(
@@ -213,7 +196,7 @@ def _print_result(result: PlanAnswer) -> None:
             str(lay.micro_batch_size),
             lay.recompute,
             lay.optimizer_sharding,
-            f"{perf.tokens_per_s_per_gpu or 0:,.0f}",
+            tokens_cell(perf.model_dump()),
             f"{100 * (perf.mfu or 0):.1f}%",
             f"{perf.step_time_s or 0:.2f}",
             f"{gib(mem.total_bytes)}/{gib(mem.capacity_bytes)}",
@@ -224,15 +207,30 @@ def _print_result(result: PlanAnswer) -> None:
                 cells.append(f"{plan.objective.usd or 0:,.0f}")
         table.add_row(*cells)
     console.print(table)
+    if not isinstance(result, InverseResult) and result.winner:
+        console.print(f"Why #1: {result.winner['sentence']}.", highlight=False)
+    best = result.plans[0]
+    print_uncertainty(console, best.performance.model_dump())
     console.print("\n[bold]Launch the best plan:[/]")
-    best = result.plans[0].megatron
-    console.print(best.command, soft_wrap=True, highlight=False)
-    for note in best.notes:
+    console.print(best.megatron.command, soft_wrap=True, highlight=False)
+    for note in best.megatron.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     _print_rejections(console, result)
 
 
+def _print_funnel(console: Any, result: PlanAnswer) -> None:
+    funnel = getattr(result, "funnel", None)  # an inverse answer has none
+    if funnel:
+        console.print(f"Search: {funnel['sentence']}.", highlight=False)
+
+
 def _print_rejections(console: Any, result: PlanAnswer) -> None:
+    from app.cli.infeasible import print_infeasible
+
+    infeasible = getattr(result, "infeasible", None)  # an inverse answer has none
+    if infeasible:
+        print_infeasible(console, infeasible)
+        return
     if result.rejections:
         console.print("\n[bold]Rejected layouts:[/]")
         for reason, count in sorted(result.rejections.items(), key=lambda kv: -kv[1]):

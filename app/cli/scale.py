@@ -23,6 +23,7 @@ from app.cli.common import (
     out_console,
     print_json,
 )
+from app.cli.options import CLUSTER_OPTIONS, STACK_OPTIONS, shared_options
 from app.cli.ranges import print_expansions
 
 Opt = typer.Option
@@ -35,6 +36,7 @@ def register(cli: typer.Typer) -> None:
     cli.command("scale")(scale)
 
 
+@shared_options(STACK_OPTIONS, CLUSTER_OPTIONS)
 def scale(
     model: ModelOpt = None,
     gpu: GpuOpt = None,
@@ -53,12 +55,14 @@ def scale(
     server: Annotated[str | None, Opt(help="Ask this planner service instead.")] = None,
     api_key: Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")] = None,
     json_output: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
+    **shared: Any,
 ) -> None:
     """Best plan, tokens/s, scaling efficiency, time to train and cost at each GPU count."""
     from app.cli.requests import build_request
     from app.planning.schemas import ScalingCurveCreate
 
-    options = {k: v for k, v in locals().items() if k in ScalingCurveCreate.model_fields}
+    given = {**locals(), **shared}
+    options = {k: v for k, v in given.items() if k in ScalingCurveCreate.model_fields}
     if isinstance(num_gpus, str) and num_gpus.strip().isdigit():
         options["num_gpus"] = [num_gpus]  # one count is a curve of one point
     if server and profile is not None:

@@ -100,7 +100,7 @@ def _build_submit() -> Any:
         for name, annotation in own.items()
     ]
     params += [
-        p.replace(annotation=hints[name], kind=inspect.Parameter.KEYWORD_ONLY)
+        p.replace(annotation=hints.get(name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
         for name, p in plan_params.items()
     ]
 

@@ -86,12 +86,13 @@ def evaluate_requests(
     for key, indexes in groups.items():
         model, cluster, job, threshold = resolved[key]
         batch_layouts = [layouts[i] for i in indexes]
+        used = profile_for(cluster.gpu, profile)
         results = layout_reports(
             model,
             cluster,
             job,
             [lay for lay in batch_layouts if lay is not None],
-            profile_for(cluster.gpu, profile),
+            used,
             threshold=threshold,
         )
         for i, result in zip(indexes, results, strict=True):

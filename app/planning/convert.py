@@ -18,9 +18,11 @@ from pydantic import BaseModel, ValidationError
 
 import models_db
 from app.catalog.names import cluster_slug_for, gpu_slug_for
+from app.catalog.network import check_network
 from app.core.messages import problem_fields
 from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
+from app.planning.stack_fields import job_stack, layout_stack
 from planner import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 
 Request = TypeVar("Request", bound=BaseModel)
@@ -189,6 +191,14 @@ def resolve_cluster(req: EvaluationRequest | PlanJobCreate, num_gpus: int) -> Cl
     except SpecError as exc:
         raise SpecError(exc.message, field=exc.field or "num_gpus") from exc
     network = {n: getattr(req, n) for n in NETWORK_FIELDS if getattr(req, n) is not None}
+    per_gpu = check_network(
+        nics_per_node=req.nics_per_node,
+        nic_bandwidth_bytes_per_s=req.nic_bandwidth_bytes_per_s,
+        inter_node_bandwidth_bytes_per_s=req.inter_node_bandwidth_bytes_per_s,
+        gpus_per_node=cluster.gpus_per_node,
+    )
+    if per_gpu is None and req.inter_node_bandwidth_bytes_per_s is not None:
+        network |= {"nics_per_node": None, "nic_bandwidth_bytes_per_s": None}  # the given rate wins
     try:
         return dataclasses.replace(cluster, gpu=gpu, **network)
     except SpecError as exc:
@@ -202,7 +212,10 @@ def resolve_job(
     if length is None:
         raise SpecError("seq_length is required (tokens per sequence)", field="seq_length")
     return TrainingJob(
-        seq_length=length, global_batch_size=global_batch_size, precision=req.precision
+        seq_length=length,
+        global_batch_size=global_batch_size,
+        precision=req.precision,
+        **job_stack(req),
     )
 
 
@@ -244,6 +257,7 @@ def to_layout(req: EvaluationRequest) -> Layout:
         activation_offload_layers=req.activation_offload_layers,
         optimizer_offload_fraction=req.optimizer_offload_fraction,
         pipeline_layout=req.pipeline_layout,
+        **layout_stack(req),
     )
 
 

@@ -105,7 +105,9 @@ def run_inverse(
     if progress is not None:
         progress(len(answer.probes), len(answer.probes))
     reason = _nothing_fits(answer.question, answer.probes) if not answer.plans else None
-    return inverse_report(answer, model=p.model, cluster=cluster, nothing_fits=reason)
+    return inverse_report(
+        answer, model=p.model, cluster=cluster, profile=common["profile"], nothing_fits=reason
+    )
 
 
 MISSING_OFFLOAD = (

@@ -17,12 +17,14 @@ from planner import (
     ModelSpec,
     Objective,
     PerformanceProfile,
+    PlanResult,
     SearchBudget,
     SearchConstraints,
     SpecError,
     TrainingJob,
     plan,
 )
+from planner.search.infeasible import explain_infeasible
 
 Progress = Callable[[int, int], None]
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
@@ -114,6 +116,29 @@ def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
     )
 
 
+def search(
+    p: PreparedPlan,
+    profile: PerformanceProfile,
+    *,
+    top_k: int | None = None,
+    progress: Progress | None = None,
+) -> PlanResult:
+    """The planner's search of a prepared request (``top_k`` overrides the request's)."""
+    return plan(
+        p.model,
+        p.clusters if len(p.clusters) > 1 else p.clusters[0],
+        p.jobs if len(p.jobs) > 1 else p.jobs[0],
+        constraints=p.constraints,
+        objective=p.objective,
+        profile=profile,
+        budget=p.budget,
+        threshold=p.threshold,
+        top_k=p.top_k if top_k is None else top_k,
+        pareto=p.pareto,
+        progress=progress,
+    )
+
+
 def run_plan(
     req: PlanJobCreate,
     *,
@@ -126,17 +151,14 @@ def run_plan(
         from app.planning.memory_request import run_inverse
 
         return run_inverse(req, p, profile=profile, progress=progress)
-    result = plan(
-        p.model,
-        p.clusters if len(p.clusters) > 1 else p.clusters[0],
-        p.jobs if len(p.jobs) > 1 else p.jobs[0],
-        constraints=p.constraints,
-        objective=p.objective,
-        profile=profile if profile is not None else load_profile(p.clusters[0].gpu),
-        budget=p.budget,
-        threshold=p.threshold,
-        top_k=p.top_k,
-        pareto=p.pareto,
-        progress=progress,
+    used = profile if profile is not None else load_profile(p.clusters[0].gpu)
+    result = search(p, used, progress=progress)
+    infeasible = None
+    if not result.plans:  # infeasible is an answer: what would fit (planner.search.infeasible)
+        infeasible = explain_infeasible(
+            p.model, p.clusters[-1], p.jobs[0], rejections=result.rejections, profile=used,
+            constraints=p.constraints, threshold=p.threshold,
+        ).to_dict()  # fmt: skip
+    return plan_report(
+        result, model=p.model, cluster=p.clusters[0], profile=used, infeasible=infeasible
     )
-    return plan_report(result, model=p.model, cluster=p.clusters[0])

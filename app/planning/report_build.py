@@ -7,6 +7,7 @@ builds; each dumps it (``model_dump(mode="json")``) only where it writes JSON ou
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from app.planning.reports import (
     InversePlan,
@@ -17,6 +18,7 @@ from app.planning.reports import (
     PlanResult,
     RankedPlan,
 )
+from app.planning.uncertainty import add_uncertainty
 from planner import ClusterSpec, Layout, ModelSpec, PerformanceProfile, TrainingJob
 from planner.megatron.flags import launch_spec
 from planner.search.evaluate import evaluate_layouts
@@ -49,6 +51,8 @@ def layout_reports(
 ) -> list[LayoutReport]:
     """Evaluate layouts of one model, cluster and job (one vectorised pass) as typed reports."""
     results = evaluate_layouts(model, cluster, job, layouts, profile, threshold=threshold)
+    for layout, result in zip(layouts, results, strict=True):  # each prediction's interval
+        add_uncertainty(result["performance"], model, cluster, job, layout, profile)
     return [
         LayoutReport.model_validate(
             {**result, "model": model.name, "gpu": cluster.gpu.name, "num_gpus": cluster.num_gpus}
@@ -57,33 +61,40 @@ def layout_reports(
     ]
 
 
-def ranked_plan(found: Plan) -> RankedPlan:
-    """One plan of a search, with its launch flags."""
-    return RankedPlan.model_validate(
-        {
-            **found.to_dict(),
-            "megatron": launch_report(found.model, found.cluster, found.job, found.layout),
-        }
-    )
+def ranked_plan(found: Plan, profile: PerformanceProfile) -> RankedPlan:
+    """One plan of a search, with its prediction interval and its launch flags."""
+    doc = found.to_dict()
+    add_uncertainty(doc.get("performance"), found.model, found.cluster, found.job,
+                    found.layout, profile)  # fmt: skip
+    launch = launch_report(found.model, found.cluster, found.job, found.layout)
+    return RankedPlan.model_validate({**doc, "megatron": launch})
 
 
-def plan_report(result: SearchResult, *, model: ModelSpec, cluster: ClusterSpec) -> PlanResult:
-    """A search's ranked plans (and Pareto front), what it searched and why layouts were
-    rejected. Pareto plans carry their launch flags too."""
-    return PlanResult.model_validate(
-        {
-            "plans": [ranked_plan(p) for p in result.plans],
-            "search": result.search.to_dict(),
-            "rejections": dict(result.rejections),
-            "pareto": [ranked_plan(p) for p in result.pareto],
-            "model": model.name,
-            "gpu": cluster.gpu.name,
-        }
-    )
+def plan_report(
+    result: SearchResult,
+    *,
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    profile: PerformanceProfile,
+    infeasible: dict[str, Any] | None = None,
+) -> PlanResult:
+    """A search's ranked plans (and Pareto front, each with launch flags), what it searched (the
+    funnel, why #1 wins), why layouts were rejected and, when nothing fits, what would."""
+    doc = result.to_dict()
+    doc["plans"] = [ranked_plan(p, profile) for p in result.plans]
+    doc["pareto"] = [ranked_plan(p, profile) for p in result.pareto]
+    if infeasible is not None:
+        doc["infeasible"] = infeasible
+    return PlanResult.model_validate({**doc, "model": model.name, "gpu": cluster.gpu.name})
 
 
 def inverse_report(
-    answer: InverseAnswer, *, model: ModelSpec, cluster: ClusterSpec, nothing_fits: str | None
+    answer: InverseAnswer,
+    *,
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    profile: PerformanceProfile,
+    nothing_fits: str | None,
 ) -> InverseResult:
     """An inverse question's answer: the value reached, the values tried, and the best plans
     there (each with its launch flags and the value under the question's name).
@@ -95,7 +106,7 @@ def inverse_report(
         probes=[(v, n) for v, n in answer.probes],
         plans=[
             InversePlan.model_validate(
-                {**ranked_plan(p).model_dump(exclude_unset=True), answer.question: value}
+                {**ranked_plan(p, profile).model_dump(exclude_unset=True), answer.question: value}
             )
             for p in answer.plans
         ],

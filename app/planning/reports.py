@@ -69,6 +69,8 @@ class MemoryRead(BaseModel):
     worst_rank: int | None
     host_bytes: float | None
     host_fits: bool | None
+    stage_bytes: list[float | None] | None = None
+    """Every pipeline stage's bytes, first to last, where the planner reports them."""
 
 
 class PerformanceRead(BaseModel):
@@ -82,6 +84,13 @@ class PerformanceRead(BaseModel):
     mfu: float | None
     breakdown: dict[str, float | None]
     shares: dict[str, float | None]
+    # issue 12 item 9: the 10th-90th percentile band of leave-one-source-out residuals of the
+    # layout's regime (models_db/intervals), and why the prediction extrapolates (empty: inside)
+    tokens_per_s_per_gpu_interval: list[float] | None = None
+    step_time_interval_s: list[float] | None = None
+    interval: dict[str, Any] | None = None
+    """The band's source: its percentiles, the regime and how many rows it rests on."""
+    extrapolation: list[str] | None = None
 
 
 class LaunchRead(BaseModel):
@@ -198,6 +207,12 @@ class PlanResult(_Raw):
     model: str | None = None
     gpu: str | None = None
     parts: list[FanoutPart] | None = None
+    funnel: dict[str, Any] | None = None
+    """enumerated -> passed Megatron's rules -> fit in memory -> evaluated -> ranked."""
+    infeasible: dict[str, Any] | None = None
+    """When nothing fits: fewest GPUs, checked changes, nearest layouts, a fix per rule."""
+    winner: dict[str, Any] | None = None
+    """Why #1 beats #2, with its sentence."""
 
 
 class InversePlan(RankedPlan):

@@ -11,9 +11,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.catalog.network import NetworkFields
 from app.core.bounds import check_spec_numbers
 from app.core.schemas import Page, SlugRef
 from app.planning.memory_fields import MemoryEvaluationFields, MemoryPlanFields
+from app.planning.stack_fields import StackFields
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FINISHED = ("succeeded", "failed", "cancelled")
@@ -26,6 +28,7 @@ NETWORK_FIELDS = (
     "inter_node_bandwidth_bytes_per_s",
     "inter_node_latency_s",
     "intra_node_latency_s",
+    *NetworkFields.model_fields,  # the cluster description: NICs, their rate, the topology
 )
 Recompute = Literal["none", "selective", "full"]
 Sharding = Literal["none", "optimizer", "full"]
@@ -82,7 +85,7 @@ A2A_OVERLAP_HELP = (
 )
 
 
-class _Common(BaseModel):
+class _Common(StackFields, NetworkFields):
     model_config = ConfigDict(extra="forbid")
 
     model: ModelRef

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.calibration.repository import CalibrationRepository
 from app.catalog.names import cluster_slug_for
+from app.catalog.network import BANDWIDTH_GROUP
 from app.catalog.service import CatalogService
 from app.core.database import utcnow
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -39,11 +40,10 @@ def resolve_references(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The request that ``app.planning.compute`` can run, and what was resolved to build it.
 
-    What only this database knows is inlined: a user's model, GPU or cluster (its gpu,
-    gpus_per_node and network numbers). Built-in names (model, GPU, cluster preset) stay names
-    for :mod:`app.planning.convert`, the one place that resolves them (aliases and "did you
-    mean" included), so a preset means the same numbers here as in the CLI. A cluster's newest
-    calibration (a preset's too) becomes the profile.
+    User-defined catalog entries (stored here, unknown to ``models_db``) are inlined; a cluster
+    (a user's, or a preset named by its slug or a GPU alias) becomes its gpu, gpus_per_node and
+    network numbers, and its newest calibration becomes the profile. Built-in model and GPU
+    names stay names for :mod:`app.planning.convert` (aliases and "did you mean" included).
     """
     catalog = CatalogService(session)
     req = {k: v for k, v in body.items() if v is not None}
@@ -52,17 +52,12 @@ def resolve_references(
     if cluster is not None:
         cluster = _cluster_slug(catalog, cluster)
         found = catalog.find_spec("cluster", cluster)
-        if found is not None and not found[1]:  # a user's cluster: models_db does not know it
-            preset = found[0]
-            del req["cluster"]
-            req.setdefault("gpu", preset["gpu"])
-            req.setdefault("gpus_per_node", preset["gpus_per_node"])
-            for name in NETWORK_FIELDS:  # the cluster's own network numbers reach the planner
-                if preset.get(name) is not None:
-                    req.setdefault(name, preset[name])
-        else:  # a built-in preset, by its slug (an alias resolved): convert reads it by name
-            preset = found[0] if found is not None else _builtin_preset(cluster)
-            req["cluster"] = cluster
+        preset = found[0] if found is not None else _builtin_preset(cluster)
+        del req["cluster"]  # the runner gets plain numbers: the same for a preset or a user's
+        req.setdefault("gpu", preset["gpu"])
+        req.setdefault("gpus_per_node", preset["gpus_per_node"])
+        for name in cluster_network(preset, req):  # the cluster's own network reaches the planner
+            req.setdefault(name, preset[name])
         resolved["cluster"] = {"slug": cluster, **preset}
         calibration = CalibrationRepository(session).latest(cluster)
         if calibration is not None:
@@ -77,6 +72,18 @@ def resolve_references(
                 if not builtin:
                     req[kind] = spec
     return req, resolved
+
+
+def cluster_network(preset: dict[str, Any], req: dict[str, Any]) -> list[str]:
+    """The network fields of a cluster a request takes: none of the bandwidth group when the
+    request describes the network itself, and no NIC count for another node size (the per-GPU
+    bandwidth stays the cluster's)."""
+    names = [n for n in NETWORK_FIELDS if preset.get(n) is not None]
+    if any(req.get(n) is not None for n in BANDWIDTH_GROUP):
+        return [n for n in names if n not in BANDWIDTH_GROUP]
+    if req["gpus_per_node"] != preset.get("gpus_per_node"):
+        return [n for n in names if n not in BANDWIDTH_GROUP[1:]]
+    return names
 
 
 def _cluster_slug(catalog: CatalogService, name: str) -> str:

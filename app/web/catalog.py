@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from app.catalog.network import TOPOLOGY_LABELS
 from app.core.schemas import SLUG_PATTERN
 from app.input_policy import load_json_text
 from app.web.backend import Backend
@@ -45,6 +46,9 @@ CLUSTER_COLUMNS = (
     ("gpu", "GPU"),
     ("gpus_per_node", "GPUs per node"),
     ("inter_node_bandwidth_bytes_per_s", "Inter-node bandwidth per GPU"),
+    ("nics_per_node", "NICs per node"),
+    ("nic_bandwidth_bytes_per_s", "NIC rate"),
+    ("intra_node_topology", "Inside a node"),
     ("inter_node_latency_s", "Inter-node latency"),
     ("intra_node_latency_s", "Intra-node latency"),
     ("builtin", "Built-in"),
@@ -57,6 +61,8 @@ def _fmt(key: str, value: Any) -> str:
         return "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if key == "intra_node_topology":
+        return TOPOLOGY_LABELS.get(str(value), str(value))
     if isinstance(value, int | float) and not isinstance(value, bool):
         if key.endswith("_bytes"):
             return fmt_gib(value, from_bytes=True)  # one decimal, as on every page

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.input_policy import load_json_text
-from app.web import memory_form
+from app.web import memory_form, stack_form
 from planner.specs import SpecError
 
 RECOMPUTE_OPTIONS = ("none", "selective", "full")
@@ -42,6 +42,11 @@ MAX_FIELDS = (
     ("max_ep", "Max EP"),
     ("max_micro_batch_size", "Max micro-batch"),
 )
+ADVANCED_GROUPS = ("_stack_fields.html",)
+"""Templates of further Advanced groups, each a ``<fieldset class="form-group">`` (a missing
+one is skipped: the software stack and the cluster description come from their own issues)."""
+RANGE_INPUTS = ("num_gpus", "global_batch_size")
+"""Inputs that take a list or a range ("64-512") as well as one value."""
 INT_FIELDS = ("num_gpus", "gpus_per_node", "seq_length", "global_batch_size", "top_k")
 DEFAULT_GPUS_PER_NODE = 8
 FLOAT_FIELDS = ("token_budget", "usd_per_gpu_hour")
@@ -63,6 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "moe_dispatcher": "auto",
     "top_k": "10",
     **memory_form.DEFAULTS,
+    **stack_form.DEFAULTS,
 }
 A2A_OVERLAP_OPTIONS = {"auto": None, "on": True, "off": False}
 """The MoE all-to-all overlap select: auto = on wherever Megatron allows it."""
@@ -104,6 +110,8 @@ class FormState:
             return True
         if any(self.values.get(name) not in (None, "", "auto") for name in MOE_SWITCHES):
             return True
+        if stack_form.has_values(self.values) or any(map(stack_form.is_stack_input, self.errors)):
+            return True
         return any(self.values.get(name) for name, _ in AXIS_FIELDS + MAX_FIELDS)
 
 
@@ -143,16 +151,22 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
         req["model"] = {"hf_config": _parse_config(str(values.get("hf_config", "")))}
     else:
         req["model"] = values.get("model") or None
-    req["gpu"] = values.get("gpu") or None
+    if values.get("cluster"):  # the cluster sets the GPU type and GPUs per node (and profile)
+        req["cluster"] = values["cluster"]
+    else:
+        req["gpu"] = values.get("gpu") or None
     req["precision"] = values.get("precision") or "bf16"
     for name in INT_FIELDS:
         text = str(values.get(name, "")).strip()
+        if name == "gpus_per_node" and values.get("cluster"):
+            continue
         if text:
             req[name] = _number(name, text, int)
     nodes = str(values.get("num_nodes", "")).strip()
     if nodes and "num_gpus" not in req:  # GPUs given as a node count
         count = _number("num_nodes", nodes, int)
-        req["num_gpus"] = int(count) * int(req.get("gpus_per_node", DEFAULT_GPUS_PER_NODE))
+        per_node = str(values.get("gpus_per_node") or DEFAULT_GPUS_PER_NODE)  # a cluster's too
+        req["num_gpus"] = int(count) * int(_number("gpus_per_node", per_node, int))
     for name in FLOAT_FIELDS:
         text = str(values.get(name, "")).strip()
         if text:
@@ -184,6 +198,7 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
     if dispatcher != "auto":
         req["moe_dispatcher"] = dispatcher
     req.update(memory_form.memory_request(values))
+    req.update(stack_form.stack_request(values))
     req["objective"] = values.get("objective") or "throughput"
     if values.get("exhaustive"):
         req["exhaustive"] = True
@@ -241,6 +256,7 @@ def values_from_request(request: Mapping[str, Any]) -> dict[str, Any]:
         else:
             values[key] = value if isinstance(value, list) else str(value)
     values.update(memory_form.memory_form_values(request))
+    values.update(stack_form.stack_form_values(request))
     model = request.get("model")
     if isinstance(model, dict):
         values["model_source"] = "hf_config"

@@ -62,5 +62,5 @@ def test_cluster_newest_calibration_becomes_the_profile(
     r = client.post("/v1/evaluations", json={**body, "cluster": "dgx-h100"})
     assert r.status_code == 200
     sent, profile = planner_fake.evaluate_calls[-1]
-    # a built-in preset reaches the planner by name (app.planning.convert resolves it)
-    assert (sent["cluster"], sent.get("gpu"), profile) == ("dgx-h100", None, {"v": 2})
+    assert (sent["gpu"], sent["gpus_per_node"], profile) == ("h100-sxm-80gb", 8, {"v": 2})
+    assert r.json()["gpu"] == "h100-sxm-80gb"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,12 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.core.settings import Settings
-from app.main import create_app
 from app.planning.compute import plan_request
-from app.planning.schemas import EvaluationRequest, PlanJobCreate
+from app.planning.schemas import PlanJobCreate
 from app.sdk import PlannerClient
+from tests.app.planning.interfaces import batch_rows, evaluate_everywhere, flags
 
+pytestmark = pytest.mark.usefixtures("no_server_database")
 runner = CliRunner()
 JOB = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 8, "seq_length": 4096,
        "global_batch_size": 64}  # fmt: skip
@@ -29,46 +28,11 @@ MEMORY = {"grad_reduce_dtype": "bf16", "optimizer_state_dtype": "bf16",
 LAYOUT = {"tp": 2, "micro_batch_size": 2, "recompute": "selective"}
 
 
-@pytest.fixture(scope="module")
-def real_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    folder = tmp_path_factory.mktemp("memory-ui")
-    settings = Settings(data_dir=folder, database_url=f"sqlite:///{folder}/planner.db", workers=1)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        yield client
-
-
-@pytest.fixture(autouse=True)
-def no_server_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PLANNER_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv("PLANNER_DATABASE_URL", raising=False)
-
-
-def flags(data: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key, value in data.items():
-        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-        out += ["--" + key.replace("_", "-"), text]
-    return out
-
-
 def test_evaluation_memory_settings_agree_in_api_cli_input_and_sdk(
     tmp_path: Path, real_client: TestClient
 ) -> None:
     request = {**JOB, **LAYOUT, **MEMORY}
-    api = real_client.post("/v1/evaluations", json=request)
-    assert api.status_code == 200, api.text
-    from_api = api.json()
-    result = runner.invoke(cli, ["evaluate", *flags(request), "--json"])
-    assert result.exit_code == 0, result.output
-    from_flags = json.loads(result.stdout)
-    lines = tmp_path / "in.jsonl"
-    lines.write_text(json.dumps(request) + "\n", encoding="utf-8")
-    result = runner.invoke(cli, ["evaluate", "--input", str(lines), "--json"])
-    from_input = json.loads(result.stdout)
-    from_input.pop("line")
-    with PlannerClient("http://testserver", transport=real_client._transport) as sdk:
-        from_sdk = sdk.evaluate(EvaluationRequest.model_validate(request)).raw
-    assert from_api == from_flags == from_input == from_sdk
+    from_api = evaluate_everywhere(real_client, request, tmp_path)
     layout = from_api["layout"]
     assert layout["recompute_modules"] == ["core_attn", "mlp"]
     assert layout["optimizer_offload_fraction"] == 0.5
@@ -115,16 +79,7 @@ def test_plan_memory_settings_agree_in_cli_batch_and_service(tmp_path: Path) -> 
     result = runner.invoke(cli, ["plan", *flags(request), "--json"])
     assert result.exit_code == 0, result.output
     from_cli = json.loads(result.stdout)
-    jobs = tmp_path / "jobs.csv"
-    row = {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in request.items()}
-    with jobs.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["name", *row])
-        writer.writeheader()
-        writer.writerow({"name": "mem", **row})
-    out = tmp_path / "out.csv"
-    result = runner.invoke(cli, ["batch", str(jobs), "-o", str(out), "--workers", "1"])
-    assert result.exit_code == 0, result.output
-    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    rows = batch_rows(request, tmp_path)
     assert len(rows) == 3
     for rank, (a, b, r) in enumerate(zip(service["plans"], from_cli["plans"], rows, strict=True)):
         assert a["layout"] == b["layout"], rank

@@ -146,22 +146,12 @@ def test_user_model_is_inlined_and_stored_with_the_job(client: TestClient, plann
     assert planner_fake.plan_calls[-1]["model"]["name"] == "tiny"
 
 
-def test_a_preset_goes_by_name_and_a_user_cluster_by_its_numbers(
-    client: TestClient, planner_fake
-) -> None:
-    """One resolution path: built-in presets resolve in app.planning.convert (as in the CLI);
-    only a cluster the database alone knows is inlined as gpu and gpus_per_node."""
+def test_cluster_fills_gpu_and_gpus_per_node(client: TestClient, planner_fake) -> None:
     body = {k: v for k, v in PLAN.items() if k != "gpu"}
     r = client.post("/v1/plan-jobs?wait=10", json={**body, "cluster": "dgx-h100"})
     assert r.status_code == 200
     sent = planner_fake.plan_calls[-1]
-    assert (sent["cluster"], "gpu" in sent) == ("dgx-h100", False)
-    spec = {"gpu": "h100-sxm-80gb", "gpus_per_node": 4}
-    assert client.post("/v1/clusters", json={"slug": "mine", "spec": spec}).status_code == 201
-    r = client.post("/v1/plan-jobs?wait=10", json={**body, "cluster": "mine"})
-    assert r.status_code == 200
-    sent = planner_fake.plan_calls[-1]
-    assert (sent["gpu"], sent["gpus_per_node"], "cluster" in sent) == ("h100-sxm-80gb", 4, False)
+    assert (sent["gpu"], sent["gpus_per_node"], "cluster" in sent) == ("h100-sxm-80gb", 8, False)
 
 
 def test_unknown_cluster_is_422(client: TestClient) -> None:

@@ -1,0 +1,129 @@
+"""The software-stack fields of the typed requests (issue 12 item 1), one descriptor per field.
+
+The stack is an input: each setting is a field of :class:`planner.TrainingJob` with the planner's
+recommended default (``planner.stack_settings``). Every interface reads this one list: the API
+schemas (``StackFields``), the CLI flags (``app.cli.options``), ``--input`` keys and batch CSV
+columns (the same request fields), the web form (``app.web.stack_form``) and the SDK (the typed
+requests). One more field is one descriptor here plus one annotated line in ``StackFields``.
+The layout's stack choices (``cuda_graphs``, ``moe_dispatcher``, ``moe_a2a_overlap``) are
+request fields already (``memory_fields``, ``schemas``) and keep their place there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from planner import Layout, TrainingJob
+from planner.stack_settings import (
+    ATTENTION_BACKEND_CHOICES,
+    CROSS_ENTROPY_FUSION_CHOICES,
+    AttentionBackend,
+    CrossEntropyFusion,
+)
+
+Kind = Literal["bool", "choice", "number"]
+Where = Literal["job", "layout"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackField:
+    """One software-stack setting as every interface shows it."""
+
+    name: str
+    """The request field, the ``--input`` key and the batch column (the CLI flag hyphenated)."""
+    kind: Kind
+    label: str
+    """What the web form calls it."""
+    help: str
+    """What it does and the Megatron-LM flag it sets."""
+    flag: str
+    """The Megatron-LM flag, for the form's short hint."""
+    choices: tuple[str, ...] = ()
+    bounds: tuple[float, float] | None = None
+    """Inclusive range of a number (the planner's own check, ``check_stack``)."""
+    where: Where = "job"
+    """The planner type that holds it: ``TrainingJob``, or ``Layout`` (None = planner's choice)."""
+
+    @property
+    def default(self) -> Any:
+        """The planner's recommended value: the dataclass's default, never a copy of it."""
+        return _DEFAULTS[self.where][self.name]
+
+
+_DEFAULTS = {
+    "job": {f.name: f.default for f in dataclasses.fields(TrainingJob)},
+    "layout": {f.name: f.default for f in dataclasses.fields(Layout)},
+}
+
+STACK_FIELDS: tuple[StackField, ...] = (
+    StackField(
+        name="tp_comm_overlap",
+        kind="bool",
+        label="TP communication overlap",
+        flag="--tp-comm-overlap",
+        help="--tp-comm-overlap: TE userbuffers hide the TP all-gather/reduce-scatter behind the "
+        "GEMMs (tp > 1 with sequence parallel, Hopper or newer); false = fully exposed",
+    ),
+    StackField(
+        name="attention_backend",
+        kind="choice",
+        choices=ATTENTION_BACKEND_CHOICES,
+        label="Attention backend",
+        flag="--attention-backend",
+        help="--attention-backend: auto (TE picks flash or cuDNN fused), flash, fused, or unfused "
+        "(the pre-flash softmax path)",
+    ),
+    StackField(
+        name="cross_entropy_fusion",
+        kind="choice",
+        choices=CROSS_ENTROPY_FUSION_CHOICES,
+        label="Cross-entropy fusion",
+        flag="--cross-entropy-loss-fusion",
+        help="native = --cross-entropy-loss-fusion; te / te_fp32_grad = with "
+        "--cross-entropy-fusion-impl te; unfused = neither flag",
+    ),
+    StackField(
+        name="moe_imbalance",
+        kind="number",
+        bounds=(1.0, 8.0),
+        label="MoE load imbalance",
+        flag="1.0 = --moe-router-force-load-balancing",
+        help="busiest expert's tokens over the mean: 1.0 = --moe-router-force-load-balancing (as "
+        "in NVIDIA's benchmarks); 1.2 = an auxiliary-loss run (performance-facts 5.3)",
+    ),
+    # cp_comm_type (Layout, --cp-comm-type: p2p | all_gather | a2a | a2a+p2p; None = planner's
+    # choice) goes here when it is on main, where="layout", with its line in StackFields (and,
+    # for a plan, in plan_request.to_constraints); evaluations pass it by layout_stack.
+)
+BY_NAME = {f.name: f for f in STACK_FIELDS}
+STACK_FIELD_NAMES = tuple(BY_NAME)
+
+
+def _field(name: str) -> Any:
+    """The pydantic field of a descriptor: default, bounds and help in the OpenAPI document."""
+    spec = BY_NAME[name]
+    lo, hi = spec.bounds or (None, None)
+    return Field(default=spec.default, ge=lo, le=hi, description=spec.help)
+
+
+class StackFields(BaseModel):
+    """The job's software stack: one value each (the planner does not search them)."""
+
+    tp_comm_overlap: bool = _field("tp_comm_overlap")
+    attention_backend: AttentionBackend = _field("attention_backend")
+    cross_entropy_fusion: CrossEntropyFusion = _field("cross_entropy_fusion")
+    moe_imbalance: float = _field("moe_imbalance")
+
+
+def job_stack(req: BaseModel) -> dict[str, Any]:
+    """The job's stack fields of a request, as ``TrainingJob`` keyword arguments."""
+    return {f.name: getattr(req, f.name) for f in STACK_FIELDS if f.where == "job"}
+
+
+def layout_stack(req: BaseModel) -> dict[str, Any]:
+    """The layout's stack fields of an evaluation request, as ``Layout`` keyword arguments."""
+    return {f.name: getattr(req, f.name) for f in STACK_FIELDS if f.where == "layout"}
