@@ -55,7 +55,8 @@ def test_efficiency_time_and_cost_follow_from_throughput() -> None:
 
 
 def test_without_a_budget_there_is_no_time_or_cost() -> None:
-    curve = scaling_curve({**BASE, "num_gpus_options": [64, 128]}, plan=fake_plan)
+    req = {**BASE, "num_gpus_options": [64, 128], "global_batch_size": 512}
+    curve = scaling_curve(req, plan=fake_plan)
     assert all("days" not in p and "usd" not in p for p in curve["points"])
 
 
@@ -115,6 +116,17 @@ def test_web_page_draws_the_table_and_chart_data(client: TestClient) -> None:
         "tokens_per_s": [64000, 115200, 204800],
         "efficiency": [100.0, 90.0, 80.0],
     }
+
+
+def test_a_missing_global_batch_is_a_422_naming_it(client: TestClient) -> None:
+    body = {**BASE, "num_gpus_options": [64, 128]}
+    response = client.post("/v1/scaling-curves", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "global_batch_size"
+    query = {"run": 1, "num_gpus": "64-128", "seq_length": 8192, "global_batch_size": ""}
+    page = client.get("/scaling", params=query)
+    assert page.status_code == 422
+    assert 'id="global_batch_size-error"' in page.text
 
 
 def test_web_page_marks_a_bad_field(client: TestClient) -> None:
