@@ -156,3 +156,14 @@ def test_cli_scale_json_on_the_real_planner() -> None:
     assert points[0]["scaling_efficiency"] == 1.0
     assert points[2]["tokens_per_s"] > points[0]["tokens_per_s"]
     assert points[2]["days"] < points[0]["days"]
+
+
+@pytest.mark.parametrize("field", ["usd_per_gpu_hour", "token_budget", "moe_imbalance"])
+def test_a_nan_number_is_named_as_not_finite(field: str) -> None:
+    from pydantic import ValidationError
+
+    from app.planning.schemas import ScalingCurveCreate
+
+    body = {**BASE, "num_gpus_options": [64], "global_batch_size": 512, field: float("nan")}
+    with pytest.raises(ValidationError, match="finite number"):  # not "less than or equal"
+        ScalingCurveCreate.model_validate(body)
