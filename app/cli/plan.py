@@ -159,16 +159,13 @@ def _print_result(result: dict[str, Any]) -> None:
         header_style="bold",
     )
     kind = result["plans"][0].get("objective", {}).get("kind", "throughput")
+    # EP and expert TP mean nothing for a dense model (the web table hides them too)
+    moe = "--num-experts" in str(result["plans"][0].get("megatron", {}).get("command", ""))
+    axes = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp") if moe else ("tp", "pp", "vpp", "cp", "dp")
     columns = [
         "#",
         "GPUs",
-        "tp",
-        "pp",
-        "vpp",
-        "cp",
-        "ep",
-        "etp",
-        "dp",
+        *axes,
         "mbs",
         "recompute",
         "sharding",
@@ -187,7 +184,7 @@ def _print_result(result: dict[str, Any]) -> None:
         cells = [
             str(rank),
             str(gpus),
-            *(str(lay[k]) for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "dp")),
+            *(str(lay[k]) for k in axes),
             str(lay["micro_batch_size"]),
             lay["recompute"],
             lay["optimizer_sharding"],
