@@ -165,16 +165,13 @@ def _print_result(result: PlanAnswer) -> None:
         header_style="bold",
     )
     kind = result.plans[0].objective.kind
+    # EP and expert TP mean nothing for a dense model (the web table hides them too)
+    moe = "--num-experts" in result.plans[0].megatron.command
+    axes = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp") if moe else ("tp", "pp", "vpp", "cp", "dp")
     columns = [
         "#",
         "GPUs",
-        "tp",
-        "pp",
-        "vpp",
-        "cp",
-        "ep",
-        "etp",
-        "dp",
+        *axes,
         "mbs",
         "recompute",
         "sharding",
@@ -192,7 +189,7 @@ def _print_result(result: PlanAnswer) -> None:
         cells = [
             str(rank),
             str(lay.tp * lay.pp * lay.cp * lay.dp),
-            *(str(getattr(lay, k)) for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "dp")),
+            *(str(getattr(lay, k)) for k in axes),
             str(lay.micro_batch_size),
             lay.recompute,
             lay.optimizer_sharding,

@@ -60,7 +60,13 @@ def submit(
         ),
     ] = None,
     wait: Annotated[
-        float, Query(ge=0, le=600, description="seconds to wait for the result (bounded)")
+        float,
+        Query(
+            ge=0,
+            le=600,
+            allow_inf_nan=False,  # ?wait=nan: "a finite number", not "at most 600"
+            description="seconds to wait for the result (bounded)",
+        ),
     ] = 0,
 ) -> JSONResponse:
     # its own unit of work: the job must be committed (visible to the workers) before the

@@ -28,7 +28,11 @@ def gpu_counts(request: dict[str, Any]) -> list[int]:
     if value is None:
         value = request.get("num_gpus")
     if value is None:
-        raise SpecError("num_gpus_options (a range such as 64-4096) is required", field="num_gpus")
+        raise SpecError(
+            "the GPU counts are required: num_gpus_options, a list such as [64, 128, 256]"
+            " (a range such as 64-4096 on the command line and the web form)",
+            field="num_gpus",
+        )
     counts = int_list(value, "num_gpus")
     if len(counts) > MAX_SCALING_POINTS:
         raise SpecError(
@@ -75,6 +79,12 @@ def scaling_curve(
 
         plan = default_backend().plan
     counts = gpu_counts(request)
+    if request.get("global_batch_size") is None and not request.get("global_batch_size_options"):
+        # a request error, not one infeasible point per GPU count: 422 before any search
+        raise SpecError(
+            "global_batch_size is required: the global batch in sequences (e.g. 1024)",
+            field="global_batch_size",
+        )
     budget = request.get("token_budget")
     price = request.get("usd_per_gpu_hour")
     base = {

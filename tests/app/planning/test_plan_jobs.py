@@ -45,6 +45,12 @@ def test_wait_is_bounded(client: TestClient) -> None:
     assert r.json()["errors"][0]["field"] == "wait"
 
 
+def test_wait_nan_says_finite(client: TestClient) -> None:
+    r = client.post("/v1/plan-jobs?wait=nan", json=PLAN)
+    assert r.status_code == 422
+    assert "finite number" in r.json()["errors"][0]["message"]
+
+
 def test_same_idempotency_key_and_body_is_the_same_job(client: TestClient) -> None:
     headers = {"Idempotency-Key": "k-1"}
     first = client.post("/v1/plan-jobs", json=PLAN, headers=headers).json()
