@@ -52,12 +52,45 @@ def calibrate_gpu_rows(
 
     keys = [group_key(m, group_by) for m in prepared.rows]
     cv = cross_validate_prepared(prepared, keys, group_name=group_by, progress=fold_progress)
-    return fit.profile, {
+    decision = fit_decision(cv)
+    kept = decision["kept_prior"]
+    return (prior if kept else fit.profile), {
         "rows": fit.n_rows,
         "fit": fit_json(fit),
-        "coefficients": [c.to_dict() for c in fit.coefficients],
-        "moved": [c.name for c in fit.moved],
+        "decision": decision,
+        "coefficients": [
+            {**c.to_dict(), "moved": False} if kept else c.to_dict() for c in fit.coefficients
+        ],
+        "moved": [] if kept else [c.name for c in fit.moved],
         "cross_validation": cv_json(cv, group_by, len(set(keys))),
+    }
+
+
+def fit_decision(cv: HonestCV | None) -> dict[str, Any]:
+    """Keep the fit only if it predicts held-out rows better than the prior does.
+
+    Model selection by cross-validation between the two candidates the rows can judge (the
+    prior, and the regularised fit): a fit whose held-out median error is worse than the prior's
+    has learnt the rows' noise or a mechanism the model lacks, and would carry that to every
+    other layout. Below ``MIN_ROWS`` rows there is no held-out figure, and the fit is kept (its
+    ridge already holds it near the prior)."""
+    if cv is None or math.isnan(cv.after.median_ape) or math.isnan(cv.before.median_ape):
+        return {"kept_prior": False, "reason": "too few rows to cross-validate; the fit is kept"}
+    if cv.after.median_ape > cv.before.median_ape:
+        return {
+            "kept_prior": True,
+            "reason": (
+                f"the fit predicts held-out rows worse than the prior "
+                f"({100 * cv.after.median_ape:.1f} % vs {100 * cv.before.median_ape:.1f} % "
+                "median error), so the prior profile is kept"
+            ),
+        }
+    return {
+        "kept_prior": False,
+        "reason": (
+            f"the fit predicts held-out rows at {100 * cv.after.median_ape:.1f} % median error "
+            f"(the prior: {100 * cv.before.median_ape:.1f} %)"
+        ),
     }
 
 

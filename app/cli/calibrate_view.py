@@ -78,6 +78,8 @@ def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: b
             for c in moved
         )
         console.print(f"[bold]{gpu}[/]: moved {changes or 'nothing'}", highlight=False)
+        if decision := item.get("decision"):
+            console.print(f"  {decision['reason']}", highlight=False)
         if kept:
             console.print(
                 f"  kept at the prior (the rows do not identify them): {', '.join(kept)}",
