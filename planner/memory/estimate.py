@@ -35,6 +35,7 @@ from planner.memory.activations import (
 )
 from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
 from planner.memory.options import GIB as GIB  # re-exported
+from planner.memory.offload import layer_offload_bytes, stage_offload_bytes
 from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
 from planner.memory.recompute import fp8_saving, freeable, saved_per_layer
 from planner.memory.stage_loads import (
@@ -117,6 +118,9 @@ class _Shared:
     runtime: FloatArray
     offload_layer_bytes: FloatArray
     """Activations of the layers whose activations go to the host (legacy CPU offload)."""
+    module_offload_dense: FloatArray
+    """Per dense layer and micro-batch: module inputs fine-grained offload moves to the host."""
+    module_offload_moe: FloatArray
 
 
 def _stage_terms(
@@ -140,7 +144,10 @@ def _stage_terms(
         + np.where(load.stage_output, load.inflight * stage_output, 0.0)
         + shared.regenerated
     )
-    offloaded = np.minimum(shared.offload_layer_bytes * load.inflight, activations)
+    fine = stage_offload_bytes(
+        shared.module_offload_dense, shared.module_offload_moe, load.act_dense, load.act_moe
+    )
+    offloaded = np.minimum(shared.offload_layer_bytes * load.inflight + fine, activations)
     terms["activations_bytes"] = activations - offloaded
     host = host + offloaded
     embedding = embedding_input_bytes(model, shared.shape, batch, load.inflight, opts)
@@ -297,6 +304,15 @@ def _shared(
     n_off = np.minimum(batch.mem.activation_offload_layers, model.num_layers)
     moe_off = np.array([sum(pattern[:k]) for k in range(model.num_layers + 1)])[n_off]
     offload = (n_off - moe_off) * saved_dense + moe_off * saved_moe
+    # fine-grained offload: the chosen modules' inputs of every layer (planner.memory.offload)
+    recomputed = np.where(batch.recompute == RECOMPUTE_FULL, share, 0.0)
+
+    def module_offload(moe: bool) -> FloatArray:
+        imbalance = opts.moe_token_imbalance
+        return layer_offload_bytes(
+            model, shape, batch, moe=moe, imbalance=imbalance, recomputed_share=recomputed
+        )
+
     return _Shared(
         saved_dense=saved_dense,
         saved_moe=saved_moe,
@@ -309,4 +325,6 @@ def _shared(
         comm=comm,
         runtime=runtime,
         offload_layer_bytes=offload,
+        module_offload_dense=module_offload(False),
+        module_offload_moe=module_offload(model.is_moe),
     )
