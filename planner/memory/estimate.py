@@ -310,8 +310,9 @@ def _shared(
     def module_offload(moe: bool) -> FloatArray:
         imbalance = opts.moe_token_imbalance
         return layer_offload_bytes(
-            model, shape, batch, moe=moe, imbalance=imbalance, recomputed_share=recomputed
-        )
+            model, shape, batch, moe=moe, imbalance=imbalance,
+            fp8=job.precision == "fp8", recomputed_share=recomputed,
+        )  # fmt: skip
 
     return _Shared(
         saved_dense=saved_dense,

@@ -34,16 +34,18 @@ MIN_OFFLOADED_ELEMENTS = 1 << 20
 
 
 
-def _sized(elements: FloatArray) -> FloatArray:
-    """Bytes of a bf16 tensor of ``elements`` that Megatron offloads (0 under 1 M elements)."""
-    result: FloatArray = np.where(elements >= MIN_OFFLOADED_ELEMENTS, BF16 * elements, 0.0)
+def _sized(elements: FloatArray, width: float = BF16) -> FloatArray:
+    """Bytes of a tensor of ``elements`` that Megatron offloads (0 under 1 M elements)."""
+    result: FloatArray = np.where(elements >= MIN_OFFLOADED_ELEMENTS, width * elements, 0.0)
     return result
 
 
 def _module_bytes(
-    model: ModelSpec, shape: ActivationShape, moe: bool, imbalance: float
+    model: ModelSpec, shape: ActivationShape, moe: bool, imbalance: float, fp8: bool
 ) -> dict[str, FloatArray]:
-    """Input bytes each module saves, one layer and one micro-batch (mechanisms-facts §6.1-§6.3)."""
+    """Input bytes each module saves, one layer and one micro-batch (mechanisms-facts §6.1-§6.3):
+    bf16, except that fp8 training saves the inputs of QKV and expert FC1 in fp8 (1 byte)."""
+    linear = 1.0 if fp8 else BF16
     tok, t, shard = shape.tokens, shape.t, shape.sp_shard
     h = model.hidden_size
     hidden = tok * h / shard  # norm inputs and outputs are sequence-sharded with SP (§6.2)
@@ -60,7 +62,7 @@ def _module_bytes(
     zero = np.zeros_like(tok)
     out = {
         "attn_norm": _sized(hidden),
-        "qkv_linear": _sized(hidden),
+        "qkv_linear": _sized(hidden, linear),
         "core_attn": _sized(q) + _sized(k) + _sized(v),
         "attn_proj": _sized(o),
         "mlp_norm": _sized(hidden),
@@ -69,7 +71,7 @@ def _module_bytes(
     }
     if moe:
         copies = routed_tokens(model, shape, imbalance)
-        out["expert_fc1"] = _sized(copies * h)  # permuted hidden per routed copy (§6.3)
+        out["expert_fc1"] = _sized(copies * h, linear)  # permuted hidden per routed copy (§6.3)
         # the activation's input is FC1's output: 2 F_e per copy with SwiGLU (§6.3)
         width = (2 if model.swiglu else 1) * model.expert_ffn_hidden_size / shape.etp
         out["moe_act"] = _sized(copies * width)
@@ -77,11 +79,17 @@ def _module_bytes(
 
 
 def offloaded_bytes(
-    model: ModelSpec, shape: ActivationShape, batch: LayoutBatch, *, moe: bool, imbalance: float
+    model: ModelSpec,
+    shape: ActivationShape,
+    batch: LayoutBatch,
+    *,
+    moe: bool,
+    imbalance: float,
+    fp8: bool,
 ) -> tuple[FloatArray, FloatArray]:
     """(attention-block, MLP-block) bytes one layer offloads per micro-batch."""
     mask: IntArray = batch.mem.activation_offload_modules
-    sizes = _module_bytes(model, shape, moe, imbalance)
+    sizes = _module_bytes(model, shape, moe, imbalance, fp8)
     attention = np.zeros_like(shape.tokens)
     mlp = np.zeros_like(shape.tokens)
     for name, size in sizes.items():
@@ -123,11 +131,14 @@ def layer_offload_bytes(
     *,
     moe: bool,
     imbalance: float,
+    fp8: bool,
     recomputed_share: FloatArray,
 ) -> FloatArray:
     """Bytes one layer of one micro-batch moves to the host; layers that full recompute
     checkpoints keep only their input, which no offloaded module owns."""
-    attention, mlp = offloaded_bytes(model, shape, batch, moe=moe, imbalance=imbalance)
+    attention, mlp = offloaded_bytes(
+        model, shape, batch, moe=moe, imbalance=imbalance, fp8=fp8
+    )
     result: FloatArray = (attention + mlp) * (1.0 - recomputed_share)
     return result
 
