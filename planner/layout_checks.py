@@ -99,5 +99,5 @@ def check_memory_settings(lay: Layout) -> None:
             "(its grammar and stage count are checked against the model by the rules)",
             field="pipeline_layout",
         )
-    modules = check_offload_modules(lay.activation_offload_modules)
-    object.__setattr__(lay, "activation_offload_modules", modules)
+    offloaded = check_offload_modules(lay.activation_offload_modules)
+    object.__setattr__(lay, "activation_offload_modules", offloaded)

@@ -25,8 +25,8 @@ __all__ = [
 
 OFFLOAD_BITS: dict[str, int] = {m: 1 << i for i, m in enumerate(OFFLOAD_MODULE_CHOICES)}
 """Bit of each ``--offload-modules`` value in ``SettingsColumns.activation_offload_modules``."""
-ATTENTION_MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj")
-MOE_INTERNAL_MODULES = ("expert_fc1", "moe_act")
+ATTENTION_MODULES: tuple[OffloadModule, ...] = ("attn_norm", "qkv_linear", "core_attn", "attn_proj")
+MOE_INTERNAL_MODULES: tuple[OffloadModule, ...] = ("expert_fc1", "moe_act")
 """Offloaded inside the MoE layer: not while 'moe' is recomputed (megatron-facts rule 51)."""
 
 
@@ -79,5 +79,5 @@ def check_offload_modules(modules: object) -> tuple[OffloadModule, ...] | None:
 def recommended_offload_modules(model: ModelSpec) -> tuple[OffloadModule, ...]:
     """The set a search tries when the user allows offload without naming modules: every
     module the model has (the largest saving; each costs only exposed transfer time)."""
-    dense: tuple[OffloadModule, ...] = (*ATTENTION_MODULES, "mlp_norm")  # type: ignore[assignment]
+    dense: tuple[OffloadModule, ...] = (*ATTENTION_MODULES, "mlp_norm")
     return (*dense, *MOE_INTERNAL_MODULES) if model.is_moe else dense

@@ -248,6 +248,8 @@ def launch_env(cluster: ClusterSpec, layout: Layout) -> dict[str, str]:
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     # stops the caching allocator holding NCCL-stream tensors (memory-estimator-fujii §7)
     env["TORCH_NCCL_AVOID_RECORD_STREAMS"] = "1"
+    if lay.activation_offload_modules:
+        env["NVTE_CPU_OFFLOAD_V1"] = "1"  # fine-grained offload with TE >= 2.10 (rule 51)
     return env
 
 

@@ -34,8 +34,8 @@ from planner.memory.activations import (
     logits_bytes,
 )
 from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
-from planner.memory.options import GIB as GIB  # re-exported
 from planner.memory.offload import layer_offload_bytes, stage_offload_bytes
+from planner.memory.options import GIB as GIB  # re-exported
 from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
 from planner.memory.recompute import fp8_saving, freeable, saved_per_layer
 from planner.memory.stage_loads import (
@@ -310,7 +310,7 @@ def _shared(
     def module_offload(moe: bool) -> FloatArray:
         imbalance = opts.moe_token_imbalance
         return layer_offload_bytes(
-            model, shape, batch, moe=moe, imbalance=imbalance,
+            model, job.seq_length, batch, moe=moe, imbalance=imbalance,
             fp8=job.precision == "fp8", recomputed_share=recomputed,
         )  # fmt: skip
 

@@ -109,7 +109,8 @@ def estimate_performance(
         "dp_comm_s": dp_comm_time(ctx, compute_mb, params),
         "bubble_s": pipeline_bubble(ctx, stage_mb, ep_unhidden),
         "optimizer_s": optimizer_step_time(ctx, params),
-        "offload_s": m * (activation_offload_time(ctx, compute_mb) + module_offload_time(ctx, compute)),
+        "offload_s": m * activation_offload_time(ctx, compute_mb)
+        + m * module_offload_time(ctx, compute),
         "overhead_s": m * overhead_mb + profile.step_overhead_s,
         "straggler_s": straggler_time(ctx, compute_mb + recompute_mb, gpus),
     }
