@@ -44,6 +44,8 @@ def to_memory_choices(req: PlanJobCreate) -> MemoryChoices:
         fp8_param_gather=req.fp8_param_gather,
         pipeline_layout=req.pipeline_layout,
         auto_pipeline_layout=req.auto_pipeline_layout,
+        activation_offload_modules=values("activation_offload_modules"),
+        search_activation_offload=req.search_activation_offload,
     )
 
 
