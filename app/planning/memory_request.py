@@ -81,14 +81,16 @@ def run_inverse(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The answer to the request's inverse question, as JSON with each plan's launch flags."""
+    from app.planning.no_fit import explain_no_fit
     from app.planning.plan_request import add_launch_flags
     from models_db.profiles import load_profile
     from planner.search.inverse import fewest_gpus, largest_micro_batch, longest_sequence
 
     p = prepared
     cluster, job = p.clusters[0], p.jobs[0]
+    run_profile = profile if profile is not None else load_profile(cluster.gpu)
     common: dict[str, Any] = {
-        "profile": profile if profile is not None else load_profile(cluster.gpu),
+        "profile": run_profile,
         "constraints": p.constraints,
         "threshold": p.threshold,
         "top_k": p.top_k,
@@ -107,31 +109,19 @@ def run_inverse(
     add_launch_flags(out["plans"], answer.plans)
     if progress is not None:
         progress(len(answer.probes), len(answer.probes))
+    rejections, alternative = {}, None
+    if not answer.plans:
+        why, alternative = explain_no_fit(answer.question, answer.probes, p, run_profile)
+        rejections = {why: 1}
     return {
         **out,
+        "alternative": alternative,
         "search": {
             "inverse": answer.question,
             "probes": len(answer.probes),
             "feasible": dict(answer.probes).get(answer.value, 0) if answer.value else 0,
         },
-        "rejections": {} if answer.plans else {_nothing_fits(answer.question, answer.probes): 1},
+        "rejections": rejections,
         "model": p.model.name,
         "gpu": cluster.gpu.name,
     }
-
-
-MISSING_OFFLOAD = (
-    "Megatron-LM offers no CPU offload of parameters or gradients (only of the Adam state, "
-    "--optimizer-cpu-offload, and of activations, --cpu-offloading-num-layers; megatron-facts "
-    "1.7 and rule 59), so the weights and gradients, sharded at most over all GPUs "
-    "(optimizer_sharding=full, Torch-FSDP2), must fit in GPU memory; minimize=num_gpus finds "
-    "the fewest GPUs on which they do"
-)
-
-
-def _nothing_fits(question: str, probes: tuple[tuple[int, int], ...]) -> str:
-    """Why an inverse question has no answer, and what the planner cannot offer."""
-    tried = probes[0][0] if probes else "any value"
-    if question == "num_gpus":
-        tried = f"up to {probes[-1][0]}" if probes else tried
-    return f"no layout fits at {question}={tried}. {MISSING_OFFLOAD}"

@@ -113,6 +113,8 @@ class PlanResult(_Raw):
     pareto: list[LayoutReport] | None = None
     model: str | None = None
     gpu: str | None = None
+    alternative: dict[str, Any] | None = None
+    """An inverse question that found nothing: the fewest GPUs that fit, with their plan."""
 
 
 class ScalingPoint(BaseModel):
