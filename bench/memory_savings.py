@@ -85,13 +85,25 @@ def _dsv3_cases() -> list[dict[str, Any]]:
         (before, _), (after, _) = _totals(model, cluster, [fp8, fp8], [base, lay])
         out.append(_row(name, (before - after) / GB, measured, source, "peak"))
     (_, act_bf16), (_, act_fp8) = _totals(model, cluster, [bf16, fp8], [base, base])
-    out.append(_row("DSv3 fp8 activations", (act_bf16 - act_fp8) / GB, 16.0,
-                    "MB moe-optimization-workflow card; mechanisms-facts §6.2", "activations"))  # fmt: skip
+    out.append(
+        _row(
+            "DSv3 fp8 activations",
+            (act_bf16 - act_fp8) / GB,
+            16.0,
+            "MB moe-optimization-workflow card; mechanisms-facts §6.2",
+            "activations",
+        )
+    )
     offload = replace(base, activation_offload_modules=("expert_fc1", "moe_act"))
     (before, _), (after, _) = _totals(model, cluster, [fp8, fp8], [base, offload])
     share = 1.0 - after / before
-    row = _row("DSv3 fine-grained offload expert_fc1,moe_act (share of memory, %)",
-               100 * share, 14.0, "MoE paper via MB card; mechanisms-facts §6.5", "peak share")  # fmt: skip
+    row = _row(
+        "DSv3 fine-grained offload expert_fc1,moe_act (share of memory, %)",
+        100 * share,
+        14.0,
+        "MoE paper via MB card; mechanisms-facts §6.5",
+        "peak share",
+    )
     row["in_published_range"] = 0.10 <= share <= 0.18
     out.append(row)
     return out
@@ -104,8 +116,15 @@ def _llama_cases() -> list[dict[str, Any]]:
     base = Layout(tp=4, pp=4, vpp=5, dp=2, grad_reduce_dtype="bf16")
     mlp = replace(base, recompute="selective", recompute_modules=("mlp",))
     (before, _), (after, _) = _totals(model, cluster, [job, job], [base, mlp])
-    return [_row("Llama3-70B SFT FP8 recompute mlp (TP4 PP4 VPP5 DP2 assumed)",
-                 (before - after) / GB, 3.2, "MB activation-recompute card; §6.4", "peak")]  # fmt: skip
+    return [
+        _row(
+            "Llama3-70B SFT FP8 recompute mlp (TP4 PP4 VPP5 DP2 assumed)",
+            (before - after) / GB,
+            3.2,
+            "MB activation-recompute card; §6.4",
+            "peak",
+        )
+    ]
 
 
 def _row(name: str, predicted: float, measured: float, source: str, what: str) -> dict[str, Any]:
