@@ -265,6 +265,8 @@ def launch_spec(
     resolved = comm_flags.resolve(model, cluster, layout)
     args = megatron_args(model, cluster, job, resolved)
     env = launch_env(cluster, resolved)
+    if job.expandable_segments:  # against fragmentation (mechanisms-facts §6.7, MoE README)
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     per_node = min(cluster.gpus_per_node, cluster.num_gpus)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     torchrun = (

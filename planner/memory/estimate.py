@@ -190,6 +190,8 @@ def estimate_memory(
     last (output layer, fp32 logits, MTP). With one: every rank, from the layout itself.
     """
     opts = options or MemoryOptions()
+    if job.expandable_segments:  # the job's allocator setting (mechanisms-facts §6.7)
+        opts = replace(opts, expandable_segments=True)
     if cluster.gpu.architecture in NO_FLASH_ATTENTION:
         opts = replace(opts, flash_attention=False)
     counts = param_counts(model, seq_length=job.seq_length)
