@@ -35,6 +35,7 @@ from app.keys import router as key_routes
 from app.planning import evaluation_router as evaluations
 from app.planning import router as plan_jobs
 from app.planning import scaling_router as scaling
+from app.planning import suggestion_router as calibration_suggestions
 from app.planning.backend import PlanningBackend, default_backend
 from app.planning.repository import PlanJobRepository
 from app.planning.worker import WorkerPool
@@ -216,6 +217,7 @@ def create_app(
     app.include_router(batches.router, **auth)
     app.include_router(scaling.router, **auth)
     app.include_router(calibration.router, **admin)
+    app.include_router(calibration_suggestions.router, **auth)
     app.include_router(
         key_routes.router, **{**admin, "dependencies": [Depends(require_scope("admin", True))]}
     )

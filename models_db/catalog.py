@@ -13,13 +13,14 @@ import copy
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from models_db.collectives import load_collective_table
 from planner.calibration.measurements import default_network_bytes_per_s
 from planner.model.hf_config import model_from_hf_config
 from planner.specs import ClusterSpec, GPUSpec, IntraNodeTopology, ModelSpec, SpecError
@@ -173,7 +174,8 @@ def list_gpus() -> list[str]:
 @cache
 def load_gpu(slug: str) -> GPUSpec:
     spec, _ = _split(_raw("gpus", slug), GPU_METADATA_KEYS)
-    return GPUSpec.from_dict(spec)
+    # the bandwidth-vs-size curves of models_db/collectives travel with the GPU (issue 12 item 3)
+    return replace(GPUSpec.from_dict(spec), collectives=load_collective_table(slug))
 
 
 def gpu_metadata(slug: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from planner.performance.collective_bandwidth import (
@@ -23,7 +24,7 @@ from planner.specs import SpecError
 __all__ = ["available_collective_tables", "load_collective_table", "table_from_dict"]
 
 
-def _folder():  # type: ignore[no-untyped-def]
+def _folder() -> Traversable:
     return resources.files("models_db").joinpath("collectives")
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from planner.layout_types import MemorySettings
+
+if TYPE_CHECKING:  # the catalog attaches it; specs never import the performance package
+    from planner.performance.collective_bandwidth import CollectiveTable
 
 Normalization = Literal["LayerNorm", "RMSNorm"]
 PositionEmbedding = Literal["rope", "yarn", "learned_absolute", "none"]
@@ -224,6 +227,10 @@ class GPUSpec:
     """Streaming multiprocessors (compute units on AMD); sets the wave efficiency of kernels
     with few thread blocks (performance-facts §2.5). None where unknown."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    collectives: CollectiveTable | None = field(default=None, compare=False, hash=False, repr=False)
+    """Collective bandwidth versus message size of this GPU type (``models_db/collectives``,
+    attached by the catalog; mechanisms-facts §2). None: the throughput model prices collectives
+    with the profile's constant link efficiencies. Not part of ``to_dict``."""
 
     def __post_init__(self) -> None:
         if self.hbm_bytes <= 0:
@@ -245,10 +252,17 @@ class GPUSpec:
         return self.peak_bf16_flop_per_s
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(replace(self, collectives=None))
+        del data["collectives"]  # catalog data, not part of a GPU description
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GPUSpec:
+        if isinstance(data, dict) and "collectives" in data:
+            raise SpecError(
+                "collectives is catalog data (models_db/collectives), not a GPU field; remove it",
+                field="collectives",
+            )
         return _from_dict(cls, data)
 
 
@@ -307,7 +321,9 @@ class ClusterSpec:
         return 1.0 if self.nics_per_node is None else self.nics_per_node / self.gpus_per_node
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(replace(self, gpu=replace(self.gpu, collectives=None)))
+        data["gpu"] = self.gpu.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClusterSpec:

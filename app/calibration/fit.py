@@ -15,18 +15,13 @@ from collections import defaultdict
 from typing import Any
 
 import models_db
+from app.calibration.honest import Progress, calibrate_gpu_rows
 from app.catalog.names import gpu_slug_for
 from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile
 from planner import GPUSpec, SpecError
-from planner.calibration import (
-    ErrorStats,
-    cross_validate,
-    fit_profile,
-    predict_tokens_per_s,
-    usable,
-)
+from planner.calibration import predict_tokens_per_s, usable
 from planner.calibration.measurements import Measurement, SkippedRow, parse_rows
 
 
@@ -75,17 +70,14 @@ def calibrate_gpu(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any],
     }
 
 
-def _stats(stats: ErrorStats) -> dict[str, float | int | None]:
-    def num(x: float) -> float | None:
-        return None if math.isnan(x) else round(x, 4)
-
-    return {"n": stats.n, "median_ape": num(stats.median_ape), "p90_ape": num(stats.p90_ape)}
-
-
 def calibrate_measurements(
-    measurements: list[Measurement], *, group_by: str = "sweep"
+    measurements: list[Measurement],
+    *,
+    group_by: str = "sweep",
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Fit one profile per GPU type; report in-sample fit and cross-validated error."""
+    """Fit one profile per GPU type (regularised, identified coefficients only); report which
+    coefficients moved and the cross-validated error with its spread (app.calibration.honest)."""
     by_gpu: dict[str, list[Measurement]] = defaultdict(list)
     for m in usable(measurements):
         by_gpu[m.cluster.gpu.name].append(m)
@@ -98,50 +90,25 @@ def calibrate_measurements(
     gpus: dict[str, Any] = {}
     profiles: dict[str, Any] = {}
     for gpu_name, rows in sorted(by_gpu.items()):
-        base = load_profile(rows[0].cluster.gpu)
-        profile, fit = fit_profile(rows, base)
-        groups = {m.source_id if group_by == "source" else (m.sweep_id or m.row_id) for m in rows}
-        cv: dict[str, Any]
-        if len(groups) >= 2:
-            report = cross_validate(rows, lambda gpu: load_profile(gpu), group_by=group_by)
-            cv = {
-                "group_by": group_by,
-                "groups": len(groups),
-                "before": _stats(report.before),
-                "after": _stats(report.after),
-                "median_ape_before": _stats(report.before)["median_ape"],
-                "median_ape_after": _stats(report.after)["median_ape"],
-                "p90_ape_before": _stats(report.before)["p90_ape"],
-                "p90_ape_after": _stats(report.after)["p90_ape"],
-                "predictions": report.predictions,
-            }
-        else:
-            cv = {
-                "group_by": group_by,
-                "groups": len(groups),
-                "note": f"cross-validation needs rows from at least two {group_by}s",
-            }
-        gpus[gpu_name] = {
-            "rows": len(rows),
-            "fit": {
-                "before": _stats(fit.before),
-                "after": _stats(fit.after),
-                "coefficients_before": fit.values_before,
-                "coefficients_after": fit.values_after,
-                "success": fit.success,
-            },
-            "cross_validation": cv,
-        }
+        profile, gpus[gpu_name] = calibrate_gpu_rows(
+            rows,
+            load_profile(rows[0].cluster.gpu),
+            group_by=group_by,
+            progress=progress,
+            label=gpu_name,
+        )
         profiles[gpu_name] = profile.to_dict()
     return {"gpus": gpus, "profiles": profiles}
 
 
-def calibrate_rows(rows: list[dict[str, str]], *, group_by: str = "sweep") -> dict[str, Any]:
+def calibrate_rows(
+    rows: list[dict[str, str]], *, group_by: str = "sweep", progress: Progress | None = None
+) -> dict[str, Any]:
     """Parse rows with the shared CSV's columns, then :func:`calibrate_measurements`."""
     if group_by not in ("source", "sweep"):
         raise SpecError(f"group_by={group_by!r} is not one of source, sweep", field="group_by")
     measurements, skipped = parse_measurement_rows(rows)
-    report = calibrate_measurements(measurements, group_by=group_by)
+    report = calibrate_measurements(measurements, group_by=group_by, progress=progress)
     report["skipped"] = [f"{s.row_id or '?'}: {s.reason}" for s in skipped]
     return report
 
@@ -160,9 +127,10 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
             field="file",
         )
     base = load_profile(gpu)
-    fitted, report = fit_profile(rows_used, base)
+    fitted, honest = calibrate_gpu_rows(rows_used, base, label=gpu.name)
     before = predict_tokens_per_s(rows_used, base)
     after = predict_tokens_per_s(rows_used, fitted)
+    fit = honest["fit"]
     points_before, points_after = [], []
     for m, b, a in zip(rows_used, before, after, strict=True):
         measured = float(m.tokens_per_s_per_gpu or 0.0)
@@ -171,22 +139,26 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
         points_after.append({"x": round(measured, 1), "y": round(float(a), 1), "label": label})
     return {
         "chart": {"kind": "calibration", "before": points_before, "after": points_after},
-        "n_rows": report.n_rows,
-        "before": _percent(report.before),
-        "after": _percent(report.after),
-        "coefficients": [
-            (name, report.values_before[name], report.values_after[name])
-            for name in report.coefficients
-        ],
+        "n_rows": honest["rows"],
+        "before": _percent(fit["before"]),
+        "after": _percent(fit["after"]),
+        "coefficients": [(c["name"], c["prior"], c["fitted"]) for c in honest["coefficients"]],
+        "report": honest,
+        "cv": {
+            "method": honest["cross_validation"].get("method"),
+            "before": _percent(honest["cross_validation"].get("before")),
+            "after": _percent(honest["cross_validation"].get("after")),
+            "note": honest["cross_validation"].get("note"),
+        },
         "skipped": [(s.row_id, s.reason) for s in skipped],
         "other_gpus": others,
         "gpu": gpu.name,
-        "message": report.message,
     }
 
 
-def _percent(stats: ErrorStats) -> dict[str, str]:
-    def pct(v: float) -> str:
-        return "–" if math.isnan(v) else f"{100 * v:.1f} %"
+def _percent(stats: dict[str, Any] | None) -> dict[str, str]:
+    def pct(v: float | None) -> str:
+        return "–" if v is None or math.isnan(v) else f"{100 * v:.1f} %"
 
-    return {"median": pct(stats.median_ape), "p90": pct(stats.p90_ape)}
+    stats = stats or {}
+    return {"median": pct(stats.get("median_ape")), "p90": pct(stats.get("p90_ape"))}

@@ -5,12 +5,11 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from app.cli.common import fail, out_console, print_json
+from app.cli.common import fail, print_json
 
 Opt = typer.Option
 
@@ -63,11 +62,33 @@ def calibrate(
     group_by: Annotated[str, Opt(help="Cross-validation groups: source or sweep.")] = "sweep",
     output: Annotated[Path | None, Opt(help="Write the fitted profile(s) here (JSON).")] = None,
     json_output: Annotated[bool, Opt("--json", help="Print the report as JSON.")] = False,
+    show_skipped: Annotated[
+        bool, Opt("--show-skipped", help="List the rows that could not be used, with reasons.")
+    ] = False,
+    suggest: Annotated[
+        int | None,
+        Opt(
+            min=1,
+            max=20,
+            help="Propose this many short runs that would pin down --request's "
+            "prediction (rows given with --measurements/--log count as measured).",
+        ),
+    ] = None,
+    request: Annotated[
+        Path | None,
+        Opt(help='With --suggest: a JSON evaluation request (a layout), or {"plan": {...}}.'),
+    ] = None,
 ) -> None:
     """Fit the throughput model's coefficients to measured runs; report cross-validated error."""
     from app.calibration.fit import calibrate_rows
     from planner.specs import SpecError
 
+    if suggest is not None:
+        from app.cli.calibrate_suggest import run_suggest
+
+        rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
+        run_suggest(suggest, request, rows, json_output)
+        return
     if not measurements and not log:
         fail("give --measurements FILE.csv and/or --log FILE", field="measurements")
     if group_by not in ("source", "sweep"):
@@ -75,8 +96,11 @@ def calibrate(
     if output is not None and not output.expanduser().resolve().parent.is_dir():
         fail(f"cannot write {output}: its folder does not exist", field="output")
     rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
+    from app.cli.calibrate_view import calibration_progress, print_report
+
     try:
-        report = calibrate_rows(rows, group_by=group_by)
+        with calibration_progress() as progress:
+            report = calibrate_rows(rows, group_by=group_by, progress=progress)
     except SpecError as exc:
         fail(exc.message, field=exc.field)
     if output is not None:
@@ -87,40 +111,4 @@ def calibrate(
     if json_output:
         print_json(report)
         return
-    _print_report(report, output)
-
-
-def _print_report(report: dict[str, Any], output: Path | None) -> None:
-    console = out_console()
-    table = Table(
-        title="Calibration (cross-validated error of tokens/s per GPU)", header_style="bold"
-    )
-    for column in (
-        "GPU",
-        "rows",
-        "median APE before",
-        "median APE after",
-        "p90 before",
-        "p90 after",
-    ):
-        table.add_column(column, justify="left" if column == "GPU" else "right")
-    for gpu, item in report["gpus"].items():
-        cv = item["cross_validation"]
-        table.add_row(
-            gpu,
-            str(item["rows"]),
-            *(
-                f"{100 * cv[k]:.1f}%" if cv.get(k) is not None else "-"
-                for k in (
-                    "median_ape_before",
-                    "median_ape_after",
-                    "p90_ape_before",
-                    "p90_ape_after",
-                )
-            ),
-        )
-    console.print(table)
-    for message in report.get("skipped", []):
-        console.print(f"[yellow]skipped:[/] {message}", highlight=False)
-    if output is not None:
-        console.print(f"profiles written to {output}")
+    print_report(report, output, show_skipped=show_skipped)

@@ -28,6 +28,7 @@ from app.cli.common import (
     print_json,
 )
 from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
+from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 
 Opt = typer.Option
 
@@ -193,11 +194,13 @@ def _print_table(outputs: list[dict[str, Any]]) -> None:
             "yes" if out["valid"] else "no",
             mem_text,
             "yes" if mem["fits"] else "no",
-            "-" if tps is None else f"{tps:,.0f}",
+            "-" if tps is None else tokens_cell(perf),
             "-" if mfu is None else f"{100 * mfu:.1f}%",
             "; ".join(out["violations"]),
         )
     console.print(table)
+    if len(outputs) == 1:
+        print_uncertainty(console, outputs[0].get("performance"))
     if len(outputs) == 1 and outputs[0].get("megatron"):
         console.print("\n[bold]Launch:[/]")
         console.print(outputs[0]["megatron"]["command"], soft_wrap=True, highlight=False)

@@ -35,6 +35,7 @@ from app.cli.memory_options import (
 )
 from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
 from app.cli.ranges import print_expansions
+from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 
 Opt = typer.Option
 AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
@@ -145,7 +146,8 @@ def _print_result(result: dict[str, Any]) -> None:
     console = out_console()
     if "question" in result:  # an inverse question: the value reached first
         console.print(f"[bold]{result['question']}[/] reached: {result['value']}", highlight=False)
-    if not result["plans"]:  # no empty table: the reasons below say why
+    if not result["plans"]:  # no empty table: the reasons and what would fit
+        _print_funnel(console, result)
         _print_rejections(console, result)
         return
     table = Table(
@@ -153,7 +155,7 @@ def _print_result(result: dict[str, Any]) -> None:
         caption=(
             f"{search.get('probes')} values of {search.get('inverse')} tried"
             if "inverse" in search
-            else f"{search.get('evaluated')} layouts evaluated, {search.get('feasible')} feasible, "
+            else f"{(result.get('funnel') or {}).get('sentence', '')}; "
             f"{'proven optimal' if search.get('proven_optimal') else 'sampled search'}, "
             f"{search.get('elapsed_s', 0):.2f} s"
         ),
@@ -192,7 +194,7 @@ def _print_result(result: dict[str, Any]) -> None:
             str(lay["micro_batch_size"]),
             lay["recompute"],
             lay["optimizer_sharding"],
-            f"{perf['tokens_per_s_per_gpu']:,.0f}",
+            tokens_cell(perf),
             f"{100 * perf['mfu']:.1f}%",
             f"{perf['step_time_s']:.2f}",
             f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}",
@@ -204,6 +206,9 @@ def _print_result(result: dict[str, Any]) -> None:
                 cells.append(f"{objective.get('usd', 0):,.0f}")
         table.add_row(*cells)
     console.print(table)
+    if result.get("winner"):
+        console.print(f"Why #1: {result['winner']['sentence']}.", highlight=False)
+    print_uncertainty(console, result["plans"][0].get("performance"))
     console.print("\n[bold]Launch the best plan:[/]")
     console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True, highlight=False)
     for note in result["plans"][0]["megatron"].get("notes", []):
@@ -211,7 +216,17 @@ def _print_result(result: dict[str, Any]) -> None:
     _print_rejections(console, result)
 
 
+def _print_funnel(console: Any, result: dict[str, Any]) -> None:
+    if result.get("funnel"):
+        console.print(f"Search: {result['funnel']['sentence']}.", highlight=False)
+
+
 def _print_rejections(console: Any, result: dict[str, Any]) -> None:
+    from app.cli.infeasible import print_infeasible
+
+    if result.get("infeasible"):
+        print_infeasible(console, result["infeasible"])
+        return
     if result.get("rejections"):
         console.print("\n[bold]Rejected layouts:[/]")
         for reason, count in sorted(result["rejections"].items(), key=lambda kv: -kv[1]):

@@ -14,6 +14,7 @@ from typing import Any
 
 from app.planning.convert import Label, parse_request, resolve_model, to_evaluation
 from app.planning.schemas import EvaluationRequest, PlanJobCreate
+from app.planning.uncertainty import add_uncertainty
 from models_db.profiles import load_profile
 from planner import (
     ClusterSpec,
@@ -82,15 +83,17 @@ def evaluate_requests(
     for key, indexes in groups.items():
         model, cluster, job, threshold = resolved[key]
         batch_layouts = [layouts[i] for i in indexes]
+        used = profile_for(cluster.gpu, profile)
         results = evaluate_layouts(
             model,
             cluster,
             job,
             [lay for lay in batch_layouts if lay is not None],
-            profile_for(cluster.gpu, profile),
+            used,
             threshold=threshold,
         )
         for i, result in zip(indexes, results, strict=True):
+            add_uncertainty(result["performance"], model, cluster, job, layouts[i], used)
             result["model"] = model.name
             result["gpu"] = cluster.gpu.name
             result["num_gpus"] = cluster.num_gpus

@@ -129,6 +129,7 @@ def merge_parts(children: list[PlanJobRow], top_k: int) -> dict[str, Any]:
             "parts": len(children),
             "parts_succeeded": len(done),
         },
+        "funnel": _funnel(stats, len(merged)),
         "rejections": rejections,
         "pareto": [],
         "parts": [
@@ -147,6 +148,16 @@ def merge_parts(children: list[PlanJobRow], top_k: int) -> dict[str, Any]:
             out[key] = first[key]
     merged_json: dict[str, Any] = json.loads(json.dumps(out, default=str))
     return merged_json
+
+
+def _funnel(stats: dict[str, Any], ranked: int) -> dict[str, Any] | None:
+    """The parts' summed funnel (None where a part's counts do not add up to one)."""
+    from planner.search.funnel import Funnel  # planner.search loads optuna: lazily
+
+    try:
+        return Funnel.of(stats, ranked).to_dict()
+    except ValueError:
+        return None
 
 
 def all_finished(children: list[PlanJobRow]) -> bool:

@@ -9,12 +9,14 @@ from typing import Any
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
 from app.planning.memory_request import INVERSE_SEQ_START, check_inverse, to_memory_choices
 from app.planning.schemas import PlanJobCreate
+from app.planning.uncertainty import add_plan_uncertainty
 from models_db.profiles import load_profile
 from planner import (
     ClusterSpec,
     ModelSpec,
     Objective,
     PerformanceProfile,
+    PlanResult,
     SearchBudget,
     SearchConstraints,
     SpecError,
@@ -22,6 +24,7 @@ from planner import (
     launch_spec,
     plan,
 )
+from planner.search.infeasible import explain_infeasible
 
 Progress = Callable[[int, int], None]
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
@@ -125,6 +128,29 @@ def add_launch_flags(plans_json: list[dict[str, Any]], plans: list[Any]) -> None
         }
 
 
+def search(
+    p: PreparedPlan,
+    profile: PerformanceProfile,
+    *,
+    top_k: int | None = None,
+    progress: Progress | None = None,
+) -> PlanResult:
+    """The planner's search of a prepared request (``top_k`` overrides the request's)."""
+    return plan(
+        p.model,
+        p.clusters if len(p.clusters) > 1 else p.clusters[0],
+        p.jobs if len(p.jobs) > 1 else p.jobs[0],
+        constraints=p.constraints,
+        objective=p.objective,
+        profile=profile,
+        budget=p.budget,
+        threshold=p.threshold,
+        top_k=p.top_k if top_k is None else top_k,
+        pareto=p.pareto,
+        progress=progress,
+    )
+
+
 def run_plan(
     req: PlanJobCreate,
     *,
@@ -137,21 +163,17 @@ def run_plan(
         from app.planning.memory_request import run_inverse
 
         return run_inverse(req, p, profile=profile, progress=progress)
-    result = plan(
-        p.model,
-        p.clusters if len(p.clusters) > 1 else p.clusters[0],
-        p.jobs if len(p.jobs) > 1 else p.jobs[0],
-        constraints=p.constraints,
-        objective=p.objective,
-        profile=profile if profile is not None else load_profile(p.clusters[0].gpu),
-        budget=p.budget,
-        threshold=p.threshold,
-        top_k=p.top_k,
-        pareto=p.pareto,
-        progress=progress,
-    )
+    used = profile if profile is not None else load_profile(p.clusters[0].gpu)
+    result = search(p, used, progress=progress)
     out = result.to_dict()
     add_launch_flags(out["plans"], result.plans)
+    add_plan_uncertainty(out["plans"], result.plans, used)
+    add_plan_uncertainty(out["pareto"], result.pareto, used)
+    if not result.plans:  # infeasible is an answer: what would fit (planner.search.infeasible)
+        out["infeasible"] = explain_infeasible(
+            p.model, p.clusters[-1], p.jobs[0], rejections=result.rejections, profile=used,
+            constraints=p.constraints, threshold=p.threshold,
+        ).to_dict()  # fmt: skip
     out["model"] = p.model.name
     out["gpu"] = p.clusters[0].gpu.name
     return out

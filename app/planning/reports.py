@@ -63,6 +63,11 @@ class PerformanceRead(BaseModel):
     mfu: float | None = None
     breakdown: dict[str, float] = Field(default_factory=dict)
     shares: dict[str, float] = Field(default_factory=dict)
+    # issue 12 item 9: the 10th-90th percentile band of leave-one-source-out residuals of the
+    # layout's regime (models_db/intervals), and why the prediction extrapolates (empty: inside)
+    tokens_per_s_per_gpu_interval: list[float] | None = None
+    step_time_interval_s: list[float] | None = None
+    extrapolation: list[str] | None = None
 
 
 class LaunchRead(BaseModel):
@@ -113,6 +118,12 @@ class PlanResult(_Raw):
     pareto: list[LayoutReport] | None = None
     model: str | None = None
     gpu: str | None = None
+    funnel: dict[str, Any] | None = None
+    """enumerated -> passed Megatron's rules -> fit in memory -> evaluated -> ranked."""
+    infeasible: dict[str, Any] | None = None
+    """When nothing fits: fewest GPUs, checked changes, nearest layouts, a fix per rule."""
+    winner: dict[str, Any] | None = None
+    """Why #1 beats #2, with its sentence."""
     alternative: dict[str, Any] | None = None
     """An inverse question that found nothing: the fewest GPUs that fit, with their plan."""
 

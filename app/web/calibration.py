@@ -44,6 +44,10 @@ def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
         "preview": None,
         "cluster": "",
         "saved": None,
+        "suggestions": None,
+        "suggest_error": None,
+        "suggest_text": SUGGEST_EXAMPLE,
+        "suggest_k": "3",
     } | extra
 
 
@@ -73,4 +77,46 @@ async def calibrate(request: Request, backend: Backend) -> Response:
             request, "calibration.html", ctx, status_code=422
         )
     ctx = _context(backend, preview=result, cluster=cluster, saved=result.get("saved"))
+    return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
+
+
+SUGGEST_EXAMPLE = (
+    '{"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 16, "seq_length": 8192,\n'
+    ' "global_batch_size": 128, "tp": 2}'
+)
+
+
+@router.post("/calibration/suggest", response_class=HTMLResponse)
+async def suggest_runs(request: Request, backend: Backend) -> Response:
+    """What to measure next (issue 12 item 10): runs that pin down one layout's prediction."""
+    import json
+
+    from app.planning.suggest import suggest
+
+    form = await request.form()
+    text = str(form.get("request", ""))
+    k_text = str(form.get("k", "3"))
+    try:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise SpecError(f"not JSON: {exc}", field="suggest_request") from exc
+        if not isinstance(data, dict):
+            raise SpecError("give one JSON object", field="suggest_request")
+        if not k_text.isdigit() or not 1 <= int(k_text) <= 20:
+            raise SpecError("k must be a whole number from 1 to 20", field="suggest_k")
+        body = data if ("evaluation" in data or "plan" in data) else {"evaluation": data}
+        result = await run_in_threadpool(suggest, {**body, "k": int(k_text)})
+    except SpecError as exc:
+        field = exc.field if exc.field in ("suggest_k",) else "suggest_request"
+        ctx = _context(
+            backend,
+            suggest_error={"field": field, "message": exc.message},
+            suggest_text=text,
+            suggest_k=k_text,
+        )
+        return templates(request.app).TemplateResponse(
+            request, "calibration.html", ctx, status_code=422
+        )
+    ctx = _context(backend, suggestions=result, suggest_text=text, suggest_k=k_text)
     return templates(request.app).TemplateResponse(request, "calibration.html", ctx)

@@ -42,6 +42,11 @@ MAX_FIELDS = (
     ("max_ep", "Max EP"),
     ("max_micro_batch_size", "Max micro-batch"),
 )
+ADVANCED_GROUPS = ("_stack_fields.html",)
+"""Templates of further Advanced groups, each a ``<fieldset class="form-group">`` (a missing
+one is skipped: the software stack and the cluster description come from their own issues)."""
+RANGE_INPUTS = ("num_gpus", "global_batch_size")
+"""Inputs that take a list or a range ("64-512") as well as one value."""
 INT_FIELDS = ("num_gpus", "gpus_per_node", "seq_length", "global_batch_size", "top_k")
 DEFAULT_GPUS_PER_NODE = 8
 FLOAT_FIELDS = ("token_budget", "usd_per_gpu_hour")
@@ -146,16 +151,22 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
         req["model"] = {"hf_config": _parse_config(str(values.get("hf_config", "")))}
     else:
         req["model"] = values.get("model") or None
-    req["gpu"] = values.get("gpu") or None
+    if values.get("cluster"):  # the cluster sets the GPU type and GPUs per node (and profile)
+        req["cluster"] = values["cluster"]
+    else:
+        req["gpu"] = values.get("gpu") or None
     req["precision"] = values.get("precision") or "bf16"
     for name in INT_FIELDS:
         text = str(values.get(name, "")).strip()
+        if name == "gpus_per_node" and values.get("cluster"):
+            continue
         if text:
             req[name] = _number(name, text, int)
     nodes = str(values.get("num_nodes", "")).strip()
     if nodes and "num_gpus" not in req:  # GPUs given as a node count
         count = _number("num_nodes", nodes, int)
-        req["num_gpus"] = int(count) * int(req.get("gpus_per_node", DEFAULT_GPUS_PER_NODE))
+        per_node = str(values.get("gpus_per_node") or DEFAULT_GPUS_PER_NODE)  # a cluster's too
+        req["num_gpus"] = int(count) * int(_number("gpus_per_node", per_node, int))
     for name in FLOAT_FIELDS:
         text = str(values.get(name, "")).strip()
         if text:

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.templating import Jinja2Templates
 
 from app.security.ownership import NotYoursError, Viewer, viewer_of
-from app.web import forms, memory_form, present, stack_form, views
+from app.web import form_checks, forms, insight, memory_form, present, stack_form, views
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
@@ -44,6 +44,9 @@ def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]
         "recompute_options": forms.RECOMPUTE_OPTIONS,
         "sharding_options": forms.SHARDING_OPTIONS,
         "objectives": forms.OBJECTIVES,
+        "clusters": _cluster_choices(backend),
+        "input_rules": form_checks.all_input_rules(),
+        "advanced_groups": forms.ADVANCED_GROUPS,
         "memory": {
             "questions": memory_form.QUESTIONS,
             "dtypes": memory_form.DTYPE_OPTIONS,
@@ -57,6 +60,15 @@ def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]
     }
 
 
+def _cluster_choices(backend: WebBackend) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The cluster select's groups: the user's stored clusters first, then the presets."""
+    rows = backend.catalog_rows("clusters")
+    return [
+        ("Your clusters", [r for r in rows if not r.get("builtin", True)]),
+        ("Presets", [r for r in rows if r.get("builtin", True)]),
+    ]
+
+
 def _job_context(job: JobView) -> dict[str, Any]:
     ctx: dict[str, Any] = {"job": job}
     if job.status == "succeeded" and job.result is not None:
@@ -64,8 +76,10 @@ def _job_context(job: JobView) -> dict[str, Any]:
         rows = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
         ctx["rows"] = present.group_variants(rows, plans)  # near-duplicates under their best
         ctx["objective_columns"] = present.objective_columns(plans)
-        ctx["scatter"] = views.scatter_chart(job.result)
-        ctx["rejections"] = views.rejections(job.result)
+        ctx["scatter"] = insight.add_infeasible_points(views.scatter_chart(job.result), job.result)
+        ctx["rejections"] = insight.rejection_rows(job.result, job.request)
+        ctx["funnel"] = insight.funnel_steps(job.result)
+        ctx["infeasible"] = insight.infeasible_view(job.result)
     return ctx
 
 
@@ -84,6 +98,12 @@ class _NotFound(Exception):
     pass
 
 
+class _FormErrors(Exception):
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(errors.values()))
+        self.errors = errors
+
+
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, backend: Backend) -> Response:
     state = forms.default_state(backend.list_models(), backend.list_gpus())
@@ -99,15 +119,23 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
     multi = {k: [str(v) for v in form.getlist(k)] for k in groups}
     values = forms.form_values({k: v for k, v in form.items()}, multi)
     try:
+        if values.get("cluster"):  # its own GPUs per node (a node count means whole nodes)
+            rows = {r["slug"]: r for r in backend.catalog_rows("clusters")}
+            chosen = rows.get(str(values["cluster"])) or {}
+            values["gpus_per_node"] = str(chosen.get("gpus_per_node") or "")
+        errors = form_checks.check_values(values)  # every empty or out-of-range field at once
+        if errors:
+            raise _FormErrors(errors)
         req = forms.to_request(values)
         req = await _run_sync(backend.check_request, req)
         job_id = await _run_sync(backend.submit_plan, req, viewer_of(request).key_id)
-    except SpecError as exc:
-        name = forms.error_field(exc.field, values)
+    except (SpecError, _FormErrors) as exc:
+        errors = exc.errors if isinstance(exc, _FormErrors) else {}
+        errors = errors or form_checks.request_errors(exc, values)
         state = forms.FormState(
             values=values,
-            errors={name: exc.message} if name else {},
-            message=None if name else exc.message,
+            errors=errors,
+            message=None if errors else str(getattr(exc, "message", exc)),
         )
         template = "_workspace.html" if _is_htmx(request) else "home.html"
         return _templates(request).TemplateResponse(
@@ -148,6 +176,29 @@ def plan_status(request: Request, job_id: str, backend: Backend) -> Response:
     return _templates(request).TemplateResponse(request, "_job.html", _job_context(job))
 
 
+@router.post("/plans/{job_id}/try/{index}", response_class=HTMLResponse)
+def try_change(request: Request, job_id: str, index: int, backend: Backend) -> Response:
+    """Plan one of an infeasible result's checked changes: the stored request with it applied."""
+    try:
+        job = _get_job(backend, job_id, viewer_of(request))
+        changes = ((job.result or {}).get("infeasible") or {}).get("changes") or []
+        if not 0 <= index < len(changes):
+            raise _NotFound(f"plan {job_id!r} suggests no change {index}")
+    except _NotFound as exc:
+        return _not_found(request, str(exc))
+    try:
+        req = backend.check_request(insight.change_request(job.request, changes[index]))
+        new_id = backend.submit_plan(req, viewer_of(request).key_id)
+    except SpecError as exc:
+        return _templates(request).TemplateResponse(
+            request, "error.html",
+            {"status": 422, "title": "That change does not plan", "message": exc.message,
+             "errors": []},
+            status_code=422,
+        )  # fmt: skip
+    return RedirectResponse(f"/plans/{new_id}", status_code=303)
+
+
 def _plan_at(
     backend: WebBackend, job_id: str, rank: int, viewer: Viewer
 ) -> tuple[JobView, dict[str, Any]]:
@@ -172,6 +223,8 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
         "memory_chart": views.memory_chart(plan),
         "time_chart": views.time_chart(plan),
         **views.component_tables(plan),
+        "stages": insight.stage_rows(plan),
+        "prediction": insight.prediction(plan),
         "command": views.launch_command(plan),
         "nav": "plan",
     }

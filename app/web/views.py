@@ -233,16 +233,3 @@ def scatter_chart(result: dict[str, Any]) -> dict[str, Any]:
         )
     over = sum(1 for p in points if not p["fits"])
     return {"kind": "scatter", "points": points, "limit": limit, "basis": basis, "over": over}
-
-
-def rejections(result: dict[str, Any]) -> list[tuple[str, int]]:
-    reasons = result.get("rejections") or {}
-    if isinstance(reasons, list):
-        pairs = [
-            (str(r.get("reason", r)), int(r.get("count", 1)))
-            for r in reasons
-            if isinstance(r, dict)
-        ]
-    else:
-        pairs = [(str(k), int(v)) for k, v in reasons.items()]
-    return sorted(pairs, key=lambda kv: -kv[1])

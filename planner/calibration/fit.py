@@ -36,11 +36,11 @@ DEFAULT_COEFFICIENTS = (
     "gemm_efficiency",
     "fp8_gemm_efficiency",
     "attention_efficiency",
-    "nvlink_efficiency",
-    "network_efficiency",
+    # nvlink_efficiency / network_efficiency: only GPUs without collective curves use them
+    # (planner.performance.collectives); every GPU of the shared rows has curves
     "tp_overlap",
     "dp_overlap",
-    "layer_overhead_s",
+    # layer_overhead_s: the host model (profile host_* priors, mechanisms-facts §3) replaces it
     "straggler_spread",
 )
 

@@ -100,6 +100,9 @@ class MemoryEstimate:
     """Host memory per GPU for offloaded optimizer state and activations."""
     host_fits: BoolArray | None = None
     """host_bytes within the cluster's host memory per GPU (True where nothing is offloaded)."""
+    rank_bytes: FloatArray | None = None
+    """Total bytes of every pipeline rank (ranks x n; rank r of layout i at [r, i], NaN past
+    its pp) where a pipeline_layout is given (every rank is then charged); None otherwise."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,6 +223,7 @@ def estimate_memory(
     worst_rank = np.where(
         worst_slot == 0, 0, np.where(worst_slot == 1, batch.pp - 1, worst_slot - 1)
     )
+    rank_bytes = _rank_bytes(totals, batch.pp, with_layout) if with_layout.any() else None
     host_capacity = cluster.host_memory_bytes_per_gpu
     host_fits = host <= 0 if host_capacity is None else host <= opts.threshold * host_capacity
     capacity = float(cluster.gpu.hbm_bytes)
@@ -244,7 +248,21 @@ def estimate_memory(
         worst_rank=worst_rank.astype(np.int64),
         host_bytes=host,
         host_fits=host_fits,
+        rank_bytes=rank_bytes,
     )
+
+
+def _rank_bytes(totals: FloatArray, pp: IntArray, with_layout: BoolArray) -> FloatArray:
+    """Slot totals in pipeline-rank order: slot 0 is rank 0, slot 1 rank p-1, slot k >= 2 rank
+    k-1 (planner.memory.stage_loads); NaN past each layout's pp and where it has no layout."""
+    n = totals.shape[1]
+    depth = int(pp[with_layout].max())
+    out = np.full((depth, n), np.nan)
+    for r in range(depth):
+        slot = np.where(r == 0, 0, np.where(r == pp - 1, 1, r + 1))
+        inside = with_layout & (r < pp) & (slot < totals.shape[0])
+        out[r, inside] = totals[slot[inside], np.flatnonzero(inside)]
+    return out
 
 
 def _shared(

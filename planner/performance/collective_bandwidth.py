@@ -20,6 +20,7 @@ all-to-all or a send/recv gets one GPU's NIC, performance-facts §4.2, §4.4).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -175,13 +176,9 @@ class CollectiveTable:
         is capped by (n - 1) x the usable link rate (one link for a send/recv).
         """
         sizes = np.asarray(n, dtype=np.float64)
-        beta = np.empty_like(sizes)
-        half = np.empty_like(sizes)
-        for value in np.unique(sizes):
-            c = self.curve(op, int(value))
-            mask = sizes == value
-            beta[mask] = c.beta_max_bytes_per_s
-            half[mask] = c.s_half_bytes
+        ints = np.maximum(sizes.astype(np.int64), 0)
+        beta_lut, half_lut = _curve_lookup(self, op, int(ints.max(initial=1)))
+        beta, half = beta_lut[ints], half_lut[ints]  # one take per call, no loop per size
         if self.link == "mesh" and self.mesh_link_bytes_per_s:
             links = np.ones_like(sizes) if op == "send_recv" else np.maximum(sizes - 1.0, 1.0)
             beta = np.minimum(beta, links * self.mesh_link_bytes_per_s)
@@ -208,6 +205,18 @@ class CollectiveTable:
         # a ring across nodes never beats the same ring inside one node
         intra_beta, _ = self.intra_params(op, np.maximum(g, 2.0))
         return np.minimum(beta, intra_beta), np.full_like(g, half)
+
+
+@lru_cache(maxsize=256)
+def _curve_lookup(
+    table: CollectiveTable, op: CollectiveOp, top: int
+) -> tuple[FloatArray, FloatArray]:
+    """(beta_max, S_half) of ``table.curve(op, n)`` for n = 0 .. top, as arrays to index."""
+    curves = [table.curve(op, n) for n in range(top + 1)]
+    return (
+        np.array([c.beta_max_bytes_per_s for c in curves], np.float64),
+        np.array([c.s_half_bytes for c in curves], np.float64),
+    )
 
 
 def group_params(

@@ -17,10 +17,12 @@ import numpy as np
 from planner.layouts import FloatArray, IntArray
 from planner.model.shapes import Gemm, sharded_width
 from planner.performance.context import BF16_BYTES, StepContext
+from planner.performance.context_parallel import cp_core_factor
 from planner.performance.cross_entropy import cross_entropy_passes
 from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
+from planner.performance.ring_attention import CpAttentionTime
 from planner.specs import ModelSpec
 
 
@@ -63,8 +65,9 @@ def elementwise_bytes_per_token(
 
     performance-facts §3.2: norms 4h each, residual adds 6h each (both in the sequence-parallel
     region: divided by t with SP), SwiGLU 6F/t (GeLU 4F/t), rotary 4(a_q + a_kv)d/t, dropout
-    about 5h per site, MoE permute/unpermute 2(2h)K each way, times ``permute_slowdown`` (it
-    runs at 0.5 of HBM spec where other ops reach the profile's hbm_efficiency). FP8 (current
+    about 5h per site (MoE permute/unpermute are priced with the experts by
+    :func:`~planner.performance.expert_parallel.routed_expert_time`; ``permute_slowdown`` is
+    kept for callers and no longer used). FP8 (current
     scaling, §3.2): every GEMM input X (forward) and output gradient dY (backward) is read for
     its amax, read again and written as row- and column-wise (transposed) fp8 copies: 6 B per
     element each, over fwd + bwd = 2 B per element of (inputs + outputs) in these forward-
@@ -89,7 +92,7 @@ def elementwise_bytes_per_token(
         k = float(model.moe_router_topk)
         moe = moe + act * model.expert_ffn_hidden_size * k / t
         moe = moe + act * model.shared_expert_ffn_hidden_size / t
-        moe = moe + 2 * (2 * 2 * h * k) * permute_slowdown / t  # permute + unpermute
+        # permute / unpermute: priced with the experts (expert_parallel.routed_expert_time)
     if fp8:
         q = model.num_attention_heads * model.head_dim
         qkv_out = q + 2 * model.query_groups * model.head_dim
@@ -185,13 +188,16 @@ def cross_entropy_bytes(impl: str) -> float:
     return p.fwd_bytes_per_logit + p.bwd_bytes_per_logit
 
 
-def core_attention_time(ctx: StepContext) -> FloatArray:
+def core_attention_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> FloatArray:
     """Forward seconds of one layer's core attention (flash attention, performance-facts §4)."""
     prof, gpu, model, tokens, tp, s = ctx.profile, ctx.gpu, ctx.model, ctx.tokens, ctx.tp, ctx.seq
     chunk = s / ctx.cp
     attn_eff = prof.attention_efficiency * chunk / (chunk + prof.attention_half_seq)
     core_flop = ctx.shapes.core_attention_fwd_flop_per_token_per_seq * s * tokens / tp
     core = core_flop / (gpu.peak_bf16_flop_per_s * np.maximum(attn_eff, 1e-6))
+    # cp > 1: the ring's c calls of 2c blocks instead of one s / c chunk (context_parallel)
+    full_eff = prof.attention_efficiency * s / (s + prof.attention_half_seq)
+    core = core * cp_core_factor(ctx, attn_eff, full_eff, ring)
     # unfused attention: a/t heads x s keys per token through HBM (none with flash/fused)
     unfused = 1.0 if ctx.job.attention_backend == "unfused" else 0.0
     scores = (
@@ -251,7 +257,7 @@ def router_fwd_equivalent(ctx: StepContext) -> FloatArray:
     return np.asarray((fwd + bwd) / 3.0, np.float64)
 
 
-def compute_time(ctx: StepContext) -> ComputeTimes:
+def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> ComputeTimes:
     """Compute of one micro-batch on the busiest rank: GEMMs, attention, memory-bound ops, loss.
 
     Backward = 2 x forward (megatron-facts §5); the last rank adds the output layer, the loss
@@ -259,7 +265,7 @@ def compute_time(ctx: StepContext) -> ComputeTimes:
     """
     sh, tokens, tp, hbm = ctx.shapes, ctx.tokens, ctx.tp, ctx.hbm_bytes_per_s
     attn_gemm = gemms_time(ctx, sh.attention_gemms, tokens, tp)
-    core = core_attention_time(ctx)
+    core = core_attention_time(ctx, ring)
     ce_bytes = cross_entropy_bytes(ctx.job.cross_entropy_fusion)
     dense_bytes, moe_bytes, _ = elementwise_bytes_per_token(
         ctx.model,

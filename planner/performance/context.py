@@ -125,6 +125,13 @@ def step_context(
             * profile.network_efficiency,
             intra_latency_s=profile.intra_latency_s,
             inter_latency_s=profile.inter_latency_s,
+            table=gpu.collectives,
+            network_bytes_per_s=cluster.inter_node_bandwidth_bytes_per_s,
+            # an all-to-all or a send/recv cannot pool NICs: one NIC at most (performance-facts
+            # §4.2), the GPU's share of one where a NIC serves several GPUs
+            single_nic_bytes_per_s=cluster.inter_node_bandwidth_bytes_per_s
+            / max(cluster.nics_per_gpu, 1.0),
+            mesh=cluster.intra_node_topology == "mesh",
         ),
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s * profile.hbm_efficiency,
         layers_per_stage=busiest,

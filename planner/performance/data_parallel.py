@@ -73,18 +73,27 @@ def dp_comm_time(ctx: StepContext, compute_mb: FloatArray, params: StageParamCou
     eone = batch.etp * batch.ep
     shard = batch.optimizer_sharding
     grad_b = grad_reduce_bytes(batch, ctx.job.precision)  # fp32, or bf16 (memory_settings)
-    rs = ring_time(links, dgroup, batch.tp, p_dense * grad_b, 1.0) + ring_time(
-        links, edp, eone, p_exp * grad_b, 1.0
-    )
+    # one collective per DDP bucket (§6.1), each paying its own S_half on the curves
+    bucket = np.maximum(DDP_BUCKET_PARAMS, 1e6 * ctx.dp)
+    nb_d = np.maximum(np.ceil(p_dense / bucket), 1.0)
+    nb_e = np.maximum(np.ceil(p_exp / bucket), 1.0)
+    rs = ring_time(
+        links, dgroup, batch.tp, p_dense * grad_b, 1.0, messages=nb_d, op="reduce_scatter"
+    ) + ring_time(links, edp, eone, p_exp * grad_b, 1.0, messages=nb_e, op="reduce_scatter")
     # --fp8-param-gather: linear weights are gathered in fp8 (1 byte), the embedding in bf16
     gather = comm_flags.fp8_gather(ctx.job, batch) & ctx.fp8
     gather_bytes = np.where(gather, 1.0, BF16_BYTES)
     p_embed = ctx.hidden * ctx.vocab / ctx.tp
     ag = ring_time(
-        links, dgroup, batch.tp, (p_dense - p_embed) * gather_bytes + p_embed * BF16_BYTES, 1.0
-    ) + ring_time(links, edp, eone, p_exp * gather_bytes, 1.0)
-    ar = ring_time(links, dgroup, batch.tp, p_dense * grad_b, 2.0) + ring_time(
-        links, edp, eone, p_exp * grad_b, 2.0
+        links,
+        dgroup,
+        batch.tp,
+        (p_dense - p_embed) * gather_bytes + p_embed * BF16_BYTES,
+        1.0,
+        messages=nb_d,
+    ) + ring_time(links, edp, eone, p_exp * gather_bytes, 1.0, messages=nb_e)
+    ar = ring_time(links, dgroup, batch.tp, p_dense * grad_b, 2.0, messages=nb_d) + ring_time(
+        links, edp, eone, p_exp * grad_b, 2.0, messages=nb_e
     )
     bwd_mb, fwd_mb = 2 * compute_mb / 3, compute_mb / 3
     grad_t = np.where(shard == SHARD_NONE, ar, rs)

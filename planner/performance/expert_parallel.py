@@ -31,6 +31,7 @@ from planner.model.shapes import Gemm, sharded_width
 from planner.performance import overlap
 from planner.performance.collectives import all_to_all_time, members_per_node
 from planner.performance.context import BF16_BYTES, StepContext
+from planner.performance.moe_compute import GemmRate, expert_mlp_time, permute_time
 from planner.space import comm_flags
 from planner.specs import GPUSpec
 
@@ -73,30 +74,63 @@ def grouped_expert_time(
 
 
 def routed_expert_time(ctx: StepContext) -> FloatArray:
-    """Forward seconds of one MoE layer's routed experts on one GPU, load imbalance included.
+    """Seconds of one MoE layer's routed experts and token permutation on one GPU, in the
+    compute term's forward units ((forward + backward) / 3), load imbalance included.
 
     MoE with tp > 1 needs SP (megatron-facts rule 33), so each GPU routes tokens / t tokens;
-    the expert-TP group gathers them (x etp) and every token goes to top-k experts.
+    the expert-TP group gathers them (x etp) and every token goes to top-k experts. Expert
+    GEMMs run TE's default ``GroupedLinear`` path, one cuBLAS GEMM per local expert on 4
+    streams (mechanisms-facts §4.1: the default on every GPU; the grouped kernels are opt-in),
+    at the tokens per expert of the busiest rank (x ``moe_imbalance``, the job's routing).
+    Permute / unpermute move ~14 K h bytes per token (~8 K h with flex) at the permute kernels'
+    share of HBM (§4.4, performance-facts §5.3).
     """
-    model, prof, tp, etp = ctx.model, ctx.profile, ctx.tp, ctx.etp
+    model, prof, tp, etp, gpu = ctx.model, ctx.profile, ctx.tp, ctx.etp, ctx.gpu
     e = float(model.num_experts or 1)
     tok_moe = ctx.tokens / tp
     per_expert = tok_moe * etp * ctx.ep * model.moe_router_topk / e
     local_experts = np.maximum(e / ctx.ep, 1.0)
-    expert = grouped_expert_time(
-        ctx.shapes.expert_gemms,
-        tok_moe * etp,
-        etp,
-        per_expert,
-        local_experts,
-        ctx.gpu,
-        plateau=prof.fp8_gemm_efficiency if ctx.fp8 else prof.gemm_efficiency,
-        half_time_s=prof.fp8_half_time_s if ctx.fp8 else prof.gemm_half_time_s,
-        fp8=ctx.fp8,
+    fp8 = ctx.fp8
+    peak = gpu.peak_fp8_flop_per_s if fp8 and gpu.peak_fp8_flop_per_s else gpu.peak_bf16_flop_per_s
+    rate = GemmRate(
+        peak_flop_per_s=peak,
+        plateau=prof.fp8_gemm_efficiency if fp8 else prof.gemm_efficiency,
+        half_tokens=prof.fp8_half_tokens if fp8 else prof.gemm_half_tokens,
+        half_flop=(prof.fp8_half_time_s if fp8 else prof.gemm_half_time_s) * peak,
         hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+        weight_bytes=1.0 if fp8 else BF16_BYTES,
     )
-    # the job's routing imbalance (planner.stack_settings): once on the GEMMs
-    return np.asarray(expert * ctx.job.moe_imbalance, np.float64)
+    fwd = np.zeros_like(tok_moe)
+    bwd = np.zeros_like(tok_moe)
+    for shard in np.unique(etp).tolist():  # the expert width is split over the expert-TP group
+        mask = etp == shard
+        f, b = expert_mlp_time(
+            rate,
+            tokens_per_expert=per_expert,
+            local_experts=local_experts,
+            hidden=ctx.hidden,
+            expert_ffn=model.expert_ffn_hidden_size / shard,
+            gated=model.swiglu,
+            path="multi_stream",
+            imbalance=ctx.job.moe_imbalance,
+        )
+        fwd, bwd = np.where(mask, f, fwd), np.where(mask, b, bwd)
+    flex = comm_flags.flex_dispatch(model, ctx.cluster, ctx.batch)
+    spec_hbm = gpu.hbm_bandwidth_bytes_per_s
+    perm = [
+        permute_time(
+            tokens=tok_moe,
+            hidden=ctx.hidden,
+            topk=model.moe_router_topk,
+            dispatcher=kind,
+            hbm_bytes_per_s=spec_hbm,
+            permute_hbm_fraction=PERMUTE_HBM_FRACTION,
+        )
+        for kind in ("alltoall", "flex")
+    ]
+    p_fwd = np.where(flex, perm[1][0], perm[0][0])
+    p_bwd = np.where(flex, perm[1][1], perm[0][1])
+    return np.asarray((fwd + bwd + p_fwd + p_bwd) / 3.0, np.float64)
 
 
 def ep_all_to_all_time(

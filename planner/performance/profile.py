@@ -87,8 +87,21 @@ class PerformanceProfile:
     charges 15 % on NVLink, 2 % on IB, performance-facts §6.2, §9.5: 5-15 %). Scaled by the link's
     bandwidth / NVLink's, since the SM and HBM cost follows the bytes moved (15 % x 47/370 ~ 2 %).
     Charged to the communication's own breakdown entry."""
-    layer_overhead_s: float = 20e-6
-    """Host/launch gaps per layer per micro-batch, forward + backward (§8)."""
+    layer_overhead_s: float = 0.0
+    """Extra host/launch gap per layer per micro-batch beyond the host model below (0: the
+    host_* costs carry it; kept for profiles that fitted one before the host model)."""
+    host_kernel_s: float = 5e-6
+    """Host time of one eager kernel launch: Python, PyTorch dispatch, launch ("a few
+    microseconds", mechanisms-facts §3.1; AIC charges 3 us per memory-bound kernel,
+    performance-facts §8) [U]. Not fitted."""
+    host_graph_launch_s: float = 10e-6
+    """One cudaGraphLaunch of a captured region (mechanisms-facts §3.4) [U]. Not fitted."""
+    host_sync_s: float = 20e-6
+    """Round trip of one device-to-host sync of MoE token dispatch: copy, event wait, the first
+    launch after it (mechanisms-facts §3.3) [U]. Not fitted."""
+    host_micro_batch_s: float = 100e-6
+    """Schedule bookkeeping per micro-batch without CUDA graphs (performance-facts §8: budget
+    50-200 us for dense models) [U]. Not fitted."""
     step_overhead_s: float = 0.05
     """Per-iteration fixed time: data loading, grad-norm, logging (§8)."""
     straggler_spread: float = 0.0175

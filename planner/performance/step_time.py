@@ -21,6 +21,12 @@ and ``recompute_time``, :func:`~planner.performance.tensor_parallel.tp_comm_time
 (:func:`~planner.performance.overlap.interference`); the memory settings' replays, host optimizer
 and activation offload in :mod:`planner.performance.memory_settings`.
 
+Issue 12 mechanisms in the terms: collectives on the GPU's bandwidth-vs-size curves
+(:mod:`~planner.performance.collectives`), the CP ring attention step by step
+(:mod:`~planner.performance.context_parallel`), host launches / MoE dispatch syncs / CUDA
+graphs as the per-micro-batch overhead (:mod:`~planner.performance.host_term`), expert GEMMs
+per expert on TE's streams with their permutation (``expert_parallel.routed_expert_time``).
+
 Conventions: ``model_tflops_per_gpu`` uses Megatron's model-FLOPs formula (megatron-facts §5,
 vocabulary padded by each layout's tp, no recompute factor). ``mfu`` divides that by the GPU's
 dense **bf16** peak even for fp8 jobs, so that MFUs of bf16 and fp8 runs compare (NVIDIA's
@@ -37,9 +43,10 @@ from planner.layouts import FloatArray, LayoutBatch
 from planner.model.flops import flops_per_iteration
 from planner.performance.compute import compute_time, recompute_time
 from planner.performance.context import step_context
-from planner.performance.context_parallel import cp_comm_time
+from planner.performance.context_parallel import cp_comm_time, ring_model
 from planner.performance.data_parallel import dp_comm_time, stage_param_counts
 from planner.performance.expert_parallel import ep_all_to_all_time
+from planner.performance.host_term import host_exposed_time, step_host_seconds
 from planner.performance.memory_settings import activation_offload_time
 from planner.performance.offload_time import module_offload_time
 from planner.performance.optimizer import optimizer_step_time
@@ -88,15 +95,21 @@ def estimate_performance(
     """Step time, tokens/s per GPU, model TFLOP/s per GPU, MFU and the breakdown per layout."""
     ctx = step_context(model, cluster, job, batch, profile)
     m, f = ctx.microbatches, np.float64
-    compute = compute_time(ctx)
+    ring = ring_model(ctx)  # CP ring attention step by step (context_parallel), or None
+    compute = compute_time(ctx, ring)
     compute_mb = compute.compute_mb
     recompute_mb = recompute_time(ctx, compute)
     tp = tp_comm_time(ctx)
-    cp_mb = cp_comm_time(ctx, compute.core)
+    cp_mb = cp_comm_time(ctx, compute.core, ring)
     ep_mb, ep_unhidden = ep_all_to_all_time(ctx, compute_mb, tp.hidden_mb)
     pp_mb = pp_p2p_time(ctx)
-    overhead_mb = (ctx.layers_per_stage + ctx.shapes.mtp_layers) * profile.layer_overhead_s
-    stage_mb = compute_mb + recompute_mb + tp.exposed_mb + cp_mb + ep_mb + pp_mb + overhead_mb
+    gpu_mb = compute_mb + recompute_mb + tp.exposed_mb + cp_mb + ep_mb
+    # host launches, MoE dispatch syncs and CUDA graphs (host_term, mechanisms-facts §3)
+    overhead_mb = (
+        host_exposed_time(ctx, gpu_mb)
+        + (ctx.layers_per_stage + ctx.shapes.mtp_layers) * profile.layer_overhead_s
+    )
+    stage_mb = gpu_mb + pp_mb + overhead_mb
     params = stage_param_counts(ctx)
     gpus = ctx.tp * ctx.pp * ctx.cp * ctx.dp
     breakdown = {
@@ -111,7 +124,7 @@ def estimate_performance(
         "optimizer_s": optimizer_step_time(ctx, params),
         "offload_s": m * activation_offload_time(ctx, compute_mb)
         + m * module_offload_time(ctx, compute),
-        "overhead_s": m * overhead_mb + profile.step_overhead_s,
+        "overhead_s": m * overhead_mb + profile.step_overhead_s + step_host_seconds(ctx),
         "straggler_s": straggler_time(ctx, compute_mb + recompute_mb, gpus),
     }
     breakdown = {k: np.asarray(v, f) for k, v in breakdown.items()}

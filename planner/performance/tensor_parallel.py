@@ -33,9 +33,11 @@ def tp_layer_comm_fwd(ctx: StepContext) -> FloatArray:
     """Forward TP all-reduce (no SP) or all-gather + reduce-scatter (SP) seconds of one layer."""
     batch = ctx.batch
     one = np.ones_like(batch.tp)
-    coll_sp = ring_time(ctx.links, batch.tp, one, ctx.activation_bytes, 1.0)
+    # one message per collective: the full b s_l h tensor (mechanisms-facts §2.2 curves)
+    ag = ring_time(ctx.links, batch.tp, one, ctx.activation_bytes, 1.0, op="all_gather")
+    rs = ring_time(ctx.links, batch.tp, one, ctx.activation_bytes, 1.0, op="reduce_scatter")
     coll_ar = ring_time(ctx.links, batch.tp, one, ctx.activation_bytes, 2.0)
-    return np.asarray(np.where(ctx.sp > 0, 4 * coll_sp, 2 * coll_ar), np.float64)
+    return np.asarray(np.where(ctx.sp > 0, 2 * (ag + rs), 2 * coll_ar), np.float64)
 
 
 def expert_tp_comm_fwd(ctx: StepContext) -> FloatArray:
@@ -50,7 +52,8 @@ def expert_tp_comm_fwd(ctx: StepContext) -> FloatArray:
             batch.etp > 1,
             np.where(
                 ctx.sp > 0,
-                2 * ring_time(links, batch.etp, one, routed_bytes, 1.0),
+                ring_time(links, batch.etp, one, routed_bytes, 1.0, op="all_gather")
+                + ring_time(links, batch.etp, one, routed_bytes, 1.0, op="reduce_scatter"),
                 ring_time(links, batch.etp, one, routed_bytes, 2.0),
             ),
             0.0,

@@ -56,7 +56,17 @@ def memory_json(mem: MemoryEstimate, i: int) -> dict[str, Any]:
         "worst_rank": None if mem.worst_rank is None else int(mem.worst_rank[i]),
         "host_bytes": None if mem.host_bytes is None else _num(mem.host_bytes[i]),
         "host_fits": None if mem.host_fits is None else bool(mem.host_fits[i]),
+        **_stage_bytes(mem, i),
     }
+
+
+def _stage_bytes(mem: MemoryEstimate, i: int) -> dict[str, Any]:
+    """``{"stage_bytes": [rank 0, rank 1, ...]}`` when every rank was charged (a pipeline
+    layout), else nothing (the first and the last stage are above)."""
+    if mem.rank_bytes is None or np.isnan(mem.rank_bytes[0, i]):
+        return {}
+    column = mem.rank_bytes[:, i]
+    return {"stage_bytes": [_num(v) for v in column[~np.isnan(column)]]}
 
 
 def performance_json(perf: PerformanceEstimate, i: int) -> dict[str, Any]:

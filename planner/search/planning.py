@@ -34,6 +34,8 @@ from planner.layouts import IntArray
 from planner.memory.estimate import MemoryOptions, estimate_memory
 from planner.performance.step_time import PerformanceProfile, estimate_performance
 from planner.search.evaluate import memory_json, performance_json
+from planner.search.explain import explain_winner
+from planner.search.funnel import Funnel
 from planner.search.objectives import FloatArray, Objective
 from planner.search.ranking import pareto_front, rank_order
 from planner.search.sampling import (
@@ -167,9 +169,23 @@ class PlanResult:
         return {
             "plans": [p.to_dict() for p in self.plans],
             "search": self.search.to_dict(),
+            "funnel": self.funnel.to_dict(),
             "rejections": dict(self.rejections),
             "pareto": [p.to_dict() for p in self.pareto],
+            **self._winner(),
         }
+
+    def _winner(self) -> dict[str, Any]:
+        """``{"winner": ...}``: why #1 beats #2 (nothing with fewer than two plans)."""
+        if len(self.plans) < 2:
+            return {}
+        why = explain_winner(self.plans[0].to_dict(), self.plans[1].to_dict())
+        return {} if why is None else {"winner": why.to_dict()}
+
+    @property
+    def funnel(self) -> Funnel:
+        """enumerated -> passed Megatron's rules -> fit in memory -> evaluated -> ranked."""
+        return Funnel.of(self.search.to_dict(), len(self.plans))
 
     def to_study(
         self,

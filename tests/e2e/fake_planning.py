@@ -51,9 +51,18 @@ def _plan(rank: int) -> dict[str, Any]:
         "sequence_parallel": True,
         "optimizer_sharding": "optimizer",
     }
+    prediction: dict[str, Any] = {}
+    if rank == 0:  # the fidelity fields (issue 14 item 3): an interval and an extrapolation
+        speed = 4_000_000 / step / 64
+        prediction = {
+            "tokens_per_s_per_gpu_interval": [0.9 * speed, 1.1 * speed],
+            "step_time_interval_s": [0.9 * step, 1.15 * step],
+            "extrapolation": ["seq_length 131072 is longer than any measured run (32768)"],
+        }
     return {
         "layout": layout,
         "memory": {
+            "stage_bytes": [total, total - GIB, total - 2 * GIB, total - 3 * GIB],
             "total_bytes": total,
             "capacity_bytes": capacity,
             "threshold": 0.8,
@@ -70,6 +79,7 @@ def _plan(rank: int) -> dict[str, Any]:
             "model_tflops_per_gpu": 400.0 / step,
             "mfu": 0.4 * 4 / step,
             "breakdown": perf,
+            **prediction,
         },
         "megatron": {
             "args": [

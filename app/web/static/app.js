@@ -64,7 +64,8 @@
   function scatter(data) {
     var fits = data.points.filter(function (p) { return p.fits; });
     var over = data.points.filter(function (p) { return !p.fits; });
-    var datasets = [{ label: "fits", data: fits, backgroundColor: "#0b5cad", pointRadius: 4 }];
+    var datasets = [];
+    if (fits.length || !over.length) datasets.push({ label: "fits", data: fits, backgroundColor: "#0b5cad", pointRadius: 4 });
     if (over.length) {  // the legend promises hollow points only when some are drawn
       datasets.push({ label: "does not fit", data: over, backgroundColor: "rgba(0,0,0,0)", borderColor: "#cf222e", pointRadius: 4, pointStyle: "circle", borderWidth: 1.5 });
     }

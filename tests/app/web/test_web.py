@@ -143,7 +143,8 @@ def test_bad_seq_length_rerenders_form_with_error_beside_field(client: TestClien
     response = client.post("/plans", data=FORM | {"seq_length": "0"})
     assert response.status_code == 422
     block = field_block(response.text, "seq_length")
-    assert "seq_length: Input should be greater than or equal to 1" in block  # as the API says
+    # plain words, with the API's bounds (PlanJobCreate: 1 to 1,048,576)
+    assert "Sequence length must be between 1 and 1,048,576." in block
     assert 'aria-invalid="true"' in block
 
 

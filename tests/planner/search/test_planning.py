@@ -263,7 +263,7 @@ def test_pareto_plans_are_mutually_non_dominated() -> None:
 
 def test_to_dict_has_the_documented_shape() -> None:
     out = plan(LLAMA_8B, cluster(16), JOB, constraints=SMALL, profile=PROFILE).to_dict()
-    assert set(out) == {"plans", "search", "rejections", "pareto"}
+    assert set(out) == {"plans", "search", "funnel", "rejections", "pareto", "winner"}
     assert set(out["plans"][0]) == {"layout", "memory", "performance", "objective"}
     assert set(out["plans"][0]["layout"]) == set(Layout().to_dict())
     assert {"evaluated", "feasible", "proven_optimal", "elapsed_s"} <= set(out["search"])

@@ -1,0 +1,83 @@
+"""``planner calibrate --suggest K --request FILE``: the K short runs on your cluster that would
+most reduce the uncertainty of one plan's prediction, each with its launch command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from app.cli.common import fail, out_console, print_json
+
+
+def read_request(path: Path | None) -> dict[str, Any]:
+    """The plan to measure around: {"evaluation": {...}} or {"plan": {...}}; a bare object is
+    an evaluation request (the body of POST /v1/evaluations)."""
+    if path is None:
+        fail(
+            "--suggest needs --request FILE.json: the layout (or plan request) to measure around",
+            field="--request",
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror}", field="--request")
+    except ValueError as exc:
+        fail(f"{path} is not JSON: {exc}", field="--request")
+    if not isinstance(data, dict):
+        fail(f"{path} must hold one JSON object", field="--request")
+    if "evaluation" in data or "plan" in data:
+        return data
+    return {"evaluation": data}
+
+
+def run_suggest(
+    k: int, request_file: Path | None, rows: list[dict[str, str]], json_output: bool
+) -> None:
+    from app.planning.suggest import suggest
+    from planner.specs import SpecError
+
+    body = {**read_request(request_file), "k": k}
+    try:
+        result = suggest(body, measured_rows=rows)
+    except SpecError as exc:
+        fail(exc.message, field=exc.field)
+    if json_output:
+        print_json(result)
+        return
+    print_suggestions(result)
+
+
+def print_suggestions(result: dict[str, Any]) -> None:
+    console = out_console()
+    plan = result["plan"]
+    console.print(
+        f"Plan: {plan['model']} on {plan['num_gpus']} x {plan['gpu']}; its prediction's "
+        f"uncertainty from the coefficients: ±{result['plan_uncertainty_pct_before']:.1f}% "
+        f"now, ±{result['plan_uncertainty_pct_after']:.1f}% once these runs are measured "
+        f"({result['candidates_considered']} candidates considered).",
+        highlight=False,
+    )
+    table = Table(title="Runs to measure next (best first)", header_style="bold")
+    for column in ("#", "change", "GPUs", "step s", "minutes", "variance removed", "informs"):
+        table.add_column(column, justify="left" if column in ("change", "informs") else "right")
+    for n, run in enumerate(result["runs"], start=1):
+        table.add_row(
+            str(n),
+            run["change"],
+            str(run["num_gpus"]),
+            f"{run['step_time_s']:.2f}",
+            f"{run['minutes']:.0f}",
+            f"{100 * run['variance_reduction']:.0f}%",
+            ", ".join(run["informs"]),
+        )
+    console.print(table)
+    for n, run in enumerate(result["runs"], start=1):
+        console.print(f"\n[bold]{n}.[/] {run['command']}", soft_wrap=True, highlight=False)
+    console.print(
+        "\nUpload each run's Megatron-LM log (`planner calibrate --log FILE --gpu-type ...`, or "
+        "POST /v1/clusters/{slug}/measurements) to calibrate.",
+        highlight=False,
+    )

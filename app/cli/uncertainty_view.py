@@ -1,0 +1,30 @@
+"""How the CLI tables show a prediction's interval and its extrapolation warnings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BAND_NOTE = (
+    "tokens/s/GPU in brackets: the 10th-90th percentile band of cross-validated errors of "
+    "that kind of layout (models_db/intervals)"
+)
+
+
+def tokens_cell(perf: dict[str, Any]) -> str:
+    """'12,345 (11,020-13,210)': the prediction with its band, when it has one."""
+    tokens = perf.get("tokens_per_s_per_gpu")
+    if tokens is None:
+        return "-"
+    band = perf.get("tokens_per_s_per_gpu_interval")
+    if not band:
+        return f"{tokens:,.0f}"
+    return f"{tokens:,.0f} ({band[0]:,.0f}-{band[1]:,.0f})"
+
+
+def print_uncertainty(console: Any, perf: dict[str, Any] | None) -> None:
+    """The band's meaning and the extrapolation reasons of one prediction, under a table."""
+    if not perf or not perf.get("tokens_per_s_per_gpu_interval"):
+        return
+    console.print(BAND_NOTE, highlight=False)
+    for reason in perf.get("extrapolation") or []:
+        console.print(f"[yellow]extrapolates:[/] {reason}", highlight=False)

@@ -1,0 +1,86 @@
+"""What to measure next (issue 12 item 10): the one orchestration behind
+``planner calibrate --suggest K``, ``POST /v1/calibration-suggestions`` and the web calibration
+page. The plan is either one layout (an evaluation request) or a search's best plan (a plan
+request); the runs come from :func:`planner.calibration.suggest.suggest_runs`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.calibration.fit import parse_measurement_rows
+from app.planning.compute import profile_for
+from app.planning.convert import parse_request, resolve_model, to_evaluation
+from app.planning.schemas import EvaluationRequest, PlanJobCreate
+from planner import PerformanceProfile, SpecError
+from planner.calibration.suggest import suggest_runs
+
+MAX_SUGGESTIONS = 20
+
+
+class SuggestionRequest(BaseModel):
+    """The plan whose prediction the runs should pin down, and how many runs to propose."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    evaluation: EvaluationRequest | None = Field(
+        default=None, description="one layout (the body of POST /v1/evaluations)"
+    )
+    plan: PlanJobCreate | None = Field(
+        default=None, description="a search (the body of POST /v1/plan-jobs): its best plan"
+    )
+    k: int = Field(default=3, ge=1, le=MAX_SUGGESTIONS, description="runs to propose")
+
+    @model_validator(mode="after")
+    def _one_plan(self) -> SuggestionRequest:
+        if (self.evaluation is None) == (self.plan is None):
+            raise ValueError("give exactly one of evaluation (a layout) or plan (a search)")
+        return self
+
+
+def suggest(
+    request: SuggestionRequest | dict[str, Any],
+    *,
+    profile: PerformanceProfile | None = None,
+    measured_rows: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Propose ``k`` short runs; the rows already measured count as known information."""
+    req = parse_request(SuggestionRequest, request)
+    if req.evaluation is not None:
+        inputs = to_evaluation(req.evaluation, resolve_model(req.evaluation.model))
+        model, cluster, job, layout = inputs.model, inputs.cluster, inputs.job, inputs.layout
+        threshold = inputs.threshold
+    else:
+        assert req.plan is not None  # the validator guarantees one of the two
+        model, cluster, job, layout, threshold = _best_plan(req.plan, profile)
+    used = profile_for(cluster.gpu, profile)
+    measured = []
+    if measured_rows:
+        parsed, _ = parse_measurement_rows(measured_rows)
+        measured = [m for m in parsed if m.cluster.gpu.name == cluster.gpu.name]
+    result = suggest_runs(
+        model, cluster, job, layout, used, k=req.k, measured=measured, threshold=threshold
+    )
+    return {
+        "plan": {
+            "model": model.name,
+            "gpu": cluster.gpu.name,
+            "num_gpus": cluster.num_gpus,
+            "layout": layout.to_dict(),
+        },
+        "profile": used.provenance.get("kind", "unknown"),
+        "measured_rows": len(measured),
+        **result.to_dict(),
+    }
+
+
+def _best_plan(req: PlanJobCreate, profile: PerformanceProfile | None) -> tuple[Any, ...]:
+    from app.planning.plan_request import search, to_plan
+
+    p = to_plan(req)
+    result = search(p, profile_for(p.clusters[0].gpu, profile), top_k=1)
+    if not result.plans:
+        raise SpecError("the search found no feasible plan to measure around", field="plan")
+    best = result.plans[0]
+    return best.model, best.cluster, best.job, best.layout, p.threshold

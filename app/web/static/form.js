@@ -1,0 +1,115 @@
+// The plan form's checks in the page: every empty required field, every number out of the
+// API's range (data-min/data-max, rendered from the request schema) and the GPUs-vs-nodes
+// conflict are flagged at once beside their fields, in the server's words, before a round
+// trip. The server makes the same checks (app/web/form_checks.py) for pages without script.
+(function () {
+  "use strict";
+
+  function fmt(n) { return Number(n).toLocaleString("en-US"); }
+
+  function value(form, name) {
+    var el = form.elements[name];
+    return el && !el.disabled ? String(el.value || "").trim() : "";
+  }
+
+  function numberError(input) {
+    var text = input.value.trim(), label = input.dataset.label;
+    var whole = input.dataset.kind === "whole";
+    if (input.dataset.lists && /[,-]/.test(text)) return null;  // a list or range: the server parses it
+    var n = Number(text);
+    if (text === "" || !isFinite(n)) return label + " must be " + (whole ? "a whole number" : "a number") + "; you typed '" + text + "'.";
+    if (whole && n !== Math.floor(n)) return label + " must be a whole number; you typed '" + text + "'.";
+    var lo = input.dataset.min, hi = input.dataset.max;
+    if ((lo !== undefined && n < Number(lo)) || (hi !== undefined && n > Number(hi))) {
+      return label + " must be " + (hi !== undefined ? "between " + fmt(lo || 0) + " and " + fmt(hi) : "at least " + fmt(lo)) + ".";
+    }
+    return null;
+  }
+
+  function check(form) {
+    var errors = {};
+    var hf = form.querySelector("#model_source_hf");
+    if (hf && hf.checked) { if (!value(form, "hf_config")) errors.hf_config = "Paste the model's config.json (or pick a catalog model)."; }
+    else if (!value(form, "model")) errors.model = "Choose a model.";
+    if (!value(form, "cluster") && !value(form, "gpu")) errors.gpu = "Choose a GPU type (or a cluster).";
+    var question = value(form, "question");
+    form.querySelectorAll("input[data-label]").forEach(function (input) {
+      if (input.disabled) return;
+      var name = input.name, text = input.value.trim();
+      if (!text) {
+        var required = input.dataset.required;
+        if (!required) return;
+        if (name === "num_gpus" && value(form, "num_nodes")) return;
+        if (name === "global_batch_size" && question && question !== "best") return;
+        errors[name] = required;
+        return;
+      }
+      var bad = numberError(input);
+      if (bad) errors[name] = bad;
+    });
+    var gpus = Number(value(form, "num_gpus")), nodes = Number(value(form, "num_nodes"));
+    var perNode = value(form, "cluster") ? 0 : Number(value(form, "gpus_per_node"));
+    if (!errors.num_gpus && !errors.num_nodes && gpus && nodes && perNode && gpus !== nodes * perNode) {
+      errors.num_gpus = errors.num_nodes = fmt(gpus) + " GPUs is not " + fmt(nodes) + " nodes of " + fmt(perNode) + ": give one of the two, or make them agree.";
+    } else if (!errors.num_gpus && gpus && perNode && !nodes && gpus > perNode && gpus % perNode) {
+      errors.num_gpus = fmt(gpus) + " GPUs do not fill whole nodes of " + fmt(perNode) + ": use a multiple of GPUs per node.";
+    }
+    return errors;
+  }
+
+  function show(form, errors) {
+    form.querySelectorAll(".field-error").forEach(function (p) {
+      var name = p.id.replace(/-error$/, "");
+      var el = form.elements[name];
+      var field = p.closest(".field");
+      var message = errors[name];
+      p.textContent = message || "";
+      p.hidden = !message;
+      if (field) field.classList.toggle("has-error", !!message);
+      if (el && el.setAttribute) {
+        if (message) { el.setAttribute("aria-invalid", "true"); el.setAttribute("aria-describedby", p.id); }
+        else el.removeAttribute("aria-invalid");
+      }
+    });
+    var names = Object.keys(errors);
+    var summary = form.querySelector("#error-summary");
+    if (summary) {
+      summary.hidden = !names.length;
+      summary.textContent = names.length ? names.length + (names.length > 1 ? " fields to fix: see the messages beside them." : " field to fix: see the message beside it.") : "";
+    }
+    if (names.length) {
+      var advanced = form.querySelector("details.advanced");
+      var first = form.elements[names[0]];
+      if (advanced && first && advanced.contains(first)) advanced.open = true;
+      if (first && first.focus) first.focus();
+    }
+  }
+
+  function syncCluster(form) {
+    var cluster = form.querySelector("#cluster");
+    if (!cluster) return;
+    ["gpu", "gpus_per_node"].forEach(function (name) {
+      var el = form.elements[name];
+      if (el) el.disabled = !!cluster.value;
+    });
+  }
+
+  // capture phase: runs before htmx's own submit handler on the form, so a bad form never posts
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form || form.id !== "plan-form") return;
+    var errors = check(form);
+    show(form, errors);
+    if (Object.keys(errors).length) { event.preventDefault(); event.stopPropagation(); }
+  }, true);
+
+  document.addEventListener("change", function (event) {
+    if (event.target && event.target.id === "cluster") syncCluster(event.target.form);
+  });
+
+  function init() { var form = document.getElementById("plan-form"); if (form) syncCluster(form); }
+  document.addEventListener("DOMContentLoaded", function () {
+    init();
+    if (window.htmx) window.htmx.onLoad(init);
+  });
+})();

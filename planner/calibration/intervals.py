@@ -1,0 +1,188 @@
+"""How sure a prediction is: a band from cross-validated residuals of its regime, and the ways a
+plan extrapolates beyond anything calibrated (issue 12 item 9).
+
+The table is data (``models_db/intervals/throughput.json``, written by ``bench/calibration.py``
+from leave-one-source-out residuals, never in-sample ones); this module only reads it. A band is
+the 10th-90th percentile of measured / predicted tokens/s per GPU among held-out rows of the same
+regime (dense or MoE, one node or several, cp > 1, fp8); a regime with fewer than
+``min_rows`` rows falls back to its parent (the key with its last part dropped), up to all rows.
+A GPU whose profile is transferred rather than fitted takes the leave-one-GPU-type-out band,
+which measures exactly that procedure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.model.params import param_counts
+from planner.performance.profile import PerformanceProfile
+from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
+
+REGIME_PARTS = ("moe", "nodes", "cp", "precision")
+"""Parts of a regime key, most general first: the fallback drops parts from the end."""
+TRANSFERRED = "transferred-gpu"
+
+
+def regime_parts(model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, cp: int) -> list[str]:
+    return [
+        "moe" if model.is_moe else "dense",
+        "multi-node" if cluster.num_nodes > 1 else "single-node",
+        "cp>1" if cp > 1 else "cp=1",
+        "fp8" if job.precision == "fp8" else "bf16",
+    ]
+
+
+def regime_key(parts: Sequence[str]) -> str:
+    return "/".join(parts) if parts else "all"
+
+
+def fallback_keys(parts: Sequence[str]) -> list[str]:
+    """The regime's key, then each parent's, down to 'all'."""
+    return [regime_key(parts[:n]) for n in range(len(parts), -1, -1)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Band:
+    n: int
+    low: float
+    """10th percentile of measured / predicted."""
+    high: float
+    """90th percentile of measured / predicted."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CalibratedRange:
+    """What the calibration rows span (a prediction outside it extrapolates)."""
+
+    gpus: tuple[str, ...]
+    parameters: tuple[float, float]
+    seq_length: tuple[int, int]
+    num_gpus: tuple[int, int]
+    max_experts: int
+    max_topk: int
+    min_expert_ffn_ratio: float
+    """Smallest expert FFN width / hidden size among the MoE rows (fine-grained MoE is below)."""
+    max_cp: int
+    cp_across_nodes: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IntervalTable:
+    low_quantile: float
+    high_quantile: float
+    min_rows: int
+    bands: dict[str, Band]
+    calibrated: CalibratedRange
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IntervalTable:
+        cal = dict(data["calibrated"])
+        for key in ("gpus", "parameters", "seq_length", "num_gpus"):
+            cal[key] = tuple(cal[key])
+        return cls(
+            low_quantile=float(data["low_quantile"]),
+            high_quantile=float(data["high_quantile"]),
+            min_rows=int(data["min_rows"]),
+            bands={k: Band(**v) for k, v in data["bands"].items()},
+            calibrated=CalibratedRange(**cal),
+            source=dict(data.get("source", {})),
+        )
+
+    def band(self, parts: Sequence[str], *, transferred: bool = False) -> tuple[str, Band]:
+        """The band of the most specific regime with enough rows: (its key, the band)."""
+        keys = ([TRANSFERRED] if transferred else []) + fallback_keys(parts)
+        for key in keys:
+            band = self.bands.get(key)
+            if band is not None and band.n >= self.min_rows:
+                return key, band
+        return "all", self.bands["all"]
+
+
+def is_transferred(profile: PerformanceProfile) -> bool:
+    return str(profile.provenance.get("kind", "")) != "fitted"
+
+
+def uncertainty(
+    table: IntervalTable,
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    job: TrainingJob,
+    layout: Layout,
+    profile: PerformanceProfile,
+    *,
+    tokens_per_s_per_gpu: float,
+    step_time_s: float,
+) -> dict[str, Any]:
+    """The fields a layout report's performance block carries about its uncertainty."""
+    parts = regime_parts(model, cluster, job, layout.cp)
+    key, band = table.band(parts, transferred=is_transferred(profile))
+    return {
+        "tokens_per_s_per_gpu_interval": [
+            tokens_per_s_per_gpu * band.low,
+            tokens_per_s_per_gpu * band.high,
+        ],
+        # step time is inversely proportional to tokens/s at a fixed batch
+        "step_time_interval_s": [step_time_s / band.high, step_time_s / band.low],
+        "interval": {
+            "band": f"{round(100 * table.low_quantile)}th-{round(100 * table.high_quantile)}th "
+            "percentile of leave-one-source-out residuals",
+            "regime": key,
+            "rows": band.n,
+        },
+        "extrapolation": extrapolation(table.calibrated, model, cluster, job, layout, profile),
+    }
+
+
+def extrapolation(
+    cal: CalibratedRange,
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    job: TrainingJob,
+    layout: Layout,
+    profile: PerformanceProfile,
+) -> list[str]:
+    """Why this prediction lies outside the calibrated data, in words (empty: inside it)."""
+    out: list[str] = []
+    gpu = cluster.gpu.name
+    if is_transferred(profile):
+        origin = profile.provenance.get("transferred_from")
+        how = f"transferred from {origin}" if origin else "architecture priors"
+        out.append(f"the {gpu} profile is not fitted to measurements of this GPU ({how})")
+    if model.is_moe:
+        ratio = model.expert_ffn_hidden_size / model.hidden_size
+        experts = model.num_experts or 0
+        if (
+            experts > cal.max_experts
+            or model.moe_router_topk > cal.max_topk
+            or ratio < cal.min_expert_ffn_ratio
+        ):
+            out.append(
+                f"fine-grained MoE ({experts} experts, top-{model.moe_router_topk}, expert FFN "
+                f"{ratio:.2f}x hidden): calibrated MoE rows have at most {cal.max_experts} "
+                f"experts, top-{cal.max_topk}, expert FFN >= {cal.min_expert_ffn_ratio:.2f}x"
+            )
+    if layout.cp > 1:
+        if layout.cp > cal.max_cp:
+            out.append(f"cp={layout.cp} is above the calibrated cp <= {cal.max_cp}")
+        if layout.tp * layout.cp > cluster.gpus_per_node and not cal.cp_across_nodes:
+            out.append(
+                f"context parallelism across nodes (tp x cp = {layout.tp * layout.cp} > "
+                f"{cluster.gpus_per_node} GPUs per node): no calibrated run did that"
+            )
+    params = float(param_counts(model).total)
+    lo, hi = cal.parameters
+    if not lo * 0.8 <= params <= hi * 1.25:
+        out.append(
+            f"model size {params / 1e9:.3g}B is outside the calibrated "
+            f"{lo / 1e9:.3g}B-{hi / 1e9:.3g}B"
+        )
+    for what, value, (a, b) in (
+        ("sequence length", job.seq_length, cal.seq_length),
+        ("GPU count", cluster.num_gpus, cal.num_gpus),
+    ):
+        if not a <= value <= b:
+            out.append(f"{what} {value} is outside the calibrated {a}-{b}")
+    return out

@@ -1,0 +1,277 @@
+"""Calibration that is honest with few rows: fit only what the rows identify, toward the prior.
+
+The fit is a maximum a-posteriori estimate. Each coefficient lives in a standardised coordinate
+``z`` (0 = the prior profile, 1 = one prior width away): in log space where the prior value is
+positive (efficiencies, overheads: a ratio change is what a row sees), linearly where it is zero
+(``attention_score_bytes`` with flash attention). The cost is
+
+    sum_rows (log(pred / measured) / NOISE_LOG_SD)^2 + sum_coefficients z^2
+
+that is Gaussian row noise plus a Gaussian prior of one ``BOUNDS`` width per coefficient (a ridge
+in log space whose strength is the ratio of the two variances; Bishop, PRML §3.3, eq. 3.55).
+
+Identification (:mod:`planner.calibration.identify`) keeps a coefficient at its prior unless the
+rows carry at least as much information about it as the prior does: two bf16 rows have zero
+sensitivity to the fp8 GEMM plateau, single-node rows to the network efficiency, so neither moves.
+
+The solver is Gauss-Newton on the Jacobian taken once at the prior and refreshed by Broyden's
+rank-one update (Nocedal & Wright §11.1): the Jacobian at the prior does not depend on the
+measured values, so the cross-validation folds reuse it without seeing the held-out rows
+(:mod:`planner.calibration.honest_cv`). That is what makes ``planner calibrate`` take seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+import numpy as np
+
+from planner.calibration import fit as _fit
+from planner.calibration.fit import ErrorStats, usable
+from planner.calibration.identify import Coordinates, identify, sensitivity
+from planner.calibration.measurements import Measurement
+from planner.layouts import FloatArray
+from planner.performance.profile import PerformanceProfile
+
+NOISE_LOG_SD = 0.065
+"""Standard deviation of one row's log error the fit expects: the leave-one-source-out CV of the
+shipped model (bench/results/accuracy.md: median APE 4.3 %, p90 11.3 %) is a normal of sd
+0.064-0.069 in log error (median |e| = 0.674 sd, p90 = 1.645 sd)."""
+ITERATIONS = 6
+"""Gauss-Newton steps; each costs one prediction of the rows (the fit converges in 3-5)."""
+MOVED_REL = 0.005
+"""A coefficient 'moved' when its fitted value differs from the prior by more than 0.5 %."""
+
+
+def default_candidates() -> tuple[str, ...]:
+    """The coefficients a calibration may fit: the fit module's list, read at call time so a
+    coefficient added there (with its ``BOUNDS`` entry) is considered here too."""
+    return tuple(n for n in _fit.DEFAULT_COEFFICIENTS if n in _fit.BOUNDS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoefficientChange:
+    """One candidate coefficient: its prior, its fitted value and whether the rows identify it."""
+
+    name: str
+    prior: float
+    fitted: float
+    identified: bool
+    information: float
+    """Rows' Fisher information about the coefficient relative to the prior's (>= 1 fits it)."""
+    reason: str
+    """Why it was fitted or kept at its prior, in words."""
+
+    @property
+    def change(self) -> float:
+        """Relative change fitted / prior - 1 (absolute change when the prior is 0)."""
+        if self.prior == 0:
+            return self.fitted
+        return self.fitted / self.prior - 1.0
+
+    @property
+    def moved(self) -> bool:
+        return self.identified and abs(self.change) > MOVED_REL
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "prior": self.prior,
+            "fitted": self.fitted,
+            "change_pct": None if self.prior == 0 else round(100 * self.change, 2),
+            "identified": self.identified,
+            "moved": self.moved,
+            "information": round(self.information, 3),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegularisedFit:
+    profile: PerformanceProfile
+    coefficients: tuple[CoefficientChange, ...]
+    before: ErrorStats
+    """In-sample error of the prior profile on the rows."""
+    after: ErrorStats
+    """In-sample error of the fitted profile (the CV error is the honest one)."""
+    n_rows: int
+    iterations: int
+
+    @property
+    def moved(self) -> tuple[CoefficientChange, ...]:
+        return tuple(c for c in self.coefficients if c.moved)
+
+
+def solve(
+    problem: _fit._Groups,
+    measured: FloatArray,
+    coords: Coordinates,
+    jacobian: FloatArray,
+    *,
+    noise: float = NOISE_LOG_SD,
+    iterations: int = ITERATIONS,
+) -> tuple[FloatArray, int]:
+    """MAP coordinates z of the identified coefficients (see the module docstring).
+
+    ``jacobian`` is d log(pred) / dz at z = 0 for the rows of ``problem``, columns of the
+    identified coefficients only. Returns (z, prediction calls spent).
+    """
+    k = jacobian.shape[1]
+    z = np.zeros(k)
+    if k == 0 or len(measured) == 0:
+        return z, 0
+    log_meas = np.log(measured)
+    jac = jacobian.copy()
+    log_pred = np.log(np.maximum(problem.predict(coords.profile(z)), 1e-12))
+    calls = 1
+    cost = _cost(log_pred - log_meas, z, noise)
+    for _ in range(iterations):
+        r = (log_pred - log_meas) / noise
+        j = jac / noise
+        step = -np.linalg.solve(j.T @ j + np.eye(k), j.T @ r + z)
+        accepted = False
+        for scale in (1.0, 0.5, 0.25):  # backtracking: the Jacobian is an approximation
+            z_new = coords.clip(z + scale * step)
+            new_pred = np.log(np.maximum(problem.predict(coords.profile(z_new)), 1e-12))
+            calls += 1
+            new_cost = _cost(new_pred - log_meas, z_new, noise)
+            if new_cost < cost:
+                accepted = True
+                break
+        if not accepted:
+            break
+        dz = z_new - z
+        # Broyden's rank-one update: the change of prediction the step actually produced
+        jac = jac + np.outer(new_pred - log_pred - jac @ dz, dz) / max(float(dz @ dz), 1e-12)
+        improvement = cost - new_cost
+        z, log_pred, cost = z_new, new_pred, new_cost
+        if improvement < 1e-6 * max(cost, 1.0):
+            break
+    return z, calls
+
+
+def _cost(log_err: FloatArray, z: FloatArray, noise: float) -> float:
+    return float(np.sum((log_err / noise) ** 2) + np.sum(z**2))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """Rows, their predictions and Jacobian at the prior: computed once, shared by the fit and
+    every cross-validation fold (the Jacobian at the prior does not depend on measured values)."""
+
+    rows: tuple[Measurement, ...]
+    measured: FloatArray
+    coords: Coordinates
+    base_pred: FloatArray
+    jacobian: FloatArray
+    noise: float
+
+
+def prepare(
+    measurements: Sequence[Measurement],
+    prior: PerformanceProfile,
+    *,
+    candidates: Sequence[str] | None = None,
+    noise: float = NOISE_LOG_SD,
+) -> Prepared:
+    """The usable rows with their prediction and sensitivity at ``prior``."""
+    rows = tuple(usable(measurements))
+    names = tuple(candidates) if candidates is not None else default_candidates()
+    for name in names:
+        if name not in _fit.BOUNDS:
+            raise ValueError(f"unknown coefficient {name!r}; fit one of {', '.join(_fit.BOUNDS)}")
+    coords = Coordinates(prior, names)
+    if rows:
+        base_pred, jac = sensitivity(_fit._Groups(rows), coords)
+    else:
+        base_pred, jac = np.empty(0), np.zeros((0, len(names)))
+    return Prepared(
+        rows=rows,
+        measured=np.array([m.tokens_per_s_per_gpu for m in rows], dtype=np.float64),
+        coords=coords,
+        base_pred=base_pred,
+        jacobian=jac,
+        noise=noise,
+    )
+
+
+def fit_regularised(
+    measurements: Sequence[Measurement],
+    prior: PerformanceProfile,
+    *,
+    candidates: Sequence[str] | None = None,
+    noise: float = NOISE_LOG_SD,
+    iterations: int = ITERATIONS,
+) -> RegularisedFit:
+    """Fit the coefficients ``measurements`` identify, regularised toward ``prior``."""
+    return fit_prepared(
+        prepare(measurements, prior, candidates=candidates, noise=noise), iterations=iterations
+    )
+
+
+def fit_prepared(
+    prepared: Prepared,
+    subset: Sequence[int] | np.ndarray | None = None,
+    *,
+    iterations: int = ITERATIONS,
+) -> RegularisedFit:
+    """The fit on ``prepared``'s rows (or the ``subset`` of them: a cross-validation fold)."""
+    idx = np.arange(len(prepared.rows)) if subset is None else np.asarray(subset, dtype=np.intp)
+    rows = [prepared.rows[int(i)] for i in idx]
+    measured = prepared.measured[idx]
+    jac_all = prepared.jacobian[idx]
+    coords_all = prepared.coords
+    noise = prepared.noise
+    ident = identify(jac_all, names=coords_all.names, noise=noise)
+    problem = _fit._Groups(rows)
+    keep = np.flatnonzero(ident.identified)
+    coords = coords_all.subset(keep)
+    z, calls = solve(
+        problem, measured, coords, jac_all[:, keep], noise=noise, iterations=iterations
+    )
+    fitted = coords.profile(z)
+    after = problem.predict(fitted) if rows else np.empty(0)
+    base_pred = prepared.base_pred[idx]
+    changes = tuple(
+        CoefficientChange(
+            name=name,
+            prior=float(getattr(coords_all.prior, name)),
+            fitted=float(getattr(fitted, name)),
+            identified=bool(ident.identified[i]),
+            information=float(ident.information[i]),
+            reason=ident.reasons[i],
+        )
+        for i, name in enumerate(coords_all.names)
+    )
+    before_stats = ErrorStats.of(base_pred, measured)
+    after_stats = ErrorStats.of(after, measured)
+    provenance = {
+        "kind": "fitted",
+        "method": "regularised (MAP, log-space ridge toward the prior; identified coefficients)",
+        "fitted_on": sorted({m.source_id for m in rows}),
+        "rows": [m.row_id for m in rows],
+        "n_rows": len(rows),
+        "coefficients": [c.name for c in changes if c.identified],
+        "not_identified": [c.name for c in changes if not c.identified],
+        "noise_log_sd": noise,
+        "median_ape_before": _nan_none(before_stats.median_ape),
+        "median_ape_after": _nan_none(after_stats.median_ape),
+        "p90_ape_after": _nan_none(after_stats.p90_ape),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "base": coords_all.prior.provenance,
+    }
+    return RegularisedFit(
+        profile=replace(fitted, provenance=provenance),
+        coefficients=changes,
+        before=before_stats,
+        after=after_stats,
+        n_rows=len(rows),
+        iterations=calls,
+    )
+
+
+def _nan_none(x: float) -> float | None:
+    return None if math.isnan(x) else x

@@ -1,0 +1,305 @@
+"""What to measure next: the K short runs on the user's cluster that most reduce the uncertainty
+of one plan's prediction (issue 12 item 10).
+
+The plan's log tokens/s depends on the profile's coefficients through g = d log(pred) / dz (z:
+coefficients in prior widths, :mod:`planner.calibration.identify`). Before any run its variance is
+g' P g, with P the posterior covariance of z: the prior's identity, sharpened by the rows already
+measured (P = (I + J'J / sigma^2)^-1, Bishop PRML eq. 3.54). A measured run with sensitivity j
+removes (g' P j)^2 / (sigma^2 + j' P j) of it (the rank-one update of P; c-optimal design,
+Atkinson & Donev, Optimum Experimental Designs §10.2). Candidates are small variations of the
+plan's layout on one to a few nodes (the same model, or a layer-reduced proxy of it as NVIDIA's
+benchmarks run, where the full model does not fit); the greedy picks the best K in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.calibration import fit as _fit
+from planner.calibration.identify import Coordinates, sensitivity
+from planner.calibration.measurements import Measurement
+from planner.calibration.regularised import NOISE_LOG_SD, default_candidates
+from planner.layouts import FloatArray, LayoutBatch
+from planner.megatron.flags import launch_spec
+from planner.memory.estimate import MemoryOptions, estimate_memory
+from planner.performance.profile import PerformanceProfile
+from planner.performance.step_time import estimate_performance
+from planner.space.rules import check_rules
+from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
+
+RUN_ITERATIONS = 50
+"""Iterations of a suggested run: Megatron's first iterations include warm-up and compilation;
+50 leave 40+ steady ones for a median step time at the default --log-interval (10)."""
+STARTUP_S = 300.0
+"""Start-up budget per run (process launch, NCCL init, data index build) [assumption: a few
+minutes on a warm cluster]."""
+MAX_NODES = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SuggestedRun:
+    model: ModelSpec
+    cluster: ClusterSpec
+    job: TrainingJob
+    layout: Layout
+    step_time_s: float
+    tokens_per_s_per_gpu: float
+    minutes: float
+    """Wall time of the run: start-up plus RUN_ITERATIONS steps."""
+    variance_reduction: float
+    """Share of the plan's prediction variance (in log tokens/s) this run removes."""
+    informs: tuple[str, ...]
+    """Coefficients this run pins down that the plan's prediction depends on."""
+    change: str
+    """How it differs from the plan, in words."""
+    command: str
+    args: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "change": self.change,
+            "model": self.model.name,
+            "num_layers": self.model.num_layers,
+            "num_gpus": self.cluster.num_gpus,
+            "nodes": self.cluster.num_nodes,
+            "global_batch_size": self.job.global_batch_size,
+            "layout": self.layout.to_dict(),
+            "step_time_s": self.step_time_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "iterations": RUN_ITERATIONS,
+            "minutes": round(self.minutes, 1),
+            "variance_reduction": round(self.variance_reduction, 4),
+            "informs": list(self.informs),
+            "command": self.command,
+            "args": list(self.args),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suggestions:
+    runs: tuple[SuggestedRun, ...]
+    plan_sd_before: float
+    """Standard deviation of the plan's log tokens/s from the coefficients, before the runs."""
+    plan_sd_after: float
+    """The same once the suggested runs are measured (as predicted by the design)."""
+    candidates: int
+    sensitive_to: tuple[str, ...]
+    """Coefficients the plan's prediction depends on, most first."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "runs": [r.to_dict() for r in self.runs],
+            "plan_uncertainty_pct_before": round(100 * float(np.expm1(self.plan_sd_before)), 2),
+            "plan_uncertainty_pct_after": round(100 * float(np.expm1(self.plan_sd_after)), 2),
+            "candidates_considered": self.candidates,
+            "sensitive_to": list(self.sensitive_to),
+        }
+
+
+def unmeasured_row(
+    model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout
+) -> Measurement:
+    """A row to predict, its measured value a placeholder 1.0 (the sensitivity only needs the
+    prediction; tests set the value they measure)."""
+    return Measurement(
+        row_id="candidate",
+        source_id="suggest",
+        sweep_id="",
+        reliability="high",
+        model=model,
+        cluster=cluster,
+        job=job,
+        layout=layout,
+        tokens_per_s_per_gpu=1.0,
+        step_time_s=None,
+        mfu=None,
+    )
+
+
+def _variants(layout: Layout, model: ModelSpec) -> Iterator[tuple[str, Layout]]:
+    yield "same layout", layout
+    for tp in (layout.tp // 2, layout.tp * 2):
+        if tp >= 1 and tp != layout.tp:
+            yield f"tp {layout.tp} -> {tp}", replace(layout, tp=tp)
+    if layout.cp > 1:
+        yield f"cp {layout.cp} -> 1", replace(layout, cp=1)
+    for mbs in (layout.micro_batch_size * 2, layout.micro_batch_size // 2):
+        if mbs >= 1:
+            yield (
+                f"micro-batch {layout.micro_batch_size} -> {mbs}",
+                replace(layout, micro_batch_size=mbs),
+            )
+    if layout.vpp > 1:
+        yield "no interleaving (vpp 1)", replace(layout, vpp=1)
+    if layout.pp > 1:
+        yield f"pp {layout.pp} -> {layout.pp // 2}", replace(layout, pp=layout.pp // 2, vpp=1)
+    if model.is_moe and layout.ep > 1:
+        yield f"ep {layout.ep} -> {layout.ep // 2}", replace(layout, ep=layout.ep // 2)
+
+
+def _feasible(
+    model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout, threshold: float
+) -> bool:
+    batch = LayoutBatch.from_layouts([layout])
+    try:
+        if check_rules(model, cluster, job, batch).any():
+            return False
+        mem = estimate_memory(model, cluster, job, batch, MemoryOptions(threshold=threshold))
+    except (SpecError, ValueError, ZeroDivisionError):
+        return False
+    return bool(mem.fits[0])
+
+
+def candidate_runs(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    job: TrainingJob,
+    layout: Layout,
+    *,
+    threshold: float = 0.8,
+) -> list[tuple[str, ModelSpec, ClusterSpec, TrainingJob, Layout]]:
+    """Short runs near the plan on 1..MAX_NODES nodes of the same cluster, feasible in memory."""
+    per_rank_batch = max(1, job.global_batch_size // max(1, layout.dp))
+    out = []
+    seen = set()
+    for change, lay in _variants(layout, model):
+        mp = lay.tp * lay.pp * lay.cp
+        for nodes in (1, 2, MAX_NODES):
+            gpus = nodes * cluster.gpus_per_node
+            if gpus > cluster.num_gpus or gpus % mp:
+                continue
+            dp = gpus // mp
+            try:
+                sized = replace(lay, dp=dp)
+                small = replace(cluster, num_gpus=gpus)
+                small_job = replace(job, global_batch_size=per_rank_batch * dp)
+            except SpecError:
+                continue
+            for proxy in _models(model, sized):
+                key = (proxy.num_layers, gpus, sized)
+                if key in seen:
+                    continue
+                if _feasible(proxy, small, small_job, sized, threshold):
+                    seen.add(key)
+                    what = change if proxy is model else f"{change}, {proxy.num_layers} layers"
+                    out.append((f"{what} on {nodes} node(s)", proxy, small, small_job, sized))
+                    break
+    return out
+
+
+def _models(model: ModelSpec, layout: Layout) -> Iterator[ModelSpec]:
+    """The model, then layer-reduced proxies (a multiple of pp x vpp layers), largest first."""
+    yield model
+    step = layout.pp * layout.vpp
+    for share in (2, 4, 8):
+        layers = (model.num_layers // share) // step * step
+        if step <= layers < model.num_layers:
+            try:
+                yield replace(model, num_layers=layers, name=f"{model.name} ({layers} layers)")
+            except SpecError:  # e.g. a layer pattern that names more layers
+                return
+
+
+def suggest_runs(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    job: TrainingJob,
+    layout: Layout,
+    profile: PerformanceProfile,
+    *,
+    k: int,
+    measured: Sequence[Measurement] = (),
+    noise: float = NOISE_LOG_SD,
+    threshold: float = 0.8,
+) -> Suggestions:
+    """The ``k`` runs that most reduce the plan's prediction variance, best first."""
+    if k < 1:
+        raise ValueError(f"k={k} must be at least 1")
+    coords = Coordinates(profile, default_candidates())
+    _, g_row = sensitivity(_fit._Groups([unmeasured_row(model, cluster, job, layout)]), coords)
+    g = g_row[0]
+    precision = np.eye(len(coords.names))
+    rows = _fit.usable(measured)
+    if rows:
+        _, jm = sensitivity(_fit._Groups(rows), coords)
+        precision += jm.T @ jm / noise**2
+    cov = np.linalg.inv(precision)
+    var_before = float(g @ cov @ g)
+    cands = candidate_runs(model, cluster, job, layout, threshold=threshold)
+    if not cands:
+        return Suggestions(
+            runs=(),
+            plan_sd_before=np.sqrt(var_before),
+            plan_sd_after=np.sqrt(var_before),
+            candidates=0,
+            sensitive_to=_top(coords.names, g),
+        )
+    pseudo = [unmeasured_row(*c[1:]) for c in cands]
+    pred, jac = sensitivity(_fit._Groups(pseudo), coords)
+    chosen: list[SuggestedRun] = []
+    used: set[int] = set()
+    for _ in range(min(k, len(cands))):
+        gains = [
+            -1.0 if i in used else float((g @ cov @ j) ** 2 / (noise**2 + j @ cov @ j))
+            for i, j in enumerate(jac)
+        ]
+        # the largest reduction, to 1 % of the plan's variance; then the fewest GPUs
+        best = max(
+            range(len(cands)),
+            key=lambda i: (round(gains[i] / max(var_before, 1e-30), 2), -cands[i][2].num_gpus),
+        )
+        best_gain = gains[best]
+        if best_gain <= 1e-9 * max(var_before, 1e-30):
+            break
+        used.add(best)
+        j = jac[best]
+        cj = cov @ j
+        cov = cov - np.outer(cj, cj) / (noise**2 + j @ cj)
+        chosen.append(_run(cands[best], float(pred[best]), best_gain / var_before, coords, g, j))
+    var_after = float(g @ cov @ g)
+    return Suggestions(
+        runs=tuple(chosen),
+        plan_sd_before=float(np.sqrt(var_before)),
+        plan_sd_after=float(np.sqrt(max(var_after, 0.0))),
+        candidates=len(cands),
+        sensitive_to=_top(coords.names, g),
+    )
+
+
+def _top(names: Sequence[str], weights: FloatArray, n: int = 4) -> tuple[str, ...]:
+    order = np.argsort(-np.abs(weights))
+    return tuple(names[i] for i in order[:n] if abs(weights[i]) > 1e-6)
+
+
+def _run(
+    cand: tuple[str, ModelSpec, ClusterSpec, TrainingJob, Layout],
+    tokens_per_s: float,
+    share: float,
+    coords: Coordinates,
+    g: FloatArray,
+    j: FloatArray,
+) -> SuggestedRun:
+    change, model, cluster, job, layout = cand
+    est = estimate_performance(
+        model, cluster, job, LayoutBatch.from_layouts([layout]), coords.prior
+    )
+    step = float(est.step_time_s[0])
+    launch = launch_spec(model, cluster, job, layout)
+    args = (*launch.args, "--train-iters", str(RUN_ITERATIONS))
+    return SuggestedRun(
+        model=model,
+        cluster=cluster,
+        job=job,
+        layout=layout,
+        step_time_s=step,
+        tokens_per_s_per_gpu=tokens_per_s,
+        minutes=(STARTUP_S + RUN_ITERATIONS * step) / 60.0,
+        variance_reduction=share,
+        informs=_top(coords.names, g * j, n=3),
+        change=change,
+        command=f"{launch.command} --train-iters {RUN_ITERATIONS}",
+        args=args,
+    )

@@ -1,0 +1,102 @@
+"""The host term of the step time: launch costs, MoE dispatch syncs and CUDA graphs.
+
+Wires :mod:`planner.performance.host_overhead` (mechanisms-facts §3) into the step time in place
+of the fitted per-layer overhead: every micro-batch runs its stage's layers with the host in the
+loop (segments between the dispatcher's device-to-host syncs, each max(GPU, host)), plus a fixed
+per-micro-batch cost; ``Layout.cuda_graphs`` removes the launches a graph captures (§3.4). The
+host costs are the profile's ``host_*`` priors, from the facts sheets, not fitted per source.
+
+Stack decisions (stated, not fitted): expert GEMMs launch one cuBLAS GEMM per local expert on
+TE's 4 streams, TE's default ``GroupedLinear`` path on every GPU (mechanisms-facts §4.1); the
+router is unfused (router fusion needs core >= 0.14 and is opt-in, §8); permute fusion is on
+(``--moe-permute-fusion``, NVIDIA's MoE recipes); the flex dispatcher is DeepEP (§3.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.layout_types import CUDA_GRAPHS_CHOICES
+from planner.layouts import FloatArray
+from planner.performance.context import StepContext
+from planner.performance.host_overhead import (
+    HostCosts,
+    dense_layer_kernels,
+    micro_batch_time,
+    moe_layer_kernels,
+    step_host_time,
+)
+from planner.space import comm_flags
+
+
+def host_costs(ctx: StepContext) -> HostCosts:
+    prof = ctx.profile
+    return HostCosts(
+        per_kernel_s=prof.host_kernel_s,
+        per_graph_launch_s=prof.host_graph_launch_s,
+        per_sync_s=prof.host_sync_s,
+        per_micro_batch_s=prof.host_micro_batch_s,
+    )
+
+
+def host_exposed_time(ctx: StepContext, gpu_mb: FloatArray) -> FloatArray:
+    """Seconds the host adds to one micro-batch whose stage runs ``gpu_mb`` on the GPU.
+
+    The stage's GPU time is spread evenly over its layers (1/3 forward, 2/3 backward,
+    megatron-facts §5); dense and MoE layers launch their own kernel counts (§3.2).
+    """
+    model, batch = ctx.model, ctx.batch
+    layers = np.maximum(ctx.layers_per_stage, 1.0)
+    dense_n = ctx.layers_per_stage * (1.0 - ctx.moe_fraction)
+    moe_n = ctx.layers_per_stage * ctx.moe_fraction
+    per_layer = np.asarray(gpu_mb, np.float64) / layers
+    fwd, bwd = per_layer / 3.0, 2.0 * per_layer / 3.0
+    sp = bool(np.all(ctx.sp > 0))  # kernel counts differ by 2-4 of ~30: one value per batch
+    dense_k = dense_layer_kernels(tp=ctx.tp, cp=ctx.cp, sequence_parallel=sp, fp8=ctx.fp8)
+    moe_k = None
+    flex = np.zeros(len(batch.tp), dtype=bool)
+    if model.is_moe:
+        flex = np.asarray(comm_flags.flex_dispatch(model, ctx.cluster, batch), dtype=bool)
+        moe_k = moe_layer_kernels(
+            tp=ctx.tp,
+            cp=ctx.cp,
+            local_experts=np.maximum(float(model.num_experts or 1) / ctx.ep, 1.0),
+            shared_experts=bool(ctx.shapes.shared_expert_gemms),
+            fp8=ctx.fp8,
+        )
+    costs = host_costs(ctx)
+    out = np.zeros_like(per_layer)
+    codes = ctx.batch.mem.cuda_graphs
+    for code in np.unique(codes).tolist():
+        graphs = CUDA_GRAPHS_CHOICES[int(code)]
+        # a dispatcher that syncs cannot sit in a full-iteration graph (the rules reject it);
+        # price it as the per-layer graphs it falls back to
+        if model.is_moe and graphs == "full_iteration":
+            graphs = "partial"
+        for is_flex in (False, True) if model.is_moe else (False,):
+            mask = (codes == code) & (flex == is_flex)
+            if not mask.any():
+                continue
+            t = micro_batch_time(
+                dense_layers=dense_n,
+                moe_layers=moe_n,
+                dense_gpu_fwd_s=fwd,
+                dense_gpu_bwd_s=bwd,
+                moe_gpu_fwd_s=fwd,
+                moe_gpu_bwd_s=bwd,
+                dense_kernels=dense_k,
+                moe_kernels=moe_k,
+                cuda_graphs=graphs,
+                dispatcher="flex_deepep" if is_flex else "alltoall",
+                costs=costs,
+            )
+            out = np.where(mask, t.exposed_s, out)
+    return np.asarray(out, np.float64)
+
+
+def step_host_seconds(ctx: StepContext) -> FloatArray:
+    """Once per iteration: the loss read-back sync and, for full-iteration graphs, the launch."""
+    costs = host_costs(ctx)
+    codes = ctx.batch.mem.cuda_graphs
+    per = np.array([step_host_time(cuda_graphs=g, costs=costs) for g in CUDA_GRAPHS_CHOICES])
+    return np.asarray(per[codes], np.float64)

@@ -1,0 +1,89 @@
+"""POST /v1/calibration-suggestions and `planner calibrate --suggest` (issue 12 item 10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from app.cli import cli
+from tests.app.conftest import LAYOUT_70B
+
+EIGHT_B = {
+    "model": "llama3.1-8b",
+    "gpu": "h100-sxm-80gb",
+    "num_gpus": 16,
+    "seq_length": 8192,
+    "global_batch_size": 128,
+    "tp": 2,
+}
+
+
+def test_suggestions_come_with_launch_commands(client: TestClient) -> None:
+    r = client.post("/v1/calibration-suggestions", json={"evaluation": LAYOUT_70B, "k": 2})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert 1 <= len(body["runs"]) <= 2
+    assert body["plan_uncertainty_pct_after"] < body["plan_uncertainty_pct_before"]
+    for run in body["runs"]:
+        assert run["num_gpus"] < LAYOUT_70B["num_gpus"]
+        assert "--train-iters 50" in run["command"] and run["minutes"] > 0
+
+
+def test_suggestions_need_exactly_one_plan(client: TestClient) -> None:
+    r = client.post("/v1/calibration-suggestions", json={"k": 2})
+    assert r.status_code == 422
+    assert "exactly one of evaluation" in r.text
+    r = client.post("/v1/calibration-suggestions", json={"evaluation": LAYOUT_70B, "k": 0})
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "k"
+
+
+def test_cli_suggest_prints_runs_and_commands(tmp_path: Path) -> None:
+    request = tmp_path / "layout.json"
+    request.write_text(json.dumps(EIGHT_B))
+    result = CliRunner().invoke(
+        cli, ["calibrate", "--suggest", "2", "--request", str(request), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["plan"]["model"] == "llama3.1-8b" and len(out["runs"]) == 2
+    assert all("torchrun" in run["command"] for run in out["runs"])
+
+
+def test_cli_suggest_without_a_request_fails_clearly() -> None:
+    result = CliRunner().invoke(cli, ["calibrate", "--suggest", "2"])
+    assert result.exit_code == 2 and "--request" in result.stderr
+
+
+def test_a_calibration_reports_what_moved_and_its_cv_spread(client: TestClient) -> None:
+    from tests.app.calibration.test_api import _h100_rows
+
+    rows = [r for r in _h100_rows(limit_sweeps=20) if r["precision"] == "bf16"]
+    rows = [r for r in rows if r["sweep_id"] in sorted({r["sweep_id"] for r in rows})[:2]]
+    client.post("/v1/clusters/dgx-h100/measurements", json=rows)
+    report = client.post("/v1/clusters/dgx-h100/calibrations").json()["report"]
+    by_name = {c["name"]: c for c in report["coefficients"]}
+    assert set(report["moved"]) <= {n for n, c in by_name.items() if c["identified"]}
+    # the rows are bf16 only: the fp8 plateau is not identified and keeps its prior
+    assert not by_name["fp8_gemm_efficiency"]["identified"]
+    assert by_name["fp8_gemm_efficiency"]["fitted"] == by_name["fp8_gemm_efficiency"]["prior"]
+    cv = report["cross_validation"]
+    assert cv["method"] and cv["folds"] >= 2
+    assert cv["after"]["p90_ape"] >= cv["after"]["median_ape"]
+
+
+def test_cli_calibrate_lists_skipped_rows_only_on_request(tmp_path: Path) -> None:
+    from tests.app.calibration.test_api import _csv_text, _h100_rows
+
+    rows = _h100_rows()
+    broken = {**rows[0], "row_id": "BROKEN", "seq_length": "", "num_gpus": ""}
+    path = tmp_path / "runs.csv"
+    path.write_text(_csv_text([*rows, broken]))
+    plain = CliRunner().invoke(cli, ["calibrate", "--measurements", str(path)])
+    assert plain.exit_code == 0, plain.output
+    assert "1 rows skipped" in plain.stdout and "BROKEN" not in plain.stdout
+    assert "moved" in plain.stdout
+    listed = CliRunner().invoke(cli, ["calibrate", "--measurements", str(path), "--show-skipped"])
+    assert "BROKEN" in listed.stdout

@@ -1,0 +1,48 @@
+"""The web calibration page's "what to measure next" section (issue 12 item 10)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.app.web.test_web import build_app
+
+LAYOUT = {
+    "model": "llama3.1-8b",
+    "gpu": "h100-sxm-80gb",
+    "num_gpus": 16,
+    "seq_length": 8192,
+    "global_batch_size": 128,
+    "tp": 2,
+}
+
+
+@pytest.fixture()
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    with TestClient(build_app(tmp_path)) as c:
+        yield c
+
+
+def test_the_page_offers_the_suggestion_form(client: TestClient) -> None:
+    page = client.get("/calibration").text
+    assert 'id="suggest-form"' in page and "What to measure next" in page
+
+
+def test_suggested_runs_are_listed_with_their_commands(client: TestClient) -> None:
+    response = client.post("/calibration/suggest", data={"request": json.dumps(LAYOUT), "k": "2"})
+    assert response.status_code == 200, response.text[:500]
+    assert response.text.count("Launch run ") == 2
+    assert "--train-iters 50" in response.text
+    assert 'id="suggest-summary"' in response.text
+
+
+def test_bad_json_is_a_field_error(client: TestClient) -> None:
+    response = client.post("/calibration/suggest", data={"request": "{tp: 2", "k": "2"})
+    assert response.status_code == 422
+    assert 'id="suggest_request-error"' in response.text and "not JSON" in response.text
+    response = client.post("/calibration/suggest", data={"request": json.dumps(LAYOUT), "k": "0"})
+    assert response.status_code == 422 and 'id="suggest_k-error"' in response.text

@@ -1,0 +1,59 @@
+"""What to measure next: short runs that most reduce one plan's uncertainty (issue 12 #10)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from planner.calibration.fit import predict_tokens_per_s
+from planner.calibration.suggest import (
+    RUN_ITERATIONS,
+    candidate_runs,
+    suggest_runs,
+    unmeasured_row,
+)
+from planner.performance.step_time import default_profile
+from planner.specs import ClusterSpec, Layout, TrainingJob
+from tests.planner.fixtures import H100, LLAMA_70B
+
+CLUSTER = ClusterSpec(name="c", gpu=H100, num_gpus=64)
+JOB = TrainingJob(seq_length=8192, global_batch_size=128)
+PLAN = Layout(tp=4, pp=4, vpp=5, cp=1, dp=4)
+
+
+def test_runs_are_small_feasible_variations_with_a_launch_command() -> None:
+    result = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=3)
+    assert 1 <= len(result.runs) <= 3
+    assert result.plan_sd_after < result.plan_sd_before
+    shares = [r.variance_reduction for r in result.runs]
+    assert shares == sorted(shares, reverse=True)  # greedy: the most informative first
+    for run in result.runs:
+        assert run.cluster.num_gpus <= 4 * CLUSTER.gpus_per_node
+        assert run.cluster.num_gpus < CLUSTER.num_gpus
+        assert f"--train-iters {RUN_ITERATIONS}" in run.command
+        assert f"--num-layers {run.model.num_layers}" in run.command
+        assert run.minutes > RUN_ITERATIONS * run.step_time_s / 60
+        assert run.informs
+
+
+def test_every_candidate_fits_in_memory_on_its_nodes() -> None:
+    for _, model, cluster, job, layout in candidate_runs(LLAMA_70B, CLUSTER, JOB, PLAN):
+        assert cluster.num_gpus == layout.tp * layout.pp * layout.cp * layout.dp
+        assert job.global_batch_size % (layout.dp * layout.micro_batch_size) == 0
+        assert model.num_layers % (layout.pp * layout.vpp) == 0
+
+
+def test_rows_already_measured_leave_less_to_learn() -> None:
+    prior = default_profile(H100)
+    fresh = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1)
+    best = fresh.runs[0]
+    row = unmeasured_row(best.model, best.cluster, best.job, best.layout)
+    row = replace(row, tokens_per_s_per_gpu=float(predict_tokens_per_s([row], prior)[0]))
+    informed = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, measured=[row])
+    assert informed.plan_sd_before < fresh.plan_sd_before
+
+
+def test_k_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="k=0"):
+        suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=0)
