@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -111,22 +110,7 @@ class Metrics:
         )
         self.registry.register(_JobsCollector(session_factory))
 
-    async def middleware(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        start = time.perf_counter()
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            route = _route_template(request)
-            self.requests.labels(request.method, route, str(status)).inc()
-            self.latency.labels(request.method, route).observe(time.perf_counter() - start)
-
-
-def _route_template(request: Request) -> str:
-    """The matched route's path template (bounded label values), set by the router."""
-    route = request.scope.get("route")
-    return str(getattr(route, "path", "unmatched"))
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        """One finished request (RequestContextMiddleware calls this for every request)."""
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route).observe(seconds)

@@ -13,11 +13,13 @@ request is checked here, the same way whichever database is behind the service:
 
 The JSON body is parsed once here (off the event loop when large) and handed on unchanged; the
 route parses it again with its own schema. Syntax errors are left to the route, whose 422 names
-the position.
+the position. :class:`BodyGuardMiddleware` applies the policy together with the body's size
+limit and read deadline, in one ASGI layer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Callable
@@ -27,7 +29,16 @@ from urllib.parse import parse_qsl, unquote_plus
 from starlette.concurrency import run_in_threadpool
 
 from app.core.errors import problem
-from app.core.middleware import ASGIApp, Message, Receive, Scope, Send, _header
+from app.core.middleware import (
+    UPLOAD_PATH,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    _header,
+    send_problem,
+)
 from planner.specs import SpecError
 
 MAX_JSON_DEPTH = 64
@@ -168,39 +179,122 @@ def _checker(media: str) -> Callable[[bytes], None] | None:
     return None  # multipart and binary bodies: the route reads and checks them
 
 
-class InputPolicyMiddleware:
-    """Applies the policy above; everything else passes through untouched."""
+class BodyGuardMiddleware:
+    """The request body's one guard, in one ASGI layer (three before: size, deadline, policy):
 
-    def __init__(self, app: ASGIApp) -> None:
+    * size: a declared ``Content-Length`` over the route's limit is a 413 at once; a body that
+      grows past it as it arrives is cut (the app sees a disconnect) and answered 413;
+    * deadline: each body chunk must arrive within ``body_timeout_s`` of the previous one, else
+      the body is cut and answered 408 (slow-body clients hold no connection for long);
+    * input policy: NUL in the path or the query, and a JSON, form or text body that breaks the
+      policy above, are a 422 naming the field before any route runs.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, max_upload_bytes: int, body_timeout_s: float
+    ) -> None:
         self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.max_upload_bytes = max_upload_bytes
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path = str(scope.get("path", ""))
+        limit = self.max_upload_bytes if UPLOAD_PATH.match(path) else self.max_body_bytes
+        declared = _header(scope, b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await send_problem(send, 413, too_large(limit))
+            return
+        guard = _BodyStream(receive, limit, self.body_timeout_s)
+        app_receive: Receive = guard.receive
         try:
-            if "\x00" in str(scope.get("path", "")):
+            if "\x00" in path:
                 raise _nul("path")
             query = bytes(scope.get("query_string", b""))
             if b"%00" in query or b"\x00" in query:
                 check_pairs(parse_qsl(query.decode("latin-1"), keep_blank_values=True), "query")
             media = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
             checker = None if scope.get("method") in _NO_BODY else _checker(media)
-            if checker is None:
-                await self.app(scope, receive, send)
-                return
-            body, disconnected = await _read_body(receive)
-            if body and not disconnected:
-                if len(body) > THREADPOOL_BYTES:
-                    await run_in_threadpool(checker, body)
-                else:
-                    checker(body)
+            if checker is not None:
+                body, disconnected = await _read_body(guard.receive)
+                if body and not disconnected:
+                    if len(body) > THREADPOOL_BYTES:
+                        await run_in_threadpool(checker, body)
+                    else:
+                        checker(body)
+                app_receive = _replay(body, disconnected, guard.receive)
         except InputRejected as exc:
             await problem(422, exc.message, [{"field": exc.field, "message": exc.message}])(
                 scope, receive, send
             )
             return
-        await self.app(scope, _replay(body, disconnected, receive), send)
+        if guard.failure is not None:  # cut while the policy read it: no route runs
+            await send_problem(send, *guard.failure)
+            return
+        await self._run(scope, app_receive, send, guard)
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send, guard: _BodyStream) -> None:
+        replaced = False
+
+        async def replacing_send(message: Message) -> None:
+            nonlocal replaced
+            if guard.failure is None:
+                await send(message)
+            elif message["type"] == "http.response.start" and not replaced:
+                replaced = True  # the app answered a cut body: the client gets why it was cut
+                await send_problem(send, *guard.failure)
+
+        try:
+            await self.app(scope, receive, replacing_send)
+        except Exception:
+            if guard.failure is None:
+                raise
+        if guard.failure is not None and not replaced:
+            await send_problem(send, *guard.failure)
+
+
+class _BodyStream:
+    """``receive`` with the size limit and the read deadline; ``failure`` once it cut the body
+    (the status and the message to answer with)."""
+
+    def __init__(self, receive: Receive, limit: int, timeout_s: float) -> None:
+        self._receive = receive
+        self.limit = limit
+        self.timeout_s = timeout_s
+        self.received = 0
+        self.body_done = False
+        self.failure: tuple[int, str] | None = None
+
+    async def receive(self) -> Message:
+        if self.failure is not None:
+            return {"type": "http.disconnect"}
+        if self.body_done or self.timeout_s <= 0:  # after the body: wait for a disconnect
+            message = await self._receive()
+        else:
+            try:
+                message = await asyncio.wait_for(self._receive(), self.timeout_s)
+            except TimeoutError:
+                self.failure = (408, late_body(self.timeout_s))
+                return {"type": "http.disconnect"}
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit:  # the app sees a disconnect; its answer becomes a 413
+                self.failure = (413, too_large(self.limit))
+                return {"type": "http.disconnect"}
+            if not message.get("more_body", False):
+                self.body_done = True
+        return message
+
+
+def late_body(timeout_s: float) -> str:
+    return f"the request body stalled for more than {timeout_s:g} s; send it without pauses"
+
+
+def too_large(limit: int) -> str:
+    return f"the request body is over the limit of {limit} bytes; send less (or in parts)"
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:

@@ -21,15 +21,11 @@ from app.catalog.service import builtin_specs, seed_builtins
 from app.core.engine import make_engine, make_session_factory, unit_of_work
 from app.core.errors import install_error_handlers
 from app.core.logging_config import configure_logging
-from app.core.middleware import (
-    BodyLimitMiddleware,
-    RequestContextMiddleware,
-    with_time_budget,
-)
+from app.core.middleware import RequestContextMiddleware, with_time_budget
 from app.core.migrate import upgrade
 from app.core.schemas import problem_responses
 from app.core.settings import Settings
-from app.input_policy import InputPolicyMiddleware
+from app.input_policy import BodyGuardMiddleware
 from app.keys import Authenticator, require_scope
 from app.keys import router as key_routes
 from app.planning import evaluation_router as evaluations
@@ -41,7 +37,6 @@ from app.planning.repository import PlanJobRepository
 from app.planning.worker import WorkerPool
 from app.security.headers import SecurityHeadersMiddleware, csp_allowing_inline_scripts_of
 from app.security.ratelimit import AddressRateLimitMiddleware, KeyRateLimiter
-from app.security.transport import BodyReadDeadlineMiddleware
 from app.web import mount_static
 from app.web import router as web_router
 from app.web.errors import install_html_error_pages
@@ -183,13 +178,13 @@ def create_app(
     app.state.backend = backend
     app.state.authenticator = Authenticator(settings, app.state.session_factory)
     app.state.metrics = health.Metrics(app.state.session_factory)
-    app.middleware("http")(app.state.metrics.middleware)
-    app.add_middleware(InputPolicyMiddleware)  # inside the body limit: reads bounded bodies
-    app.add_middleware(BodyReadDeadlineMiddleware, body_timeout_s=settings.body_timeout_s)
+    # four ASGI layers, outermost last: request id, access log and metrics; browser headers;
+    # the per-address rate limit; the body guard (size, read deadline, input policy)
     app.add_middleware(
-        BodyLimitMiddleware,
+        BodyGuardMiddleware,
         max_body_bytes=settings.max_body_bytes,
         max_upload_bytes=settings.max_upload_bytes,
+        body_timeout_s=settings.body_timeout_s,
     )
     app.state.key_limiter = KeyRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.add_middleware(
@@ -198,7 +193,8 @@ def create_app(
         burst=settings.rate_limit_ip_burst,
     )
     app.add_middleware(SecurityHeadersMiddleware, hsts=settings.hsts)  # on every response
-    app.add_middleware(RequestContextMiddleware)  # outermost: every log line has the request id
+    # outermost: every log line has the request id; every response is counted in /metrics
+    app.add_middleware(RequestContextMiddleware, observe=app.state.metrics.observe)
     install_error_handlers(app)
     install_html_error_pages(app)  # browsers on web pages get HTML; the API keeps problem JSON
 

@@ -21,7 +21,14 @@ import httpx
 from pydantic import BaseModel
 
 from app.catalog.schemas import ClusterPresetSpec
-from app.planning.reports import LayoutReport, PlanResult, ScalingCurve
+from app.planning.reports import (
+    InverseResult,
+    LayoutReport,
+    PlanAnswer,
+    PlanResult,
+    ScalingCurve,
+    plan_answer,
+)
 from app.planning.schemas import (
     FINISHED,
     EvaluationRequest,
@@ -32,6 +39,7 @@ from app.planning.schemas import (
 __all__ = [
     "ClusterPresetSpec",
     "EvaluationRequest",
+    "InverseResult",
     "LayoutReport",
     "PlanJobCreate",
     "PlanResult",
@@ -197,9 +205,10 @@ class PlannerClient:
                 raise TimeoutError(f"plan job {job_id} is still {job['status']} after {timeout} s")
             time.sleep(min(poll_s, max(0.01, deadline - time.monotonic())))
 
-    def get_plans(self, job_id: str) -> PlanResult:
-        """The ranked plans of a finished job; ``.raw`` is the JSON."""
-        return PlanResult.model_validate(self._request("GET", f"/v1/plan-jobs/{job_id}/plans"))
+    def get_plans(self, job_id: str) -> PlanAnswer:
+        """The ranked plans of a finished job (or its inverse question's answer, an
+        ``InverseResult``); ``.raw`` is the JSON."""
+        return plan_answer(self._request("GET", f"/v1/plan-jobs/{job_id}/plans"))
 
     # --- measurements and calibration -------------------------------------------------------------
     def add_measurements(self, cluster: str, rows: list[JSON]) -> JSON:

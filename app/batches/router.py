@@ -6,30 +6,19 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Path, Query, status
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from app.batches.rows import to_csv
-from app.batches.service import MAX_BATCH_JOBS, BatchService
+from app.batches.schemas import BatchCreate
+from app.batches.service import BatchService
 from app.core.deps import FactoryDep, SessionDep
 from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
 from app.planning.deps import BackendDep, PoolDep
-from app.planning.schemas import PLAN_EXAMPLE
 from app.security.ownership import ViewerDep
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
 BatchId = Annotated[str, Path(max_length=64)]
-
-
-class BatchCreate(BaseModel):
-    """Plan jobs (the body of ``POST /v1/plan-jobs``, plus an optional ``name`` each)."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={"examples": [{"jobs": [{"name": "70b-64", **PLAN_EXAMPLE}]}]},
-    )
-
-    jobs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
 
 
 class BatchJob(BaseModel):

@@ -9,7 +9,10 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.planning.reports import PlanAnswer
 
 GIB = 2**30  # memory in GiB, as `planner plan` and `evaluate` show it
 NO_FEASIBLE = "no feasible layout"
@@ -58,44 +61,61 @@ OUTPUT_COLUMNS = (
 )
 
 
-def rows_for(name: str, result: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    if "error" in result:
-        yield {"name": name, "rank": "", "error": result["error"]}
+def rows_for(name: str, result: PlanAnswer | str) -> Iterator[dict[str, Any]]:
+    """The rows of one job: its typed answer, or the error (a message) that stopped it."""
+    from app.planning.reports import InverseResult
+
+    if isinstance(result, str):
+        yield {"name": name, "rank": "", "error": result}
         return
-    if not result["plans"]:
-        reasons = "; ".join(f"{n} x {r}" for r, n in result.get("rejections", {}).items())
+    if not result.plans:
+        reasons = "; ".join(f"{n} x {r}" for r, n in result.rejections.items())
         yield {"name": name, "rank": "", "error": f"{NO_FEASIBLE}: {reasons}"}
         return
-    for rank, plan in enumerate(result["plans"], start=1):
-        lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
-        terms = mem["breakdown"]
+    question = result.question if isinstance(result, InverseResult) else None
+    for rank, plan in enumerate(result.plans, start=1):
+        lay, perf, mem = plan.layout, plan.performance, plan.memory
+        terms = mem.breakdown
         states = sum(
             terms.get(k) or 0.0 for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes")
         )
         yield {
             "name": name,
             "rank": rank,
-            **{k: lay.get(k, "") for k in LAYOUT_COLUMNS},  # results stored before a field existed
-            **{k: _cell(lay.get(k)) for k in MEMORY_COLUMNS},
+            **{k: _cell(getattr(lay, k)) for k in (*LAYOUT_COLUMNS, *MEMORY_COLUMNS)},
             **{
-                k: plan.get(k.removesuffix("_reached"), "")
+                k: getattr(plan, question)
                 for k in INVERSE_COLUMNS
-                if k.removesuffix("_reached") == result.get("question")
+                if question and k.removesuffix("_reached") == question
             },
-            "tokens_per_s_per_gpu": round(perf["tokens_per_s_per_gpu"], 1),
-            "mfu": round(perf["mfu"], 4),
-            "step_time_s": round(perf["step_time_s"], 4),
-            "memory_total_gib": round(mem["total_bytes"] / GIB, 2),
+            "tokens_per_s_per_gpu": round(perf.tokens_per_s_per_gpu or 0.0, 1),
+            "mfu": round(perf.mfu or 0.0, 4),
+            "step_time_s": round(perf.step_time_s or 0.0, 4),
+            "memory_total_gib": round((mem.total_bytes or 0.0) / GIB, 2),
             "memory_weights_optimizer_gib": round(states / GIB, 2),
             "memory_activations_gib": round((terms.get("activations_bytes") or 0.0) / GIB, 2),
-            "bubble_share": round(perf.get("shares", {}).get("bubble_share") or 0.0, 4),
-            "megatron_command": plan["megatron"]["command"],
+            "bubble_share": round(perf.shares.get("bubble_share") or 0.0, 4),
+            "megatron_command": plan.megatron.command,
             "error": "",
         }
 
 
+def rows_for_stored(name: str, stored: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The rows of a job's stored JSON (``{"error": ...}`` for a job that did not succeed)."""
+    from pydantic import ValidationError
+
+    from app.planning.reports import plan_answer
+
+    if "error" in stored:
+        return rows_for(name, str(stored["error"]))
+    try:
+        return rows_for(name, plan_answer(stored))
+    except ValidationError as exc:  # stored by an older version: say so, keep the job's JSON
+        return rows_for(name, f"stored result has an older shape ({exc.error_count()} fields)")
+
+
 def _cell(value: Any) -> Any:
-    """A memory setting as a CSV cell: lists comma-joined, unset empty."""
+    """A layout setting as a CSV cell: lists comma-joined, unset empty."""
     if value is None:
         return ""
     return ",".join(map(str, value)) if isinstance(value, list | tuple) else value

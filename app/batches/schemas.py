@@ -7,12 +7,30 @@ A CSV row, a YAML/JSON object or an element of the API's ``jobs`` list all valid
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
 
-from app.planning.schemas import PlanJobCreate
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate
+
+MAX_BATCH_JOBS = 2000
 
 
 class BatchJobCreate(PlanJobCreate):
     """A plan request and the name its result rows carry (default ``job-N``)."""
 
     name: str | None = Field(default=None, max_length=200)
+
+
+class BatchCreate(BaseModel):
+    """Plan jobs (the body of ``POST /v1/plan-jobs``, plus an optional ``name`` each).
+
+    Each job stays raw JSON here: :class:`BatchJobCreate` validates it on its own, so one bad job
+    fails alone (its error is stored on its row) while the rest of the batch still runs."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"jobs": [{"name": "70b-64", **PLAN_EXAMPLE}]}]},
+    )
+
+    jobs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)

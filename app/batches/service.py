@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.batches.models import BatchRow
 from app.batches.repository import BatchRepository
-from app.batches.rows import rows_for
+from app.batches.rows import rows_for_stored
 from app.batches.schemas import BatchJobCreate
 from app.core.database import utcnow
 from app.core.errors import AppError, ConflictError, NotFoundError
@@ -25,8 +25,6 @@ from app.planning.schemas import FINISHED
 from app.planning.service import PlanJobService, request_hash
 from app.security.ownership import Viewer
 from planner import SpecError
-
-MAX_BATCH_JOBS = 2000
 
 
 class BatchService:
@@ -147,5 +145,5 @@ class BatchService:
                 result = {"error": job.error or f"the job was {job.status}"}
             else:
                 result = {"error": f"still {job.status}"}
-            rows.extend(rows_for(name, result))
+            rows.extend(rows_for_stored(name, result))
         return rows

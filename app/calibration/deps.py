@@ -21,7 +21,7 @@ class CalibrationBackend(Protocol):
         """(rows, gpu slug) -> (profile JSON, report with cross-validated error)."""
 
 
-def get_calibration_backend(request: Request) -> CalibrationBackend:
+async def get_calibration_backend(request: Request) -> CalibrationBackend:
     backend: CalibrationBackend = request.app.state.backend
     return backend
 

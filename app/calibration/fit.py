@@ -121,11 +121,16 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
     others = len(parsed) - len(measurements)
     rows_used = usable(measurements)
     if not rows_used:
-        reasons = "; ".join(f"{s.row_id or '?'}: {s.reason}" for s in skipped[:3])
-        raise SpecError(
-            f"no usable measurement rows ({reasons})" if reasons else "no usable measurement rows",
-            field="file",
-        )
+        reasons = [f"{s.row_id or '?'}: {s.reason}" for s in skipped[:3]]
+        if others:  # the usual cause: rows of another GPU than the chosen cluster's
+            found = sorted({m.cluster.gpu.name for m in parsed} - {gpu.name})
+            reasons.insert(
+                0,
+                f"{others} rows are of {', '.join(found)}, not {gpu.name}: "
+                "choose the cluster preset of their GPU",
+            )
+        detail = f" ({'; '.join(reasons)})" if reasons else ""
+        raise SpecError(f"no usable measurement rows{detail}", field="file")
     base = load_profile(gpu)
     fitted, honest = calibrate_gpu_rows(rows_used, base, label=gpu.name)
     before = predict_tokens_per_s(rows_used, base)

@@ -7,8 +7,6 @@ later plan jobs on the cluster (request field ``cluster``) run with the newest o
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -16,95 +14,17 @@ from sqlalchemy.orm import Session
 from app.calibration.deps import CalibrationBackend
 from app.calibration.models import CalibrationRow
 from app.calibration.repository import CalibrationRepository, MeasurementRepository
+from app.calibration.request import (
+    MeasurementRows,
+    UnsupportedMedia,
+    body_field,
+    from_body,
+    measurement_rows,
+)
 from app.calibration.schemas import CalibrationRead, MeasurementRead
 from app.catalog.service import CatalogService
 from app.core.errors import ConflictError, InvalidInputError, UnsupportedMediaError
 from planner.specs import SpecError
-
-MAX_ROWS = 10_000
-MAX_CELL = 4096
-LOG_PARSE_BUDGET_S = 2.0
-"""Longest a log upload may take to parse (a real 8 MB log takes well under a second)."""
-
-
-def _clean_row(row: Any, index: int) -> dict[str, str]:
-    if not isinstance(row, dict):
-        raise InvalidInputError.for_field(f"rows.{index}", "each row must be an object")
-    out: dict[str, str] = {}
-    for key, value in row.items():
-        if not isinstance(key, str) or not key or len(key) > 128:
-            raise InvalidInputError.for_field(f"rows.{index}", f"bad column name {key!r}")
-        if value is None:
-            text = ""
-        elif isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, int | float | str):
-            text = str(value)
-        else:
-            raise InvalidInputError.for_field(
-                f"rows.{index}.{key}", "cells must be strings, numbers, booleans or null"
-            )
-        out[key] = text[:MAX_CELL]
-    if not out:
-        raise InvalidInputError.for_field(f"rows.{index}", "the row is empty")
-    return out
-
-
-def rows_from_body(
-    body: bytes, content_type: str, *, gpu_type: str, gpus_per_node: int
-) -> tuple[str, list[dict[str, str]]]:
-    """(source, rows) from a JSON, CSV or Megatron-LM log body."""
-    media = content_type.split(";")[0].strip().lower()
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError.for_field("body", "the body is not UTF-8 text") from exc
-    if "\x00" in text:  # PostgreSQL stores no NUL; the same 422 on SQLite (app/input_policy.py)
-        raise InvalidInputError.for_field("body", "the body contains a NUL character; remove it")
-    if media in ("application/json", ""):
-        import json
-
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidInputError.for_field("body", f"not JSON: {exc}") from exc
-        if isinstance(data, dict) and "rows" in data:
-            data = data["rows"]
-        if not isinstance(data, list):
-            raise InvalidInputError.for_field("body", 'send a JSON list of rows or {"rows": [...]}')
-        source, raw = "json", data
-    elif media == "text/csv":
-        try:
-            raw = list(csv.DictReader(io.StringIO(text)))
-        except csv.Error as exc:
-            raise InvalidInputError.for_field("body", f"not CSV: {exc}") from exc
-        raw = [{k: v for k, v in r.items() if k is not None} for r in raw]
-        source = "csv"
-    elif media == "text/plain":
-        from planner.megatron.log import LogParseError, parse_megatron_log
-
-        try:
-            parsed = parse_megatron_log(
-                text,
-                source_id="upload",
-                gpu_type=gpu_type,
-                gpus_per_node=gpus_per_node,
-                time_budget_s=LOG_PARSE_BUDGET_S,
-            )
-            raw = list(parsed.to_measurement_rows())
-        except (LogParseError, SpecError, ValueError) as exc:
-            why = str(exc).removeprefix("not a Megatron-LM log: ")  # said once, not twice
-            raise InvalidInputError.for_field("body", f"not a Megatron-LM log: {why}") from exc
-        source = "log"
-    else:
-        raise UnsupportedMediaError(
-            f"unsupported Content-Type {media!r}: use application/json, text/csv or text/plain"
-        )
-    if not raw:
-        raise InvalidInputError.for_field("body", "no measurement rows in the body")
-    if len(raw) > MAX_ROWS:
-        raise InvalidInputError.for_field("body", f"at most {MAX_ROWS} rows per upload")
-    return source, [_clean_row(r, i) for i, r in enumerate(raw)]
 
 
 def _report_dict(report: Any) -> dict[str, Any]:
@@ -128,18 +48,22 @@ class CalibrationService:
     def cluster(self, slug: str) -> dict[str, Any]:
         return self.catalog.get("cluster", slug).spec
 
-    def add_measurements(self, slug: str, body: bytes, content_type: str) -> tuple[int, int]:
+    def upload_rows(self, slug: str, body: bytes, content_type: str) -> MeasurementRows:
+        """An upload as the one calibrate request (rows of this cluster are about its GPU
+        unless they say otherwise), converted into measurement rows."""
         preset = self.cluster(slug)
-        source, rows = rows_from_body(
-            body, content_type, gpu_type=preset["gpu"], gpus_per_node=preset["gpus_per_node"]
-        )
-        for row in rows:  # rows of this cluster are about its GPU unless they say otherwise
-            if not row.get("gpu_type"):
-                row["gpu_type"] = preset["gpu"]
-            if not row.get("gpus_per_node"):
-                row["gpus_per_node"] = str(preset["gpus_per_node"])
-        self._check_rows(rows)
-        added = self.measurements.add_many(slug, source, rows)
+        defaults = {"gpu": preset["gpu"], "gpus_per_node": preset["gpus_per_node"]}
+        try:
+            return measurement_rows(from_body(body, content_type, **defaults))
+        except UnsupportedMedia as exc:
+            raise UnsupportedMediaError(exc.message) from exc
+        except SpecError as exc:
+            raise InvalidInputError.for_field(body_field(exc.field), exc.message) from exc
+
+    def add_measurements(self, slug: str, body: bytes, content_type: str) -> tuple[int, int]:
+        found = self.upload_rows(slug, body, content_type)
+        self._check_rows(found.rows)
+        added = self.measurements.add_many(slug, found.source, found.rows)
         return added, len(self.measurements.list(slug))
 
     def _check_rows(self, rows: list[dict[str, str]]) -> None:

@@ -14,7 +14,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,7 +25,10 @@ from app.batches.rows import (
     outcome_line,
     rows_for,
 )
-from app.cli.common import ProfileOpt, err_console, fail
+from app.cli.common import ClusterOpt, ProfileOpt, err_console, fail
+
+if TYPE_CHECKING:
+    from app.planning.reports import PlanAnswer
 
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
@@ -84,27 +87,31 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
 
 def _plan_one(
     index: int, job: dict[str, Any], profile_file: Path | None = None
-) -> tuple[int, dict[str, Any]]:
-    """One batch row through the one plan request; errors name its column or key."""
+) -> tuple[int, PlanAnswer | str]:
+    """One batch row through the one plan request; errors (a message) name its column or key."""
     from app.batches.schemas import BatchJobCreate
     from app.cli.common import inline_model_file
-    from app.cli.requests import load_profile_file
+    from app.cli.requests import load_profile_file, with_server_cluster
     from app.planning.compute import plan_request
     from app.planning.convert import column_label, expand_text_lists, parse_request
     from planner import SpecError
 
     try:
         data = expand_text_lists({**job, "model": inline_model_file(job.get("model"))})
+        profile = None
+        if data.get("cluster") is not None:  # a user cluster and its newest calibration
+            data, profile = with_server_cluster(data)
         request = parse_request(BatchJobCreate, data, label=column_label(job))
-        profile = load_profile_file(profile_file, request) if profile_file else None
+        if profile_file:
+            profile = load_profile_file(profile_file, request)
         return index, plan_request(request, profile=profile)
     except SpecError as exc:
         where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
-        return index, {"error": f"{exc.message}{where}"}
+        return index, f"{exc.message}{where}"
     except SystemExit:  # a model file that cannot be read: inline_model_file said why
-        return index, {"error": f"cannot read the model file {job.get('model')!r} (field model)"}
+        return index, f"cannot read the model file {job.get('model')!r} (field model)"
     except Exception as exc:  # one bad job must never sink the batch
-        return index, {"error": f"{type(exc).__name__}: {exc}"}
+        return index, f"{type(exc).__name__}: {exc}"
 
 
 def batch(
@@ -117,13 +124,21 @@ def batch(
     api_key: Annotated[str | None, Opt(help="API key, sent as the X-API-Key header.")] = None,
     timeout: Annotated[float, Opt(help="Seconds to wait for the server's batch.")] = 86400.0,
     profile: ProfileOpt = None,
+    cluster: ClusterOpt = None,
 ) -> None:
-    """Plan every job in a file on all cores; a bad job gets an error row, the rest still run."""
+    """Plan every job in a file on all cores; a bad job gets an error row, the rest still run.
+
+    ``--cluster`` is the cluster of every row that names neither a ``cluster`` nor a ``gpu``."""
     if output.suffix.lower() not in (".csv", ".json"):
         fail(f"{output}: the output must end in .csv or .json", field="output")
     items = read_jobs(jobs)
     if not items:
         fail(f"{jobs}: no jobs", field="jobs")
+    if cluster is not None:
+        items = [
+            job if job.get("cluster") or job.get("gpu") else {**job, "cluster": cluster}
+            for job in items
+        ]
     if server is not None:
         if profile is not None:
             fail("--profile is for local batches; the server uses its clusters' calibrations")
@@ -189,7 +204,7 @@ def _local(
     from rich.progress import Progress
 
     names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(items)]
-    results: list[dict[str, Any]] = [{}] * len(items)
+    results: list[PlanAnswer | str] = [""] * len(items)
     processes = workers or os.cpu_count() or 1
     with Progress(disable=not sys.stderr.isatty(), console=err_console) as bar:
         task = bar.add_task("planning", total=len(items))
@@ -198,8 +213,8 @@ def _local(
             for future in as_completed(futures):
                 index, result = future.result()
                 results[index] = result
-                if "error" in result:
-                    err_console.print(f"[red]{names[index]}:[/] {result['error']}", highlight=False)
+                if isinstance(result, str):
+                    err_console.print(f"[red]{names[index]}:[/] {result}", highlight=False)
                 bar.advance(task)
     rows = [
         row for name, result in zip(names, results, strict=True) for row in rows_for(name, result)

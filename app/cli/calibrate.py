@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Annotated
@@ -18,38 +17,52 @@ def register(cli: typer.Typer) -> None:
     cli.command("calibrate")(calibrate)
 
 
-def read_measurement_rows(
-    paths: list[Path], logs: list[Path], gpu_type: str | None, gpus_per_node: int | None
-) -> list[dict[str, str]]:
-    """Rows with the shared CSV's columns, from CSV files and Megatron-LM logs."""
-    from planner.megatron.log import LogParseError, parse_megatron_log
+FLAGS = {
+    "csv": "--measurements",
+    "rows": "--measurements",
+    "logs": "--log",
+    "gpu": "--gpu-type",
+    "gpus_per_node": "--gpus-per-node",
+    "group_by": "--group-by",
+}
 
-    rows: list[dict[str, str]] = []
-    for path in paths:
-        try:
-            with path.open(newline="", encoding="utf-8") as handle:
-                rows.extend(csv.DictReader(handle))
-        except OSError as exc:
-            fail(f"cannot read {path}: {exc.strerror}", field="measurements")
-    for path in logs:
-        if gpu_type is None:
-            fail(
-                "--gpu-type is needed with --log: Megatron logs do not name the GPU",
-                field="gpu_type",
-            )
-        try:
-            parsed = parse_megatron_log(
-                path.read_text(encoding="utf-8", errors="replace"),
-                source_id=path.stem,
-                gpu_type=gpu_type,
-                gpus_per_node=gpus_per_node,
-            )
-            rows.extend(parsed.to_measurement_rows())
-        except OSError as exc:
-            fail(f"cannot read {path}: {exc.strerror}", field="log")
-        except LogParseError as exc:
-            fail(f"{path}: {exc}", field="log")
-    return rows
+
+def _flag(field: str | None) -> str:
+    return FLAGS.get((field or "rows").split(".")[0], field or "--measurements")
+
+
+def _read(path: Path, flag: str) -> dict[str, str]:
+    try:
+        return {"name": path.stem, "text": path.read_text(encoding="utf-8", errors="replace")}
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror}", field=flag.removeprefix("--"))
+
+
+def read_measurement_rows(
+    paths: list[Path],
+    logs: list[Path],
+    gpu_type: str | None,
+    gpus_per_node: int | None,
+    group_by: str = "sweep",
+) -> list[dict[str, str]]:
+    """Rows with the shared CSV's columns, from CSV files and Megatron-LM logs, through the one
+    calibrate request (:mod:`app.calibration.request`) the API and the web page read too."""
+    from app.calibration.request import measurement_rows, parse
+    from planner.specs import SpecError
+
+    if not paths and not logs:  # --suggest may start from no measurement at all
+        return []
+    data = {
+        "csv": [_read(p, "--measurements") for p in paths],
+        "logs": [_read(p, "--log") for p in logs],
+        "gpu": gpu_type,
+        "gpus_per_node": gpus_per_node,
+        "group_by": group_by,
+    }
+    try:
+        return measurement_rows(parse(data, label=_flag)).rows
+    except SpecError as exc:
+        fail(exc.message, field=_flag(exc.field).removeprefix("--").replace("-", "_"))
 
 
 def calibrate(
@@ -91,11 +104,9 @@ def calibrate(
         return
     if not measurements and not log:
         fail("give --measurements FILE.csv and/or --log FILE", field="measurements")
-    if group_by not in ("source", "sweep"):
-        fail(f"--group-by {group_by!r} is not one of source, sweep", field="group_by")
     if output is not None and not output.expanduser().resolve().parent.is_dir():
         fail(f"cannot write {output}: its folder does not exist", field="output")
-    rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
+    rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node, group_by)
     from app.cli.calibrate_view import calibration_progress, print_report
 
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -31,6 +31,11 @@ from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shar
 from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 
 Opt = typer.Option
+
+if TYPE_CHECKING:
+    from app.planning.reports import EvaluationFailure, LayoutReport
+
+    Report = LayoutReport | EvaluationFailure
 
 
 def register(cli: typer.Typer) -> None:
@@ -101,47 +106,50 @@ def evaluate(
     """Check one layout (or many): Megatron's rules, memory per GPU, speed, launch flags."""
     from app.cli.requests import build_request
     from app.planning.compute import evaluate_requests
+    from app.planning.reports import EvaluationFailure, LayoutReport
     from app.planning.schemas import EvaluationRequest
     from planner import SpecError
 
     if input is not None:
-        outputs = _evaluate_lines(_read_jsonl(input), profile)
+        reports = _evaluate_lines(_read_jsonl(input), profile)
     else:
         given = {**locals(), **shared}
         options = {k: v for k, v in given.items() if k in EvaluationRequest.model_fields}
         request, run_profile = build_request(EvaluationRequest, options, profile_file=profile)
         try:
-            outputs = evaluate_requests([request], profile=run_profile)
+            reports = [(None, r) for r in evaluate_requests([request], profile=run_profile)]
         except SpecError as exc:
             fail(exc.message, field=exc.field)
     if json_output:
-        for out in outputs:
-            print_json(out)
+        for line, report in reports:
+            print_json(report.raw if line is None else {**report.raw, "line": line})
     else:
-        _print_table(outputs)
-    if input is None and not outputs[0].get("valid", False):
+        _print_table([report for _, report in reports])
+    first = reports[0][1]
+    if input is None and not (isinstance(first, LayoutReport) and first.valid):
         raise SystemExit(1)
-    failed = sum("error" in out for out in outputs)
+    failed = sum(isinstance(report, EvaluationFailure) for _, report in reports)
     if failed:  # the other lines were evaluated and printed; say how many could not be
         err_console.print(
-            f"{failed} of {len(outputs)} lines could not be evaluated", highlight=False
+            f"{failed} of {len(reports)} lines could not be evaluated", highlight=False
         )
         raise SystemExit(1)
 
 
 def _evaluate_lines(
     items: list[tuple[int, dict[str, Any] | str]], profile_file: Path | None
-) -> list[dict[str, Any]]:
+) -> list[tuple[int | None, Report]]:
     """Each JSON line through the one evaluation request; a bad line gets its error inline,
     naming the JSON key, and the others are still evaluated (lines that share a profile, in
     one batch)."""
     from app.cli.requests import load_profile_file, with_server_cluster
     from app.planning.compute import evaluate_requests
     from app.planning.convert import parse_request
+    from app.planning.reports import EvaluationFailure
     from app.planning.schemas import EvaluationRequest
     from planner import SpecError
 
-    outputs: dict[int, dict[str, Any]] = {}
+    outputs: dict[int, Report] = {}
     groups: dict[int, tuple[Any, list[tuple[int, EvaluationRequest]]]] = {}
     for number, item in items:
         try:
@@ -155,7 +163,7 @@ def _evaluate_lines(
             if profile_file is not None:
                 profile = load_profile_file(profile_file, request)
         except SpecError as exc:
-            outputs[number] = {"error": {"message": exc.message, "field": exc.field}}
+            outputs[number] = EvaluationFailure.of(exc)
             continue
         groups.setdefault(id(profile), (profile, []))[1].append((number, request))
     for profile, members in groups.values():
@@ -163,44 +171,43 @@ def _evaluate_lines(
         results = evaluate_requests(requests, profile=profile, errors_inline=True)
         outputs.update(zip((n for n, _ in members), results, strict=True))
     for number, out in outputs.items():
-        out["line"] = number
-        if "error" in out:
-            out["error"]["message"] = f"line {number}: {out['error']['message']}"
-    return [outputs[number] for number, _ in items]
+        if isinstance(out, EvaluationFailure):
+            out.error.message = f"line {number}: {out.error.message}"
+    return [(number, outputs[number]) for number, _ in items]
 
 
-def _print_table(outputs: list[dict[str, Any]]) -> None:
+def _print_table(reports: list[Report]) -> None:
+    from app.planning.reports import EvaluationFailure, LayoutReport
+
     console = out_console()
     table = Table(title="Layouts", header_style="bold")
     for column in ("#", "layout", "valid", "memory GiB", "fits", "tokens/s/GPU", "MFU", "notes"):
         table.add_column(column, justify="right" if column not in ("layout", "notes") else "left")
-    for n, out in enumerate(outputs, start=1):
-        if "error" in out:
-            table.add_row(str(n), "-", "-", "-", "-", "-", "-", out["error"]["message"])
+    for n, out in enumerate(reports, start=1):
+        if isinstance(out, EvaluationFailure):
+            table.add_row(str(n), "-", "-", "-", "-", "-", "-", out.error.message)
             continue
-        lay = out["layout"]
+        lay, mem, perf = out.layout, out.memory, out.performance
         text = (
-            f"tp{lay['tp']} pp{lay['pp']} vpp{lay['vpp']} cp{lay['cp']} ep{lay['ep']} "
-            f"dp{lay['dp']} mbs{lay['micro_batch_size']} {lay['recompute']}"
+            f"tp{lay.tp} pp{lay.pp} vpp{lay.vpp} cp{lay.cp} ep{lay.ep} "
+            f"dp{lay.dp} mbs{lay.micro_batch_size} {lay.recompute}"
         )
-        mem = out["memory"]
-        perf = out.get("performance") or {}
-        mem_text = f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}"
-        tps = perf.get("tokens_per_s_per_gpu")
-        mfu = perf.get("mfu")
+        tps = perf.tokens_per_s_per_gpu if perf else None
+        mfu = perf.mfu if perf else None
         table.add_row(
             str(n),
             text,
-            "yes" if out["valid"] else "no",
-            mem_text,
-            "yes" if mem["fits"] else "no",
-            "-" if tps is None else tokens_cell(perf),
+            "yes" if out.valid else "no",
+            f"{gib(mem.total_bytes)}/{gib(mem.capacity_bytes)}",
+            "yes" if mem.fits else "no",
+            "-" if tps is None or perf is None else tokens_cell(perf.model_dump()),
             "-" if mfu is None else f"{100 * mfu:.1f}%",
-            "; ".join(out["violations"]),
+            "; ".join(out.violations),
         )
     console.print(table)
-    if len(outputs) == 1:
-        print_uncertainty(console, outputs[0].get("performance"))
-    if len(outputs) == 1 and outputs[0].get("megatron"):
+    first = reports[0] if len(reports) == 1 else None
+    if isinstance(first, LayoutReport) and first.performance is not None:
+        print_uncertainty(console, first.performance.model_dump())
+    if isinstance(first, LayoutReport) and first.megatron is not None:
         console.print("\n[bold]Launch:[/]")
-        console.print(outputs[0]["megatron"]["command"], soft_wrap=True, highlight=False)
+        console.print(first.megatron.command, soft_wrap=True, highlight=False)

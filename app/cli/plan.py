@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -40,6 +40,9 @@ from app.cli.uncertainty_view import print_uncertainty, tokens_cell
 Opt = typer.Option
 AxisOpt = Annotated[str | None, Opt(help="Fix this axis (8) or allow a list (1,2,4).")]
 MaxOpt = Annotated[int | None, Opt(help="Upper limit for this axis.")]
+
+if TYPE_CHECKING:
+    from app.planning.reports import PlanAnswer
 
 
 def register(cli: typer.Typer) -> None:
@@ -119,16 +122,16 @@ def plan(
     except SpecError as exc:
         fail(exc.message, field=exc.field)
     if json_output:
-        print_json(result)
+        print_json(result.raw)
     else:
         _print_result(result)
-    if not result["plans"]:
+    if not result.plans:
         if not json_output:
             Console(stderr=True).print("[bold red]No feasible layout.[/]")
         raise SystemExit(EXIT_NOTHING_FEASIBLE)
 
 
-def _plan_with_progress(plan_request: Any, request: Any, profile: Any) -> dict[str, Any]:
+def _plan_with_progress(plan_request: Any, request: Any, profile: Any) -> PlanAnswer:
     from rich.progress import Progress
 
     with Progress(transient=True) as bar:
@@ -137,41 +140,40 @@ def _plan_with_progress(plan_request: Any, request: Any, profile: Any) -> dict[s
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        out: dict[str, Any] = plan_request(request, profile=profile, progress=progress)
+        out: PlanAnswer = plan_request(request, profile=profile, progress=progress)
         return out
 
 
-def _print_result(result: dict[str, Any]) -> None:
-    search = result["search"]
+def _print_result(result: PlanAnswer) -> None:
+    from app.planning.reports import InverseResult
+
     console = out_console()
-    if "question" in result:  # an inverse question: the value reached first
-        console.print(f"[bold]{result['question']}[/] reached: {result['value']}", highlight=False)
-    if not result["plans"]:  # no empty table: the reasons and what would fit
+    if isinstance(result, InverseResult):  # an inverse question: the value reached first
+        console.print(f"[bold]{result.question}[/] reached: {result.value}", highlight=False)
+        caption = f"{result.search.probes} values of {result.search.inverse} tried"
+    else:
+        caption = (
+            f"{(result.funnel or {}).get('sentence', '')}; "
+            f"{'proven optimal' if result.search.proven_optimal else 'sampled search'}, "
+            f"{result.search.elapsed_s or 0:.2f} s"
+        )
+    if not result.plans:  # no empty table: the reasons and what would fit
         _print_funnel(console, result)
         _print_rejections(console, result)
         return
     table = Table(
-        title=f"Best layouts for {result.get('model')} on {result.get('gpu')}",
-        caption=(
-            f"{search.get('probes')} values of {search.get('inverse')} tried"
-            if "inverse" in search
-            else f"{(result.get('funnel') or {}).get('sentence', '')}; "
-            f"{'proven optimal' if search.get('proven_optimal') else 'sampled search'}, "
-            f"{search.get('elapsed_s', 0):.2f} s"
-        ),
+        title=f"Best layouts for {result.model} on {result.gpu}",
+        caption=caption,
         header_style="bold",
     )
-    kind = result["plans"][0].get("objective", {}).get("kind", "throughput")
+    kind = result.plans[0].objective.kind
+    # EP and expert TP mean nothing for a dense model (the web table hides them too)
+    moe = "--num-experts" in result.plans[0].megatron.command
+    axes = ("tp", "pp", "vpp", "cp", "ep", "etp", "dp") if moe else ("tp", "pp", "vpp", "cp", "dp")
     columns = [
         "#",
         "GPUs",
-        "tp",
-        "pp",
-        "vpp",
-        "cp",
-        "ep",
-        "etp",
-        "dp",
+        *axes,
         "mbs",
         "recompute",
         "sharding",
@@ -184,50 +186,51 @@ def _print_result(result: dict[str, Any]) -> None:
         columns += ["days", "USD"] if kind == "cost" else ["days"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("recompute", "sharding") else "right")
-    for rank, plan in enumerate(result["plans"], start=1):
-        lay, perf, mem = plan["layout"], plan["performance"], plan["memory"]
-        gpus = lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"]
+    for rank, plan in enumerate(result.plans, start=1):
+        lay, perf, mem = plan.layout, plan.performance, plan.memory
         cells = [
             str(rank),
-            str(gpus),
-            *(str(lay[k]) for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "dp")),
-            str(lay["micro_batch_size"]),
-            lay["recompute"],
-            lay["optimizer_sharding"],
-            tokens_cell(perf),
-            f"{100 * perf['mfu']:.1f}%",
-            f"{perf['step_time_s']:.2f}",
-            f"{gib(mem['total_bytes'])}/{gib(mem['capacity_bytes'])}",
+            str(lay.tp * lay.pp * lay.cp * lay.dp),
+            *(str(getattr(lay, k)) for k in axes),
+            str(lay.micro_batch_size),
+            lay.recompute,
+            lay.optimizer_sharding,
+            tokens_cell(perf.model_dump()),
+            f"{100 * (perf.mfu or 0):.1f}%",
+            f"{perf.step_time_s or 0:.2f}",
+            f"{gib(mem.total_bytes)}/{gib(mem.capacity_bytes)}",
         ]
-        objective = plan.get("objective", {})
         if kind != "throughput":
-            cells.append(f"{objective.get('days', 0):,.1f}")
+            cells.append(f"{plan.objective.days or 0:,.1f}")
             if kind == "cost":
-                cells.append(f"{objective.get('usd', 0):,.0f}")
+                cells.append(f"{plan.objective.usd or 0:,.0f}")
         table.add_row(*cells)
     console.print(table)
-    if result.get("winner"):
-        console.print(f"Why #1: {result['winner']['sentence']}.", highlight=False)
-    print_uncertainty(console, result["plans"][0].get("performance"))
+    if not isinstance(result, InverseResult) and result.winner:
+        console.print(f"Why #1: {result.winner['sentence']}.", highlight=False)
+    best = result.plans[0]
+    print_uncertainty(console, best.performance.model_dump())
     console.print("\n[bold]Launch the best plan:[/]")
-    console.print(result["plans"][0]["megatron"]["command"], soft_wrap=True, highlight=False)
-    for note in result["plans"][0]["megatron"].get("notes", []):
+    console.print(best.megatron.command, soft_wrap=True, highlight=False)
+    for note in best.megatron.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     _print_rejections(console, result)
 
 
-def _print_funnel(console: Any, result: dict[str, Any]) -> None:
-    if result.get("funnel"):
-        console.print(f"Search: {result['funnel']['sentence']}.", highlight=False)
+def _print_funnel(console: Any, result: PlanAnswer) -> None:
+    funnel = getattr(result, "funnel", None)  # an inverse answer has none
+    if funnel:
+        console.print(f"Search: {funnel['sentence']}.", highlight=False)
 
 
-def _print_rejections(console: Any, result: dict[str, Any]) -> None:
+def _print_rejections(console: Any, result: PlanAnswer) -> None:
     from app.cli.infeasible import print_infeasible
 
-    if result.get("infeasible"):
-        print_infeasible(console, result["infeasible"])
+    infeasible = getattr(result, "infeasible", None)  # an inverse answer has none
+    if infeasible:
+        print_infeasible(console, infeasible)
         return
-    if result.get("rejections"):
+    if result.rejections:
         console.print("\n[bold]Rejected layouts:[/]")
-        for reason, count in sorted(result["rejections"].items(), key=lambda kv: -kv[1]):
+        for reason, count in sorted(result.rejections.items(), key=lambda kv: -kv[1]):
             console.print(f"  {count:>8,}  {reason}", highlight=False)

@@ -67,10 +67,10 @@ def result(
             )
         if job["status"] != "succeeded":
             fail(f"plan job {job_id} {job['status']}: {job.get('error') or ''}".strip(), code=1)
-        plans = client.get_plans(job_id).raw
+        plans = client.get_plans(job_id)
     if json_output:
-        print_json(plans)
+        print_json(plans.raw)
     else:
         _print_result(plans)
-    if not plans.get("plans"):
+    if not plans.plans:
         raise SystemExit(EXIT_NOTHING_FEASIBLE)

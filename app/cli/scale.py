@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,6 +27,9 @@ from app.cli.options import CLUSTER_OPTIONS, STACK_OPTIONS, shared_options
 from app.cli.ranges import print_expansions
 
 Opt = typer.Option
+
+if TYPE_CHECKING:
+    from app.planning.reports import ScalingCurve
 
 
 def register(cli: typer.Typer) -> None:
@@ -72,14 +75,14 @@ def scale(
     request = typed.model_dump(mode="json", exclude_unset=True)
     curve = _remote(request, server, api_key) if server else _local(request, run_profile)
     if json_output:
-        print_json(curve)
+        print_json(curve.raw)
     else:
         _print_table(curve)
-    if not any(p["feasible"] for p in curve["points"]):
+    if not any(p.feasible for p in curve.points):
         raise SystemExit(EXIT_NOTHING_FEASIBLE)
 
 
-def _local(request: dict[str, Any], profile: Any) -> dict[str, Any]:
+def _local(request: dict[str, Any], profile: Any) -> ScalingCurve:
     from app.planning.scaling import scaling_curve
     from planner.specs import SpecError
 
@@ -89,7 +92,7 @@ def _local(request: dict[str, Any], profile: Any) -> dict[str, Any]:
         fail(exc.message, field=exc.field)
 
 
-def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[str, Any]:
+def _remote(request: dict[str, Any], server: str, api_key: str | None) -> ScalingCurve:
     from app.planning.schemas import MAX_SCALING_POINTS
     from app.sdk import PlannerClient
 
@@ -97,43 +100,47 @@ def _remote(request: dict[str, Any], server: str, api_key: str | None) -> dict[s
     if not counts or len(counts) > MAX_SCALING_POINTS:
         fail(f"give between 1 and {MAX_SCALING_POINTS} GPU counts", field="num_gpus")
     with PlannerClient(server, api_key=api_key) as client:  # errors: app/cli/errors.py
-        return client.scaling_curve(request).raw
+        return client.scaling_curve(request)
 
 
 def _fmt(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _print_table(curve: dict[str, Any]) -> None:
+def _print_table(curve: ScalingCurve) -> None:
     from rich.table import Table
 
-    table = Table(title=f"Scaling of {curve.get('model') or 'the model'}", title_justify="left")
+    table = Table(title=f"Scaling of {curve.model or 'the model'}", title_justify="left")
     for name in ("GPUs", "layout", "tokens/s", "tok/s/GPU", "efficiency", "MFU"):
         table.add_column(name, justify="left" if name == "layout" else "right")
-    if curve.get("token_budget"):
+    budget = bool(curve.token_budget)
+    priced = budget and curve.usd_per_gpu_hour is not None
+    if budget:
         table.add_column("days", justify="right")
         table.add_column("GPU-hours", justify="right")
-    if curve.get("usd_per_gpu_hour") is not None and curve.get("token_budget"):
+    if priced:
         table.add_column("cost $", justify="right")
-    for p in curve["points"]:
-        if not p["feasible"]:
-            table.add_row(str(p["num_gpus"]), f"[red]{p['error']}[/]")
+    for p in curve.points:
+        if not p.feasible or p.layout is None:
+            table.add_row(str(p.num_gpus), f"[red]{p.error}[/]")
             continue
-        lay = p["layout"] or {}
+        lay = p.layout
         layout = " ".join(
-            f"{k}{lay[k]}" for k in ("tp", "pp", "vpp", "cp", "ep", "dp") if lay.get(k, 1) != 1
+            f"{k}{getattr(lay, k)}"
+            for k in ("tp", "pp", "vpp", "cp", "ep", "dp")
+            if getattr(lay, k) != 1
         )
         row = [
-            str(p["num_gpus"]),
-            f"{layout or 'dp1'} mbs{lay.get('micro_batch_size', 1)}",
-            f"{p['tokens_per_s']:,.0f}",
-            f"{p['tokens_per_s_per_gpu']:,.0f}",
-            _fmt(p.get("scaling_efficiency"), ".1%"),
-            _fmt(p.get("mfu"), ".1%"),
+            str(p.num_gpus),
+            f"{layout or 'dp1'} mbs{lay.micro_batch_size}",
+            _fmt(p.tokens_per_s, ",.0f"),
+            _fmt(p.tokens_per_s_per_gpu, ",.0f"),
+            _fmt(p.scaling_efficiency, ".1%"),
+            _fmt(p.mfu, ".1%"),
         ]
-        if curve.get("token_budget"):
-            row += [_fmt(p.get("days"), ",.1f"), _fmt(p.get("gpu_hours"), ",.0f")]
-        if curve.get("usd_per_gpu_hour") is not None and curve.get("token_budget"):
-            row.append(_fmt(p.get("usd"), ",.0f"))
+        if budget:
+            row += [_fmt(p.days, ",.1f"), _fmt(p.gpu_hours, ",.0f")]
+        if priced:
+            row.append(_fmt(p.usd, ",.0f"))
         table.add_row(*row)
     out_console().print(table)  # full width when piped: no cut numbers

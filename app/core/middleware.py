@@ -1,11 +1,11 @@
 """Pure ASGI middleware of the service, and the plan-job time budget.
 
 * :class:`RequestContextMiddleware` - a request id (``X-Request-ID`` in and out) in every log
-  line of the request, and one structured access-log line per request (path, never the query);
+  line of the request, one structured access-log line per request (path, never the query), and
+  the request's metrics (``observe``: count and latency by route template, the /metrics ones);
 * rate limits live in :mod:`app.security.ratelimit` (per address here, per verified key after
-  authentication);
-* :class:`BodyLimitMiddleware` - counts the body's bytes as they arrive (not only the
-  Content-Length header): 413 above the limit;
+  authentication); the body's size limit, read deadline and input policy in
+  :class:`app.input_policy.BodyGuardMiddleware`;
 * :func:`with_time_budget` - a planning backend whose plan jobs fail once they run too long.
 """
 
@@ -71,9 +71,14 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 # --- request id and access log ---------------------------------------------------------------
+Observe = Callable[[str, str, int, float], None]
+"""(method, route template, status, seconds) of one finished request."""
+
+
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, observe: Observe | None = None) -> None:
         self.app = app
+        self.observe = observe
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -97,6 +102,10 @@ class RequestContextMiddleware:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            seconds = time.perf_counter() - start
+            if self.observe is not None:  # the router set the matched route on the scope
+                route = getattr(scope.get("route"), "path", "unmatched")
+                self.observe(str(scope.get("method", "?")), str(route), status, seconds)
             access_log.info(
                 "%s %s %d",
                 scope.get("method", "?"),
@@ -106,66 +115,10 @@ class RequestContextMiddleware:
                     "method": scope.get("method"),
                     "path": scope.get("path"),
                     "status": status,
-                    "duration_ms": round((time.perf_counter() - start) * 1000, 2),
+                    "duration_ms": round(seconds * 1000, 2),
                 },
             )
             REQUEST_ID.reset(token)
-
-
-# --- body size -------------------------------------------------------------------------------
-def too_large(limit: int) -> str:
-    return f"the request body is over the limit of {limit} bytes; send less (or in parts)"
-
-
-class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, max_upload_bytes: int) -> None:
-        self.app = app
-        self.max_body_bytes = max_body_bytes
-        self.max_upload_bytes = max_upload_bytes
-
-    def limit_for(self, path: str) -> int:
-        return self.max_upload_bytes if UPLOAD_PATH.match(path) else self.max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        limit = self.limit_for(str(scope.get("path", "")))
-        declared = _header(scope, b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            await send_problem(send, 413, too_large(limit))
-            return
-        received = 0
-        over = False
-        replaced = False
-
-        async def counting_receive() -> Message:
-            nonlocal received, over
-            if over:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:  # the app sees a disconnect; its answer becomes a 413
-                    over = True
-                    return {"type": "http.disconnect"}
-            return message
-
-        async def replacing_send(message: Message) -> None:
-            nonlocal replaced
-            if not over:
-                await send(message)
-            elif message["type"] == "http.response.start" and not replaced:
-                replaced = True
-                await send_problem(send, 413, too_large(limit))
-
-        try:
-            await self.app(scope, counting_receive, replacing_send)
-        except Exception:
-            if not over:
-                raise
-        if over and not replaced:
-            await send_problem(send, 413, too_large(limit))
 
 
 # --- plan-job time budget --------------------------------------------------------------------

@@ -15,10 +15,11 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import Request
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from app.core.engine import unit_of_work
 from app.core.errors import AppError
@@ -153,12 +154,18 @@ def get_authenticator(request: Request) -> Authenticator:
     return auth
 
 
-def require_scope(write_scope: str, reads_too: bool = False) -> Callable[[Request], Principal]:
+def require_scope(
+    write_scope: str, reads_too: bool = False
+) -> Callable[[Request], Awaitable[Principal]]:
     """A dependency: GET/HEAD need ``read``, other methods ``write_scope`` (all of them with
     ``reads_too``). Sets ``request.state.principal``."""
 
-    def dependency(request: Request) -> Principal:
-        principal = get_authenticator(request).authenticate(request)
+    async def dependency(request: Request) -> Principal:
+        authenticator = get_authenticator(request)
+        if authenticator.enabled:  # a key's first check reads the database: a worker thread
+            principal = await run_in_threadpool(authenticator.authenticate, request)
+        else:  # no auth: nothing to look up, no thread hand-off
+            principal = authenticator.authenticate(request)
         needed = write_scope if reads_too or request.method not in READ_METHODS else "read"
         if not principal.allows(needed):
             raise ForbiddenError(

@@ -16,13 +16,13 @@ Runner = Callable[..., dict[str, Any]]
 def _plan(request: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     from app.planning.compute import plan_request  # the search stack loads optuna: lazily
 
-    return plan_request(request, **kwargs)
+    return plan_request(request, **kwargs).raw  # the typed answer's JSON, stored on the job
 
 
 def _evaluate(request: dict[str, Any], *, profile: Any = None) -> dict[str, Any]:
     from app.planning.compute import evaluate_request
 
-    return evaluate_request(request, profile=profile)
+    return evaluate_request(request, profile=profile).raw
 
 
 def _validate_plan(request: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Each takes the one typed request of its question (``EvaluationRequest``, ``PlanJobCreate``) or
 its JSON, converts it once into planner domain objects (:mod:`app.planning.convert`), runs the
-planner and returns JSON-ready dicts. Bad input raises :class:`planner.specs.SpecError` whose
+planner and returns the typed reports of :mod:`app.planning.reports` (built by
+:mod:`app.planning.report_build`). Bad input raises :class:`planner.specs.SpecError` whose
 ``field`` names the request field to fix.
 """
 
@@ -13,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from app.planning.convert import Label, parse_request, resolve_model, to_evaluation
+from app.planning.report_build import layout_reports
+from app.planning.reports import EvaluationFailure, LayoutReport, PlanAnswer
 from app.planning.schemas import EvaluationRequest, PlanJobCreate
-from app.planning.uncertainty import add_uncertainty
 from models_db.profiles import load_profile
 from planner import (
     ClusterSpec,
@@ -23,7 +25,6 @@ from planner import (
     PerformanceProfile,
     SpecError,
     TrainingJob,
-    evaluate_layouts,
 )
 
 Progress = Callable[[int, int], None]
@@ -42,9 +43,11 @@ def _shipped_profile(gpu: GPUSpec) -> PerformanceProfile:
 # --- entry points ----------------------------------------------------------------------------
 def evaluate_request(
     request: EvaluationRequest | dict[str, Any], *, profile: PerformanceProfile | None = None
-) -> dict[str, Any]:
-    """Evaluate one layout request (the JSON of ``planner evaluate --json``)."""
-    return evaluate_requests([request], profile=profile)[0]
+) -> LayoutReport:
+    """Evaluate one layout request (``planner evaluate --json`` prints its JSON)."""
+    report = evaluate_requests([request], profile=profile)[0]
+    assert isinstance(report, LayoutReport)  # without errors_inline a bad request raises
+    return report
 
 
 def evaluate_requests(
@@ -53,16 +56,16 @@ def evaluate_requests(
     profile: PerformanceProfile | None = None,
     errors_inline: bool = False,
     label: Label | None = None,
-) -> list[dict[str, Any]]:
+) -> list[LayoutReport | EvaluationFailure]:
     """Evaluate many layout requests; those sharing model, cluster and job run as one batch.
 
-    With ``errors_inline`` a bad request yields ``{"error": {...}}`` in its place instead of
-    raising, so one bad line never sinks the others.
+    With ``errors_inline`` a bad request yields an :class:`EvaluationFailure` in its place
+    instead of raising, so one bad line never sinks the others.
     """
     groups: dict[tuple[Any, ...], list[int]] = {}
     resolved: dict[tuple[Any, ...], tuple[ModelSpec, ClusterSpec, TrainingJob, float]] = {}
     layouts: list[Any] = [None] * len(requests)
-    out: list[dict[str, Any] | None] = [None] * len(requests)
+    out: list[LayoutReport | EvaluationFailure | None] = [None] * len(requests)
     model_cache: dict[str, ModelSpec] = {}
     for i, raw in enumerate(requests):
         try:
@@ -74,7 +77,7 @@ def evaluate_requests(
         except SpecError as exc:
             if not errors_inline:
                 raise
-            out[i] = {"error": {"message": exc.message, "field": exc.field}}
+            out[i] = EvaluationFailure.of(exc)
             continue
         layouts[i] = inputs.layout
         key = (key_model, inputs.cluster, inputs.job, inputs.threshold)
@@ -84,7 +87,7 @@ def evaluate_requests(
         model, cluster, job, threshold = resolved[key]
         batch_layouts = [layouts[i] for i in indexes]
         used = profile_for(cluster.gpu, profile)
-        results = evaluate_layouts(
+        results = layout_reports(
             model,
             cluster,
             job,
@@ -93,12 +96,8 @@ def evaluate_requests(
             threshold=threshold,
         )
         for i, result in zip(indexes, results, strict=True):
-            add_uncertainty(result["performance"], model, cluster, job, layouts[i], used)
-            result["model"] = model.name
-            result["gpu"] = cluster.gpu.name
-            result["num_gpus"] = cluster.num_gpus
             out[i] = result
-    return [r if r is not None else {"error": {"message": "not evaluated"}} for r in out]
+    return [r if r is not None else EvaluationFailure.of(SpecError("not evaluated")) for r in out]
 
 
 def plan_request(
@@ -106,8 +105,8 @@ def plan_request(
     *,
     profile: PerformanceProfile | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Search for the best layouts (the JSON of ``planner plan --json``)."""
+) -> PlanAnswer:
+    """Search for the best layouts (``planner plan --json`` prints its JSON)."""
     from app.planning.plan_request import run_plan  # the search stack loads optuna: lazily
 
     return run_plan(parse_request(PlanJobCreate, request), profile=profile, progress=progress)

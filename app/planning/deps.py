@@ -10,12 +10,12 @@ from app.planning.backend import PlanningBackend
 from app.planning.worker import WorkerPool
 
 
-def get_pool(request: Request) -> WorkerPool | None:
+async def get_pool(request: Request) -> WorkerPool | None:
     pool: WorkerPool | None = request.app.state.worker_pool
     return pool
 
 
-def get_backend(request: Request) -> PlanningBackend:
+async def get_backend(request: Request) -> PlanningBackend:
     backend: PlanningBackend = request.app.state.backend
     return backend
 

@@ -2,8 +2,8 @@
 
 ``to_memory_choices`` turns the request's memory fields into :class:`planner.MemoryChoices`;
 ``run_inverse`` answers ``maximize`` (``seq_length``, ``micro_batch_size``) and ``minimize``
-(``num_gpus``) with :mod:`planner.search.inverse`, each plan's JSON stating the value reached
-(``"seq_length": 5120``) and carrying its launch flags like any plan.
+(``num_gpus``) with :mod:`planner.search.inverse`, each plan stating the value reached
+(``"seq_length": 5120``) and carrying its launch flags like any plan (a typed ``InverseResult``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from planner import MemoryChoices, PerformanceProfile, SpecError
 
 if TYPE_CHECKING:
     from app.planning.plan_request import PreparedPlan
+    from app.planning.reports import InverseResult
 
 Progress = Callable[[int, int], None]
 INVERSE_SEQ_START = 128
@@ -79,10 +80,10 @@ def run_inverse(
     *,
     profile: PerformanceProfile | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """The answer to the request's inverse question, as JSON with each plan's launch flags."""
+) -> InverseResult:
+    """The typed answer to the request's inverse question, each plan with its launch flags."""
     from app.planning.no_fit import explain_no_fit
-    from app.planning.plan_request import add_launch_flags
+    from app.planning.report_build import inverse_report
     from models_db.profiles import load_profile
     from planner.search.inverse import fewest_gpus, largest_micro_batch, longest_sequence
 
@@ -105,23 +106,12 @@ def run_inverse(
         answer = largest_micro_batch(p.model, cluster, job, **common)
     else:
         answer = fewest_gpus(p.model, cluster, job, **common)
-    out = answer.to_dict()
-    add_launch_flags(out["plans"], answer.plans)
     if progress is not None:
         progress(len(answer.probes), len(answer.probes))
-    rejections, alternative = {}, None
-    if not answer.plans:
-        why, alternative = explain_no_fit(answer.question, answer.probes, p, run_profile)
-        rejections = {why: 1}
-    return {
-        **out,
-        "alternative": alternative,
-        "search": {
-            "inverse": answer.question,
-            "probes": len(answer.probes),
-            "feasible": dict(answer.probes).get(answer.value, 0) if answer.value else 0,
-        },
-        "rejections": rejections,
-        "model": p.model.name,
-        "gpu": cluster.gpu.name,
-    }
+    reason, alternative = None, None
+    if not answer.plans:  # why, and the fewest GPUs that fit instead (app.planning.no_fit)
+        reason, alternative = explain_no_fit(answer.question, answer.probes, p, common["profile"])
+    return inverse_report(
+        answer, model=p.model, cluster=cluster, profile=common["profile"], nothing_fits=reason,
+        alternative=alternative,
+    )  # fmt: skip

@@ -10,7 +10,7 @@ fewest GPUs of that type on which a layout fits, with its launch flags (``altern
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from planner import PerformanceProfile
 from planner.memory.options import GIB
@@ -67,10 +67,9 @@ def explain_no_fit(
     probes: tuple[tuple[int, int], ...],
     prepared: PreparedPlan,
     profile: PerformanceProfile,
-) -> tuple[str, dict[str, Any] | None]:
-    """(why nothing fits, the fewest-GPU alternative as plan JSON with flags, or None)."""
-    from app.planning.plan_request import add_launch_flags
-
+) -> tuple[str, InverseAnswer | None]:
+    """(why nothing fits, the answer on the fewest GPUs that fit (its value is the longest
+    sequence there for a seq_length question), or None)."""
     cluster, job = prepared.clusters[0], prepared.jobs[0]
     tried = probes[0][0] if probes else "any value"
     if question == "num_gpus":
@@ -109,14 +108,10 @@ def explain_no_fit(
             budget=prepared.budget,
         )  # fmt: skip
     found = best.plans[0]
-    out = best.to_dict()
-    add_launch_flags(out["plans"], best.plans)
     lay = found.layout
     parts.append(
         f"the fewest {cluster.gpu.name} on which a layout fits: {answer.value}, up to "
         f"seq_length={found.job.seq_length} (tp={lay.tp} pp={lay.pp} dp={lay.dp}, "
         f"precision={job.precision}; its launch flags are in 'alternative')"
     )
-    alternative = {"num_gpus": answer.value, "seq_length": found.job.seq_length,
-                   "precision": job.precision, "plan": out["plans"][0]}  # fmt: skip
-    return ". ".join(parts), alternative
+    return ". ".join(parts), best

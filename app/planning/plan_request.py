@@ -1,4 +1,4 @@
-"""Plan requests: a ``PlanJobCreate`` into a search, and its result into JSON with launch flags."""
+"""Plan requests: a ``PlanJobCreate`` into a search, and its result into the typed report."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
 from app.planning.memory_request import INVERSE_SEQ_START, check_inverse, to_memory_choices
+from app.planning.report_build import plan_report
+from app.planning.reports import PlanAnswer
 from app.planning.schemas import PlanJobCreate
-from app.planning.uncertainty import add_plan_uncertainty
 from models_db.profiles import load_profile
 from planner import (
     ClusterSpec,
@@ -21,7 +22,6 @@ from planner import (
     SearchConstraints,
     SpecError,
     TrainingJob,
-    launch_spec,
     plan,
 )
 from planner.search.infeasible import explain_infeasible
@@ -116,18 +116,6 @@ def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
     )
 
 
-def add_launch_flags(plans_json: list[dict[str, Any]], plans: list[Any]) -> None:
-    """Each plan's JSON with its Megatron-LM launch flags (``megatron``)."""
-    for plan_json, found in zip(plans_json, plans, strict=True):
-        launch = launch_spec(found.model, found.cluster, found.job, found.layout)
-        plan_json["megatron"] = {
-            "args": launch.args,
-            "command": launch.command,
-            "env": launch.env,
-            "notes": list(launch.notes),
-        }
-
-
 def search(
     p: PreparedPlan,
     profile: PerformanceProfile,
@@ -156,8 +144,8 @@ def run_plan(
     *,
     profile: PerformanceProfile | None = None,
     progress: Progress | None = None,
-) -> dict[str, Any]:
-    """Search for the best layouts of ``req``; the result's JSON with each plan's launch flags."""
+) -> PlanAnswer:
+    """Search for the best layouts of ``req``: the typed result with each plan's launch flags."""
     p = to_plan(req)
     if req.maximize or req.minimize:
         from app.planning.memory_request import run_inverse
@@ -165,15 +153,12 @@ def run_plan(
         return run_inverse(req, p, profile=profile, progress=progress)
     used = profile if profile is not None else load_profile(p.clusters[0].gpu)
     result = search(p, used, progress=progress)
-    out = result.to_dict()
-    add_launch_flags(out["plans"], result.plans)
-    add_plan_uncertainty(out["plans"], result.plans, used)
-    add_plan_uncertainty(out["pareto"], result.pareto, used)
+    infeasible = None
     if not result.plans:  # infeasible is an answer: what would fit (planner.search.infeasible)
-        out["infeasible"] = explain_infeasible(
+        infeasible = explain_infeasible(
             p.model, p.clusters[-1], p.jobs[0], rejections=result.rejections, profile=used,
             constraints=p.constraints, threshold=p.threshold,
         ).to_dict()  # fmt: skip
-    out["model"] = p.model.name
-    out["gpu"] = p.clusters[0].gpu.name
-    return out
+    return plan_report(
+        result, model=p.model, cluster=p.clusters[0], profile=used, infeasible=infeasible
+    )

@@ -11,7 +11,7 @@ from app.core.deps import FactoryDep, SessionDep, SettingsDep
 from app.core.engine import unit_of_work
 from app.core.schemas import problem_responses
 from app.planning.deps import BackendDep, PoolDep
-from app.planning.reports import PlanResult
+from app.planning.reports import PlanAnswer
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate, PlanJobPage, PlanJobRead, Status
 from app.planning.service import PlanJobService, to_read, wait_until_finished
 from app.security.ownership import ViewerDep
@@ -60,7 +60,13 @@ def submit(
         ),
     ] = None,
     wait: Annotated[
-        float, Query(ge=0, le=600, description="seconds to wait for the result (bounded)")
+        float,
+        Query(
+            ge=0,
+            le=600,
+            allow_inf_nan=False,  # ?wait=nan: "a finite number", not "at most 600"
+            description="seconds to wait for the result (bounded)",
+        ),
     ] = 0,
 ) -> JSONResponse:
     # its own unit of work: the job must be committed (visible to the workers) before the
@@ -118,7 +124,7 @@ def get_job(
 
 @router.get(
     "/{job_id}/plans",
-    response_model=PlanResult,
+    response_model=PlanAnswer,
     response_model_exclude_unset=True,  # the planner's document as it is, no added nulls
     responses=problem_responses(404, 409, 422),
     summary="The ranked plans of a finished job (as `planner plan --json`)",

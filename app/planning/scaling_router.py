@@ -6,7 +6,7 @@ count, so one request is a few seconds of CPU; bigger sweeps go through ``POST /
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body
 
@@ -33,6 +33,6 @@ def create(
     body: Annotated[ScalingCurveCreate, Body(examples=[SCALING_EXAMPLE])],
     session: SessionDep,
     backend: BackendDep,
-) -> dict[str, Any]:
+) -> ScalingCurve:
     request, resolved = resolve_references(session, body.model_dump(mode="json", exclude_none=True))
     return scaling_curve(request, plan=backend.plan, profile=backend.profile_for(resolved))

@@ -86,7 +86,7 @@ A2A_OVERLAP_HELP = (
 
 
 class _Common(StackFields, NetworkFields):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN: "finite number"
 
     model: ModelRef
     gpu: SlugRef | dict[str, Any] | None = Field(
@@ -119,7 +119,9 @@ class _Common(StackFields, NetworkFields):
 class EvaluationRequest(MemoryEvaluationFields, _Common):
     """One layout to check against Megatron's rules, memory and the performance model."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [EVALUATION_EXAMPLE]})
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, json_schema_extra={"examples": [EVALUATION_EXAMPLE]}
+    )
 
     num_gpus: int = Field(ge=1, le=MAX_GPUS)
     global_batch_size: int = Field(ge=1, le=16_777_216)
@@ -140,7 +142,9 @@ class EvaluationRequest(MemoryEvaluationFields, _Common):
 class PlanJobCreate(MemoryPlanFields, _Common):
     """A search for the best layouts; axes given here are fixed, the rest are searched."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [PLAN_EXAMPLE]})
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, json_schema_extra={"examples": [PLAN_EXAMPLE]}
+    )
 
     seq_length: int | None = Field(  # type: ignore[assignment]
         default=None,

@@ -7,8 +7,8 @@ headers of a request that has started, so a few hundred slow clients hold every 
 * :class:`DeadlineH11Protocol` - uvicorn's h11 protocol with a deadline on the request head:
   a client whose request line and headers are not complete ``PLANNER_HEADER_TIMEOUT_S`` seconds
   after the connection opened (or after the previous response) is disconnected;
-* :class:`BodyReadDeadlineMiddleware` - each chunk of a request body must arrive within
-  ``body_timeout_s`` of the previous one, else the request is answered with 408.
+* the body's read deadline (each chunk within ``body_timeout_s`` of the previous one, else
+  408) is part of :class:`app.input_policy.BodyGuardMiddleware`.
 
 Behind a reverse proxy (nginx ``client_header_timeout`` / ``client_body_timeout``) the proxy
 does the same earlier; these guards make the service safe on its own too.
@@ -22,8 +22,6 @@ from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
-
-from app.core.middleware import ASGIApp, Message, Receive, Scope, Send, send_problem
 
 HEADER_TIMEOUT_ENV = "PLANNER_HEADER_TIMEOUT_S"
 DEFAULT_HEADER_TIMEOUT_S = 10.0
@@ -67,54 +65,3 @@ class DeadlineH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
-
-
-def late_body(timeout_s: float) -> str:
-    return f"the request body stalled for more than {timeout_s:g} s; send it without pauses"
-
-
-class BodyReadDeadlineMiddleware:
-    """408 when a body chunk takes longer than ``body_timeout_s`` to arrive."""
-
-    def __init__(self, app: ASGIApp, *, body_timeout_s: float) -> None:
-        self.app = app
-        self.body_timeout_s = body_timeout_s
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.body_timeout_s <= 0:
-            await self.app(scope, receive, send)
-            return
-        late = False
-        replaced = False
-        body_done = False
-
-        async def deadline_receive() -> Message:
-            nonlocal late, body_done
-            if late:
-                return {"type": "http.disconnect"}
-            if body_done:  # after the body, receive() waits for a disconnect: no deadline
-                return await receive()
-            try:
-                message = await asyncio.wait_for(receive(), self.body_timeout_s)
-            except TimeoutError:
-                late = True
-                return {"type": "http.disconnect"}
-            if message["type"] == "http.request" and not message.get("more_body", False):
-                body_done = True
-            return message
-
-        async def replacing_send(message: Message) -> None:
-            nonlocal replaced
-            if not late:
-                await send(message)
-            elif message["type"] == "http.response.start" and not replaced:
-                replaced = True
-                await send_problem(send, 408, late_body(self.body_timeout_s))
-
-        try:
-            await self.app(scope, deadline_receive, replacing_send)
-        except Exception:
-            if not late:
-                raise
-        if late and not replaced:
-            await send_problem(send, 408, late_body(self.body_timeout_s))

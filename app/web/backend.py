@@ -150,27 +150,20 @@ class ServiceBackend:
     ) -> dict[str, Any]:
         """Fit the cluster's GPU profile to uploaded runs; with ``save``, store both."""
         from app.calibration.fit import fit_preview
-        from app.calibration.service import CalibrationService, rows_from_body
-        from app.catalog.service import CatalogService
+        from app.calibration.service import CalibrationService
         from app.core.errors import AppError
 
-        try:
-            with self._session() as session:
-                preset = CatalogService(session).get("cluster", cluster).spec
-        except AppError as exc:
-            raise SpecError(exc.message, field="cluster") from exc
-        try:
-            _source, rows = rows_from_body(
-                body, media_type, gpu_type=preset["gpu"], gpus_per_node=preset["gpus_per_node"]
-            )
-        except AppError as exc:
-            raise SpecError(_spec_error(exc).message, field="file") from exc
-        for row in rows:
-            if not row.get("gpu_type"):
-                row["gpu_type"] = preset["gpu"]
-            if not row.get("gpus_per_node"):
-                row["gpus_per_node"] = str(preset["gpus_per_node"])
-        preview = fit_preview(rows, preset["gpu"])
+        with self._session() as session:
+            service = CalibrationService(session, self._app.state.backend)
+            try:
+                gpu = service.cluster(cluster)["gpu"]
+            except AppError as exc:
+                raise SpecError(exc.message, field="cluster") from exc
+            try:  # the one calibrate request, read from the upload as the API reads it
+                found = service.upload_rows(cluster, body, media_type)
+            except AppError as exc:
+                raise SpecError(_spec_error(exc).message, field="file") from exc
+        preview = fit_preview(found.rows, gpu)
         if save:
             try:
                 with self._session() as session:

@@ -9,6 +9,7 @@ read from ``PlanJobCreate``'s fields, never restated here.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -94,6 +95,9 @@ def _check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
     except ValueError:
         kind = "a whole number" if name in WHOLE else "a number"
         errors[name] = f"{label} must be {kind}; you typed {text!r}."
+        return None
+    if not math.isfinite(value):  # '1e999', 'inf', 'nan' parse as floats but are no numbers
+        errors[name] = f"{label} must be a finite number; you typed {text!r}."
         return None
     if name in WHOLE and value != int(value):
         errors[name] = f"{label} must be a whole number; you typed {text!r}."

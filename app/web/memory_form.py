@@ -73,7 +73,8 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
         text = str(values.get(name, "")).strip()
         if text:
             if not text.isdigit():
-                raise SpecError(f"{name} must be a whole number, got {text!r}", field=name)
+                message = f"{name} must be a whole number, 0 or more; got {text!r}"
+                raise SpecError(message, field=name)
             req[name] = int(text)
     fractions = str(values.get("optimizer_offload_fraction", "")).replace(" ", "")
     if fractions:

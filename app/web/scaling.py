@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.planning.reports import ScalingCurve
 from app.web.templating import templates
 from planner.specs import SpecError
 
@@ -45,26 +46,27 @@ def _form(query: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
     return shown, request
 
 
-def chart_data(curve: dict[str, Any]) -> dict[str, Any]:
+def chart_data(curve: ScalingCurve) -> dict[str, Any]:
     """Chart.js-ready series: tokens/s and scaling efficiency by GPU count."""
-    points = [p for p in curve["points"] if p["feasible"]]
+    points = [p for p in curve.points if p.feasible]
     return {
-        "labels": [p["num_gpus"] for p in points],
-        "tokens_per_s": [round(p["tokens_per_s"]) for p in points],
-        "efficiency": [round(100 * (p.get("scaling_efficiency") or 0), 1) for p in points],
+        "labels": [p.num_gpus for p in points],
+        "tokens_per_s": [round(p.tokens_per_s or 0) for p in points],
+        "efficiency": [round(100 * (p.scaling_efficiency or 0), 1) for p in points],
     }
 
 
-def point_layouts(curve: dict[str, Any]) -> dict[int, str]:
+def point_layouts(curve: ScalingCurve) -> dict[int, str]:
     """Each feasible point's layout in the plan table's words (no EP/ETP for a dense model)."""
     from app.web.views import layout_text
 
     return {
-        p["num_gpus"]: layout_text(
-            p.get("layout") or {}, moe="--num-experts" in str(p.get("megatron_command") or "")
+        p.num_gpus: layout_text(
+            p.layout.model_dump() if p.layout else {},
+            moe="--num-experts" in (p.megatron_command or ""),
         )
-        for p in curve["points"]
-        if p.get("feasible")
+        for p in curve.points
+        if p.feasible
     }
 
 

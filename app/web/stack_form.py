@@ -106,7 +106,9 @@ def _number(name: str, text: str, kind: type[int] | type[float]) -> int | float:
     try:
         return kind(text)
     except ValueError:
-        word = "a whole number" if kind is int else "a number (50e9 is 50 GB/s)"
+        word = "a whole number" if kind is int else "a number"
+        if name.endswith("bytes_per_s"):  # the example only where the unit is bytes per second
+            word += " (50e9 is 50 GB/s)"
         raise SpecError(f"{name} must be {word}, got {text!r}", field=name) from None
 
 

@@ -353,8 +353,9 @@ def parse_rows(
     """Measurements and the rows skipped, each with its reason."""
     out: list[Measurement] = []
     skipped: list[SkippedRow] = []
-    for row in rows:
-        row_id = (row.get("row_id") or "").strip()
+    for number, row in enumerate(rows, start=1):
+        # without a row_id column, the row's position is what a user can find in the file
+        row_id = (row.get("row_id") or "").strip() or f"row {number}"
         try:
             out.append(_parse_row(row, gpu_lookup, network_bytes_per_s, model_lookup))
         except (_Skip, ArchSkip, SpecError, ValueError, KeyError) as exc:

@@ -18,6 +18,7 @@ from app.core.settings import Settings
 from app.main import create_app
 from app.planning.backend import PlanningBackend
 from planner.specs import GPUSpec, ModelSpec, SpecError
+from tests.support.reports import layout_report_doc, plan_result_doc
 
 LLAMA = ModelSpec(
     name="llama3.1-70b",
@@ -70,6 +71,7 @@ class FakePlanner:
 
     def __init__(self) -> None:
         self.plan_calls: list[dict[str, Any]] = []
+        self.evaluate_calls: list[tuple[dict[str, Any], Any]] = []
         self.profiles: list[Any] = []
         self.lock = threading.Lock()
 
@@ -86,15 +88,16 @@ class FakePlanner:
             request.get("gpu"), dict
         ):
             raise SpecError(f"unknown gpu {request.get('gpu')!r}", field="gpu")
-        return {
-            "valid": request["num_gpus"] % (request.get("tp", 1) * request.get("pp", 1)) == 0,
-            "violations": [],
-            "layout": {k: request.get(k, 1) for k in ("tp", "pp", "cp")},
-            "model": name,
-            "profile": profile,
-            "gpu": request.get("gpu"),
-            "gpus_per_node": request.get("gpus_per_node"),
-        }
+        with self.lock:
+            self.evaluate_calls.append((request, profile))
+        gpu = request.get("gpu")
+        return layout_report_doc(
+            valid=request["num_gpus"] % (request.get("tp", 1) * request.get("pp", 1)) == 0,
+            model=name,
+            gpu=gpu if isinstance(gpu, str) else "inline",
+            num_gpus=request["num_gpus"],
+            **{k: request.get(k, 1) for k in ("tp", "pp", "cp")},
+        )
 
     def plan(
         self,
@@ -114,11 +117,12 @@ class FakePlanner:
                 time.sleep(0.05)
         if request.get("seed") == FAILING_SEED:
             raise RuntimeError("the search exploded")
-        return {
-            "plans": [{"rank": 1, "layout": {"tp": 8, "pp": 4}, "model": request["model"]}],
-            "search": {"evaluated": steps, "proven_optimal": True},
-            "rejections": {"memory": 3},
-        }
+        return plan_result_doc(
+            [{"tp": 8, "pp": 4}],
+            model=self._model_name(request.get("model")),
+            gpu=str(request.get("gpu")),
+            rejections={"memory": 3},
+        )
 
     def validate_plan(self, request: dict[str, Any]) -> dict[str, Any]:
         self._model_name(request.get("model"))

@@ -148,9 +148,9 @@ def test_result_of_a_running_job_says_to_wait(monkeypatch: pytest.MonkeyPatch) -
 
 def test_result_prints_the_plans_of_a_finished_job(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.app.batches.test_batches import full_plan
+    from tests.support.reports import plan_result_doc
 
-    plans = {"plans": [full_plan(1, 8)], "search": {"evaluated": 3, "feasible": 1},
-             "rejections": {}, "model": "m", "gpu": "g"}  # fmt: skip
+    plans = {**plan_result_doc([], evaluated=3, feasible=1), "plans": [full_plan(1, 8)]}
     monkeypatch.setattr(
         PlannerClient, "get_job", lambda self, job_id: {"id": job_id, "status": "succeeded"}
     )

@@ -98,3 +98,15 @@ def test_batch_reports_gib_and_planned_infeasible_failed(tmp_path: Path) -> None
     best = json.loads(plan_out)["plans"][0]["memory"]["total_bytes"]
     first = next(r for r in rows if r["name"] == "llama8b-16" and r["rank"] == "1")
     assert float(first["memory_total_gib"]) == round(best / 2**30, 2)  # GiB, as plan shows
+
+
+def test_plan_table_has_expert_columns_only_for_moe_models() -> None:
+    job = ["--gpu", "h100-sxm-80gb", "--seq-length", "4096", "--global-batch-size", "256"]
+    code, dense, _ = run("plan", "--model", "llama3.1-8b", "--num-gpus", "16", *job)
+    assert code == 0
+    header = next(line for line in dense.splitlines() if "tokens/s/GPU" in line)
+    assert " etp " not in header and " ep " not in header and " dp " in header
+    code, moe, _ = run("plan", "--model", "mixtral-8x7b", "--num-gpus", "64", *job)
+    assert code == 0
+    header = next(line for line in moe.splitlines() if "tokens/s/GPU" in line)
+    assert " etp " in header and " ep " in header

@@ -14,6 +14,12 @@ from app.planning.backend import PlanningBackend
 from planner.specs import SpecError
 
 GIB = 2**30
+MEMORY_SETTINGS = {
+    "moe_a2a_overlap": False, "moe_dispatcher": None, "grad_reduce_dtype": "fp32",
+    "optimizer_state_dtype": "fp32", "fp8_param_gather": None, "recompute_modules": None,
+    "recompute_num_layers": None, "cuda_graphs": "none", "activation_offload_layers": 0,
+    "optimizer_offload_fraction": 0.0, "pipeline_layout": None,
+}  # fmt: skip
 KNOWN_MODELS = ("llama3.1-8b", "mixtral-8x22b")
 
 
@@ -44,12 +50,13 @@ def _plan(rank: int) -> dict[str, Any]:
         "vpp": 2,
         "cp": 1,
         "ep": 1,
-        "etp": None,
+        "etp": tp,
         "dp": 64 // (tp * 4),
         "micro_batch_size": 1,
         "recompute": "selective",
         "sequence_parallel": True,
         "optimizer_sharding": "optimizer",
+        **MEMORY_SETTINGS,
     }
     prediction: dict[str, Any] = {}
     if rank == 0:  # the fidelity fields (issue 14 item 3): an interval and an extrapolation
@@ -71,7 +78,12 @@ def _plan(rank: int) -> dict[str, Any]:
             "utilization": total / capacity,
             "headroom_bytes": 0.8 * capacity - total,
             "worst_stage": "first",
+            "first_stage_bytes": total,
+            "last_stage_bytes": total - 2 * GIB,
             "breakdown": breakdown,
+            "worst_rank": None,
+            "host_bytes": None,
+            "host_fits": None,
         },
         "performance": {
             "step_time_s": step,
@@ -79,7 +91,15 @@ def _plan(rank: int) -> dict[str, Any]:
             "model_tflops_per_gpu": 400.0 / step,
             "mfu": 0.4 * 4 / step,
             "breakdown": perf,
+            "shares": {k.removesuffix("_s") + "_share": v / step for k, v in perf.items()},
             **prediction,
+        },
+        "objective": {
+            "kind": "throughput",
+            "value": 4_000_000 / step,
+            "unit": "tokens/s",
+            "direction": "maximize",
+            "tokens_per_s": 4_000_000 / step,
         },
         "megatron": {
             "args": [
@@ -97,24 +117,39 @@ def _plan(rank: int) -> dict[str, Any]:
             "command": f"torchrun --nproc-per-node 8 pretrain_gpt.py "
             f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size 4",
             "env": {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+            "notes": [],
         },
     }
 
 
 def canned_result(request: dict[str, Any]) -> dict[str, Any]:
+    """A plan result of the real shape (app.planning.reports.PlanResult)."""
     plans = [_plan(i) for i in range(3)]
+    over = _plan(0)
     return {
         "plans": plans,
-        "search": {"evaluated": 120, "feasible": 40, "proven_optimal": True, "elapsed_s": 0.2},
+        "search": {
+            "enumerated": 400,
+            "valid": 160,
+            "feasible": 40,
+            "evaluated": 120,
+            "proven_optimal": True,
+            "method": "exhaustive",
+            "trials": 120,
+            "scenarios": 1,
+            "seed": 0,
+            "elapsed_s": 0.2,
+            "timings_s": {},
+        },
         "rejections": {
             "needs more than 80 % of HBM (memory)": 70,
             "tp=16 exceeds GPUs per node 8": 10,
         },
-        "pareto": [
+        "pareto": [  # a point over the memory line (the scatter draws it hollow)
             {
-                "layout": plans[0]["layout"],
-                "memory": {"total_bytes": 90 * GIB, "fits": False},
-                "performance": {"tokens_per_s_per_gpu": 20_000.0},
+                **over,
+                "memory": {**over["memory"], "total_bytes": 90 * GIB, "fits": False},
+                "performance": {**over["performance"], "tokens_per_s_per_gpu": 20_000.0},
             },
         ],
         "model": request.get("model") if isinstance(request.get("model"), str) else "pasted",

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
+REPO = str(Path(__file__).resolve().parents[2])
 LAUNCH = str(Path(__file__).resolve().parents[1] / "support" / "launch.py")
 RUNNER_REF = "fault_runner:plan_request"
 RUNNER = """
@@ -33,7 +34,9 @@ def plan_request(request, *, profile=None, progress=None):
         os.write(fd, line)
     finally:
         os.close(fd)
-    return {"plans": [{"rank": 1, "layout": {"tp": 8}}], "search": {"evaluated": steps}}
+    from tests.support.reports import plan_result_doc
+
+    return plan_result_doc([{"tp": 8}], evaluated=steps)
 """
 REQUEST = {
     "model": "llama3.1-70b",
@@ -65,7 +68,8 @@ class Service:
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
             **os.environ,
-            "PYTHONPATH": f"{tmp}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+            # the fake runner builds its result with tests.support.reports
+            "PYTHONPATH": os.pathsep.join([str(tmp), REPO, os.environ.get("PYTHONPATH", "")]),
             "PLANNER_DATABASE_URL": database_url,
             "PLANNER_WORKERS": "2",
             "PLANNER_JOB_HEARTBEAT_S": "0.2",

@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from app.batches.rows import OUTPUT_COLUMNS
 from app.main import create_app
 from tests.app.conftest import SLOW_SEED, FakePlanner, fake_catalog, test_settings
+from tests.support.reports import plan_doc, plan_result_doc
 
 GOOD = {
     "model": "llama3.1-70b",
@@ -32,26 +33,18 @@ GOOD = {
 
 
 def full_plan(rank: int, tp: int) -> dict[str, Any]:
-    return {
-        "layout": {
-            "tp": tp,
-            "pp": 2,
-            "vpp": 1,
-            "cp": 1,
-            "ep": 1,
-            "etp": None,
-            "dp": 64 // (2 * tp),
-            "micro_batch_size": 1,
-            "recompute": "none",
-            "optimizer_sharding": "optimizer",
-        },
-        "performance": {"tokens_per_s_per_gpu": 1000.0 / rank, "mfu": 0.5, "step_time_s": 2.0},
-        "memory": {
+    doc = plan_doc(
+        tp=tp,
+        pp=2,
+        dp=64 // (2 * tp),
+        memory={
             "total_bytes": 60e9,
             "breakdown": {"weights_bytes": 10e9, "optimizer_bytes": 20e9, "activations_bytes": 5e9},
         },
-        "megatron": {"command": f"torchrun pretrain_gpt.py --tensor-model-parallel-size {tp}"},
-    }
+        command=f"torchrun pretrain_gpt.py --tensor-model-parallel-size {tp}",
+    )
+    doc["performance"].update(tokens_per_s_per_gpu=1000.0 / rank, mfu=0.5, step_time_s=2.0)
+    return doc
 
 
 class FullPlanner(FakePlanner):
@@ -59,7 +52,9 @@ class FullPlanner(FakePlanner):
 
     def plan(self, request: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         super().plan(request, **kwargs)
-        return {"plans": [full_plan(1, 8), full_plan(2, 4)], "search": {}, "rejections": {}}
+        result = plan_result_doc([])
+        result["plans"] = [full_plan(1, 8), full_plan(2, 4)]
+        return result
 
 
 @pytest.fixture

@@ -87,6 +87,7 @@ def test_rows_without_a_measurement_are_422(client: TestClient) -> None:
     r = client.post("/v1/clusters/dgx-h100/measurements", json=[{"model_name": "x"}])
     assert r.status_code == 422
     assert "no usable measurement" in r.json()["detail"]
+    assert "(row 1: " in r.json()["detail"]  # the row's position, not '?', without a row_id
 
 
 def test_unsupported_media_type_is_415(client: TestClient) -> None:

@@ -54,7 +54,7 @@ def test_evaluation_agrees_everywhere_and_shrinks_fragmentation(
 
 def test_plan_agrees_in_cli_batch_and_service(tmp_path: Path) -> None:
     request = {**JOB, "tp": [2], "expandable_segments": True, "top_k": 2}
-    service = json.loads(json.dumps(plan_request(request)))
+    service = json.loads(json.dumps(plan_request(request).raw))
     result = runner.invoke(cli, ["plan", *flags(request), "--json"])
     assert result.exit_code == 0, result.output
     rows = batch_rows(request, tmp_path)

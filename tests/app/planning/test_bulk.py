@@ -41,7 +41,7 @@ def test_one_line_per_layout_in_request_order(bulk: list[dict[str, Any]]) -> Non
 
 @pytest.mark.parametrize("i", range(len(LAYOUTS)))
 def test_each_line_matches_the_single_evaluation(bulk: list[dict[str, Any]], i: int) -> None:
-    single = evaluate_request({**JOB, **LAYOUTS[i]})
+    single = evaluate_request({**JOB, **LAYOUTS[i]}).model_dump(mode="json")
     line = bulk[i]
     assert line["valid"] == single["valid"]
     assert line["fits"] == single["memory"]["fits"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.app.conftest import LAYOUT_70B
+from tests.app.conftest import LAYOUT_70B, FakePlanner
 
 BODY = dict(LAYOUT_70B)
 
@@ -12,7 +12,7 @@ BODY = dict(LAYOUT_70B)
 def test_evaluation_returns_the_planner_result(client: TestClient) -> None:
     r = client.post("/v1/evaluations", json=BODY)
     assert r.status_code == 200
-    assert r.json()["layout"] == {"tp": 8, "pp": 4, "cp": 1}
+    assert {k: r.json()["layout"][k] for k in ("tp", "pp", "cp")} == {"tp": 8, "pp": 4, "cp": 1}
     assert r.json()["valid"] is True
 
 
@@ -43,7 +43,9 @@ def test_malformed_json_is_422_not_500(client: TestClient) -> None:
     assert r.status_code == 422
 
 
-def test_cluster_newest_calibration_becomes_the_profile(client: TestClient) -> None:
+def test_cluster_newest_calibration_becomes_the_profile(
+    client: TestClient, planner_fake: FakePlanner
+) -> None:
     from app.calibration.models import CalibrationRow
     from app.calibration.repository import CalibrationRepository
 
@@ -59,5 +61,6 @@ def test_cluster_newest_calibration_becomes_the_profile(client: TestClient) -> N
     body = {k: v for k, v in BODY.items() if k != "gpu"}
     r = client.post("/v1/evaluations", json={**body, "cluster": "dgx-h100"})
     assert r.status_code == 200
-    got = r.json()
-    assert (got["gpu"], got["gpus_per_node"], got["profile"]) == ("h100-sxm-80gb", 8, {"v": 2})
+    sent, profile = planner_fake.evaluate_calls[-1]
+    assert (sent["gpu"], sent["gpus_per_node"], profile) == ("h100-sxm-80gb", 8, {"v": 2})
+    assert r.json()["gpu"] == "h100-sxm-80gb"

@@ -17,19 +17,19 @@ TOO_BIG = {
 
 
 def test_an_infeasible_plan_names_a_gpu_count_that_really_plans() -> None:
-    result = plan_request(TOO_BIG)
+    result = plan_request(TOO_BIG).raw
     assert not result["plans"]
     infeasible = PlanResult.model_validate(result).infeasible
     assert infeasible is not None and infeasible["fewest_gpus"] > 16
     assert result["funnel"]["feasible"] == 0 and result["funnel"]["valid"] > 0
-    planned = plan_request(TOO_BIG | {"num_gpus": infeasible["fewest_gpus"]})
+    planned = plan_request(TOO_BIG | {"num_gpus": infeasible["fewest_gpus"]}).raw
     assert planned["plans"], "the named GPU count must plan"
     for change in infeasible["changes"]:  # each suggestion plans as the API would run it
-        assert plan_request(TOO_BIG | change["request"])["plans"], change["description"]
+        assert plan_request(TOO_BIG | change["request"]).plans, change["description"]
 
 
 def test_a_feasible_plan_has_a_funnel_and_a_winner_but_no_infeasible_block() -> None:
-    result = plan_request(TOO_BIG | {"model": "llama3.1-8b", "recompute": None})
+    result = plan_request(TOO_BIG | {"model": "llama3.1-8b", "recompute": None}).raw
     assert result["plans"] and "infeasible" not in result
     funnel = result["funnel"]
     assert funnel["ranked"] == len(result["plans"]) <= funnel["evaluated"] <= funnel["feasible"]

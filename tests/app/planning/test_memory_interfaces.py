@@ -75,7 +75,7 @@ def test_plan_memory_settings_agree_in_cli_batch_and_service(tmp_path: Path) -> 
     request = {**JOB, "grad_reduce_dtype": ["fp32", "bf16"], "recompute": ["selective"],
                "recompute_modules": ["core_attn", "mlp"], "optimizer_offload_fraction": [0, 0.5],
                "top_k": 3}  # fmt: skip
-    service = json.loads(json.dumps(plan_request(request)))  # as the API sends it
+    service = json.loads(json.dumps(plan_request(request).raw))  # as the API sends it
     result = runner.invoke(cli, ["plan", *flags(request), "--json"])
     assert result.exit_code == 0, result.output
     from_cli = json.loads(result.stdout)
@@ -106,7 +106,7 @@ def test_maximize_seq_length_states_the_value_in_every_plan() -> None:
 
 
 def test_largest_micro_batch_and_fewest_gpus() -> None:
-    bigger = plan_request({**JOB, "maximize": "micro_batch_size", "tp": 1, "top_k": 1})
+    bigger = plan_request({**JOB, "maximize": "micro_batch_size", "tp": 1, "top_k": 1}).raw
     assert (
         bigger["value"] > 1 and bigger["plans"][0]["layout"]["micro_batch_size"] == bigger["value"]
     )
@@ -114,7 +114,7 @@ def test_largest_micro_batch_and_fewest_gpus() -> None:
     fewest = plan_request(
         {"model": "llama3.1-70b", "gpu": "h100", "num_gpus": 64, "seq_length": 4096,
          "global_batch_size": 64, "minimize": "num_gpus", "top_k": 1}
-    )  # fmt: skip
+    ).raw  # fmt: skip
     assert 1 < fewest["value"] <= 64 and fewest["plans"][0]["num_gpus"] == fewest["value"]
     lay = fewest["plans"][0]["layout"]
     assert lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"] == fewest["value"]
@@ -177,6 +177,6 @@ def test_batch_row_asks_an_inverse_question(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     direct = plan_request({**JOB, "seq_length": None, "global_batch_size": None, "tp": 8,
-                           "maximize": "seq_length", "top_k": 2})  # fmt: skip
+                           "maximize": "seq_length", "top_k": 2}).raw  # fmt: skip
     assert [int(r["seq_length_reached"]) for r in rows] == [direct["value"]] * 2
     assert rows[0]["micro_batch_size_reached"] == "" and rows[0]["error"] == ""

@@ -63,7 +63,7 @@ def test_bad_offload_modules_name_the_field_in_api_and_cli(
 def test_plan_searches_offload_alike_in_cli_batch_and_service(tmp_path: Path) -> None:
     request = {**JOB, "tp": [1], "recompute": ["none"], "search_activation_offload": True,
                "activation_offload_modules": MODULES, "top_k": 4}  # fmt: skip
-    service = json.loads(json.dumps(plan_request(request)))
+    service = json.loads(json.dumps(plan_request(request).raw))
     choices = {tuple(p["layout"]["activation_offload_modules"] or ()) for p in service["plans"]}
     assert choices <= {(), ("attn_norm", "mlp_norm")}
     result = runner.invoke(cli, ["plan", *flags(request), "--json"])

@@ -23,7 +23,7 @@ def test_job_runs_to_success_with_plans(client: TestClient, wait_for) -> None:
     job = wait_for(client, job_id, {"succeeded"})
     assert job["progress"] == 1.0 and job["attempts"] == 1
     plans = client.get(f"/v1/plan-jobs/{job_id}/plans").json()
-    assert plans["plans"][0]["layout"] == {"tp": 8, "pp": 4}
+    assert (plans["plans"][0]["layout"]["tp"], plans["plans"][0]["layout"]["pp"]) == (8, 4)
     assert plans["rejections"] == {"memory": 3}
 
 
@@ -43,6 +43,12 @@ def test_wait_is_bounded(client: TestClient) -> None:
     r = client.post("/v1/plan-jobs?wait=601", json=PLAN)
     assert r.status_code == 422
     assert r.json()["errors"][0]["field"] == "wait"
+
+
+def test_wait_nan_says_finite(client: TestClient) -> None:
+    r = client.post("/v1/plan-jobs?wait=nan", json=PLAN)
+    assert r.status_code == 422
+    assert "finite number" in r.json()["errors"][0]["message"]
 
 
 def test_same_idempotency_key_and_body_is_the_same_job(client: TestClient) -> None:

@@ -15,6 +15,7 @@ from app.planning.backend import PlanningBackend
 from app.planning.scaling import gpu_counts, scaling_curve
 from planner.specs import SpecError
 from tests.app.conftest import FakePlanner, fake_catalog, test_settings
+from tests.support.reports import plan_result_doc
 
 PER_GPU = {64: 1000.0, 128: 900.0, 256: 800.0}  # tokens/s per GPU of the fake best plans
 
@@ -22,16 +23,12 @@ PER_GPU = {64: 1000.0, 128: 900.0, 256: 800.0}  # tokens/s per GPU of the fake b
 def fake_plan(request: dict[str, Any], *, profile: Any = None, **_: Any) -> dict[str, Any]:
     n = request["num_gpus"]
     if n not in PER_GPU:
-        return {"plans": [], "rejections": {"memory": 12, "tp does not divide heads": 3}}
-    return {
-        "plans": [
-            {
-                "layout": {"tp": 8, "pp": 1, "dp": n // 8, "micro_batch_size": 1},
-                "performance": {"tokens_per_s_per_gpu": PER_GPU[n], "mfu": 0.4, "step_time_s": 1},
-                "megatron": {"command": "torchrun pretrain_gpt.py"},
-            }
-        ]
-    }
+        return plan_result_doc([], rejections={"memory": 12, "tp does not divide heads": 3})
+    result = plan_result_doc([{"tp": 8, "dp": n // 8, "command": "torchrun pretrain_gpt.py"}])
+    result["plans"][0]["performance"].update(
+        tokens_per_s_per_gpu=PER_GPU[n], mfu=0.4, step_time_s=1
+    )
+    return result
 
 
 BASE = {"model": "llama3.1-70b", "gpu": "h100-sxm-80gb", "seq_length": 8192}
@@ -39,7 +36,9 @@ BASE = {"model": "llama3.1-70b", "gpu": "h100-sxm-80gb", "seq_length": 8192}
 
 def test_efficiency_time_and_cost_follow_from_throughput() -> None:
     req = {**BASE, "num_gpus_options": [32, 64, 128, 256], "global_batch_size": 512}
-    curve = scaling_curve({**req, "token_budget": 1e12, "usd_per_gpu_hour": 2.0}, plan=fake_plan)
+    curve = scaling_curve(
+        {**req, "token_budget": 1e12, "usd_per_gpu_hour": 2.0}, plan=fake_plan
+    ).raw
     first, p64, p128, p256 = curve["points"]
     assert not first["feasible"] and "12 x memory" in first["error"]
     assert curve["reference_num_gpus"] == 64  # the smallest count with a feasible layout
@@ -55,7 +54,8 @@ def test_efficiency_time_and_cost_follow_from_throughput() -> None:
 
 
 def test_without_a_budget_there_is_no_time_or_cost() -> None:
-    curve = scaling_curve({**BASE, "num_gpus_options": [64, 128]}, plan=fake_plan)
+    req = {**BASE, "num_gpus_options": [64, 128], "global_batch_size": 512}
+    curve = scaling_curve(req, plan=fake_plan).raw
     assert all("days" not in p and "usd" not in p for p in curve["points"])
 
 
@@ -117,6 +117,17 @@ def test_web_page_draws_the_table_and_chart_data(client: TestClient) -> None:
     }
 
 
+def test_a_missing_global_batch_is_a_422_naming_it(client: TestClient) -> None:
+    body = {**BASE, "num_gpus_options": [64, 128]}
+    response = client.post("/v1/scaling-curves", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "global_batch_size"
+    query = {"run": 1, "num_gpus": "64-128", "seq_length": 8192, "global_batch_size": ""}
+    page = client.get("/scaling", params=query)
+    assert page.status_code == 422
+    assert 'id="global_batch_size-error"' in page.text
+
+
 def test_web_page_marks_a_bad_field(client: TestClient) -> None:
     page = client.get("/scaling", params={"run": 1, "seq_length": "long"})
     assert page.status_code == 422
@@ -144,3 +155,14 @@ def test_cli_scale_json_on_the_real_planner() -> None:
     assert points[0]["scaling_efficiency"] == 1.0
     assert points[2]["tokens_per_s"] > points[0]["tokens_per_s"]
     assert points[2]["days"] < points[0]["days"]
+
+
+@pytest.mark.parametrize("field", ["usd_per_gpu_hour", "token_budget", "moe_imbalance"])
+def test_a_nan_number_is_named_as_not_finite(field: str) -> None:
+    from pydantic import ValidationError
+
+    from app.planning.schemas import ScalingCurveCreate
+
+    body = {**BASE, "num_gpus_options": [64], "global_batch_size": 512, field: float("nan")}
+    with pytest.raises(ValidationError, match="finite number"):  # not "less than or equal"
+        ScalingCurveCreate.model_validate(body)

@@ -67,7 +67,7 @@ def test_evaluation_agrees_in_api_cli_input_and_sdk(
 
 def test_plan_agrees_in_cli_batch_and_service(tmp_path: Path) -> None:
     request = {**JOB, **STACK, **CLUSTER, "tp": 4, "recompute": ["selective"], "top_k": 2}
-    service = json.loads(json.dumps(plan_request(request)))  # as the API sends it
+    service = json.loads(json.dumps(plan_request(request).raw))  # as the API sends it
     result = runner.invoke(cli, ["plan", *flags(request), "--json"])
     assert result.exit_code == 0, result.output
     from_cli = json.loads(result.stdout)

@@ -16,19 +16,19 @@ def test_the_shipped_table_is_built_from_held_out_residuals() -> None:
 
 
 def test_an_evaluation_carries_its_band_inside_the_calibrated_data() -> None:
-    perf = evaluate_request(REQUEST)["performance"]
+    perf = evaluate_request(REQUEST).raw["performance"]
     low, high = perf["tokens_per_s_per_gpu_interval"]
     assert low < perf["tokens_per_s_per_gpu"] < high
     s_low, s_high = perf["step_time_interval_s"]
     assert s_low < perf["step_time_s"] < s_high
     assert perf["extrapolation"] == []
-    report = LayoutReport.model_validate(evaluate_request(REQUEST))
+    report = LayoutReport.model_validate(evaluate_request(REQUEST).raw)
     assert report.performance is not None
     assert report.performance.extrapolation == []
 
 
 def test_a_transferred_gpu_and_a_long_sequence_say_they_extrapolate() -> None:
-    perf = evaluate_request({**REQUEST, "gpu": "b200-sxm-180gb", "seq_length": 65536, "cp": 2})[
+    perf = evaluate_request({**REQUEST, "gpu": "b200-sxm-180gb", "seq_length": 65536, "cp": 2}).raw[
         "performance"
     ]
     text = " | ".join(perf["extrapolation"])

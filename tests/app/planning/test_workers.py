@@ -55,19 +55,12 @@ def plan_request(request, *, profile=None, progress=None):
             progress(i + 1, steps)
         time.sleep(float(os.environ.get("FAKE_RUNNER_SLEEP_S", "0.005")))
     n, b = request["num_gpus"], request["global_batch_size"]
-    plans = [
-        {
-            "rank": r + 1,
-            "layout": {"tp": 2 ** r, "pp": 1, "dp": max(1, n // 2 ** r), "micro_batch_size": 1,
-                       "recompute": "none", "optimizer_sharding": "optimizer"},
-            "objective": {"kind": "throughput", "value": 1000.0 * n / (r + 1) + b,
-                          "direction": "maximize"},
-        }
-        for r in range(3)
-    ]
+    from tests.support.reports import plan_result_doc
+
+    plans = [{"tp": 2 ** r, "dp": max(1, n // 2 ** r), "value": 1000.0 * n / (r + 1) + b}
+             for r in range(3)]
     _log(f"done {seed} {n} {b} {os.getpid()}")
-    return {"plans": plans, "search": {"evaluated": 3, "proven_optimal": True},
-            "rejections": {"memory": 1}}
+    return plan_result_doc(plans, evaluated=3, rejections={"memory": 1})
 """
 REQUEST = {
     "model": "llama3.1-70b",

@@ -137,3 +137,25 @@ def test_trying_a_change_a_result_does_not_suggest_is_a_404_page(client: TestCli
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
     assert "suggests no change 0" in response.text
+
+
+def test_the_infeasible_heading_is_a_whole_sentence() -> None:
+    from types import SimpleNamespace
+
+    from app.web.templating import templates
+
+    env = templates(SimpleNamespace(state=SimpleNamespace())).env
+    block = {"num_gpus": 8, "fewest_gpus": 496, "changes": [], "nearest": []}
+    html = env.get_template("_infeasible.html").render(infeasible=block, job={"id": "j"})
+    assert "No layout fits on 8 GPUs: what would make it fit</h3>" in html
+
+
+def test_infinite_and_nan_numbers_are_field_errors_not_a_crash() -> None:
+    values = dict(FORM) | {
+        "global_batch_size": "1e999",
+        "seq_length": "nan",
+        "token_budget": "nan",
+    }
+    errors = form_checks.check_values(values)
+    assert errors["global_batch_size"].endswith("must be a finite number; you typed '1e999'.")
+    assert "finite" in errors["seq_length"] and "finite" in errors["token_budget"]

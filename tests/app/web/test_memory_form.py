@@ -3,6 +3,7 @@ bounds and messages as the API, errors under their inputs, values kept on re-ren
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.planning.schemas import PlanJobCreate
@@ -61,3 +62,11 @@ def test_bad_offload_fraction_is_an_error_under_its_input(client: TestClient) ->
     assert 'value="0.5,2"' in block  # the value as typed stays
     response = client.post("/plans", data=FORM | {"optimizer_offload_fraction": "half"})
     assert "must be numbers from 0 to 1" in field_block(response.text, "optimizer_offload_fraction")
+
+
+def test_a_negative_layer_count_says_zero_or_more() -> None:
+    from app.web.memory_form import memory_request
+    from planner.specs import SpecError
+
+    with pytest.raises(SpecError, match="0 or more; got '-1'"):
+        memory_request({"recompute_num_layers": "-1"})

@@ -101,3 +101,13 @@ def test_cluster_catalog_describes_the_network_in_words(real: TestClient) -> Non
     assert "NICs per node" in html and "NIC rate" in html and "Inside a node" in html
     assert "mesh (direct links)" in html and "NVSwitch" in html
     assert "nics per node" not in html and "intra_node_topology" not in html
+
+
+def test_a_bad_number_gets_the_bandwidth_hint_only_on_a_bandwidth() -> None:
+    from app.web.stack_form import stack_request
+    from planner.specs import SpecError
+
+    with pytest.raises(SpecError, match=r"moe_imbalance must be a number, got 'abc'$"):
+        stack_request({"moe_imbalance": "abc"})
+    with pytest.raises(SpecError, match=r"a number \(50e9 is 50 GB/s\), got 'x'"):
+        stack_request({"nic_bandwidth_bytes_per_s": "x"})
