@@ -14,6 +14,7 @@ from planner.layout_types import (
     OPTIMIZER_STATE_DTYPE_CHOICES,
     RECOMPUTE_MODULE_CHOICES,
 )
+from planner.offload_modules import check_offload_modules
 from planner.specs import SpecError, _positive
 
 if TYPE_CHECKING:
@@ -98,3 +99,5 @@ def check_memory_settings(lay: Layout) -> None:
             "(its grammar and stage count are checked against the model by the rules)",
             field="pipeline_layout",
         )
+    offloaded = check_offload_modules(lay.activation_offload_modules)
+    object.__setattr__(lay, "activation_offload_modules", offloaded)

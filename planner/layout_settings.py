@@ -21,6 +21,7 @@ from planner.layout_types import (
     CudaGraphs,
     RecomputeModule,
 )
+from planner.offload_modules import offload_mask, offload_modules_of
 from planner.specs import Layout
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class SettingsColumns:
     """The layout string, '' where none is given."""
     has_layout: BoolArray
     """pipeline_layout != '' (kept as a column: comparing strings per call is slow)."""
+    activation_offload_modules: IntArray
+    """Bit mask over planner.offload_modules.OFFLOAD_BITS (0: fine-grained offload off)."""
 
     def __len__(self) -> int:
         return int(self.grad_reduce_bf16.shape[0])
@@ -109,6 +112,7 @@ class SettingsColumns:
             activation_offload_layers=col("activation_offload_layers", 0, np.int64),
             optimizer_offload_fraction=col("optimizer_offload_fraction", 0.0, np.float64),
             pipeline_layout=layout,
+            activation_offload_modules=col("activation_offload_modules", 0, np.int64),
         )
 
     @classmethod
@@ -137,6 +141,9 @@ class SettingsColumns:
             activation_offload_layers=col(lambda x: x.activation_offload_layers, np.int64),
             optimizer_offload_fraction=col(lambda x: x.optimizer_offload_fraction, np.float64),
             pipeline_layout=layout,
+            activation_offload_modules=col(
+                lambda x: offload_mask(x.activation_offload_modules), np.int64
+            ),
         )
 
     def layout_fields(self, i: int) -> dict[str, Any]:
@@ -153,6 +160,9 @@ class SettingsColumns:
             "activation_offload_layers": int(self.activation_offload_layers[i]),
             "optimizer_offload_fraction": float(self.optimizer_offload_fraction[i]),
             "pipeline_layout": str(self.pipeline_layout[i]) or None,
+            "activation_offload_modules": offload_modules_of(
+                int(self.activation_offload_modules[i])
+            ),
         }
 
     def take(self, index: npt.ArrayLike) -> SettingsColumns:

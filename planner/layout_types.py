@@ -11,6 +11,9 @@ CudaGraphs = Literal["none", "partial", "full_iteration"]
 RecomputeModule = Literal[
     "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
 ]
+OffloadModule = Literal[
+    "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"
+]
 GRAD_REDUCE_DTYPE_CHOICES: tuple[GradReduceDtype, ...] = ("fp32", "bf16")
 OPTIMIZER_STATE_DTYPE_CHOICES: tuple[OptimizerStateDtype, ...] = ("fp32", "bf16")
 CUDA_GRAPHS_CHOICES: tuple[CudaGraphs, ...] = ("none", "partial", "full_iteration")
@@ -19,6 +22,11 @@ RECOMPUTE_MODULE_CHOICES: tuple[RecomputeModule, ...] = (
 )  # fmt: skip
 """``--recompute-modules`` values the planner prices (megatron-facts §1.6, mechanisms-facts §6.4);
 the order is the bit order of :class:`planner.layout_settings.SettingsColumns`."""
+OFFLOAD_MODULE_CHOICES: tuple[OffloadModule, ...] = (
+    "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"
+)  # fmt: skip
+"""``--offload-modules`` values the planner prices (megatron-facts §1.7, mechanisms-facts §6.5;
+``fused_group_mlp`` needs the TE op fuser and ``gdp_qkv`` gated delta nets, neither modelled)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,3 +65,7 @@ class MemorySettings:
     """``--pipeline-model-parallel-layout``: E embedding, t decoder layer, m MTP layer, L loss,
     '|' between virtual stages, 't*3' / '(tt|)*30' repetitions (planner.model.pipeline_layout).
     The number of stages must be pp x vpp."""
+    activation_offload_modules: tuple[OffloadModule, ...] | None = None
+    """``--fine-grained-activation-offloading --offload-modules ...`` (core >= 0.16): the
+    inputs these modules save go to the host on a D2H stream and come back before their
+    backward (planner.memory.offload); None is off."""

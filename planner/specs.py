@@ -395,6 +395,11 @@ class TrainingJob:
     """Busiest expert's routed tokens over the mean (>= 1), on the expert GEMMs and the
     all-to-all: 1.0 is force-balanced routing (``--moe-router-force-load-balancing``, as
     NVIDIA benchmarks); 1.2 an auxiliary-loss run (performance-facts §5.3: 1.1-1.5 [U])."""
+    expandable_segments: bool = False
+    """``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` in the launch script: the allocator
+    grows segments in place, so most fragmentation goes (mechanisms-facts §6.7; priced by
+    ``MemoryOptions.expandable_fragmentation_fraction``). False (the estimator's default
+    assumption, PyTorch's default) leaves the environment as it is."""
 
     def __post_init__(self) -> None:
         from planner.stack_settings import check_stack  # it imports this module

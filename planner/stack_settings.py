@@ -55,6 +55,11 @@ STACK_FIELDS: tuple[str, ...] = (
 
 def check_stack(job: TrainingJob) -> None:
     """Validate the stack fields of a job; each error names the field and how to fix it."""
+    if not isinstance(job.expandable_segments, bool):
+        raise SpecError(
+            f"expandable_segments={job.expandable_segments!r} must be true or false",
+            field="expandable_segments",
+        )
     if not isinstance(job.tp_comm_overlap, bool):
         raise SpecError(
             f"tp_comm_overlap={job.tp_comm_overlap!r} must be true or false",

@@ -40,6 +40,7 @@ MEMORY_COLUMNS = (  # the layout's memory settings (issue 13), as the request na
     "activation_offload_layers",
     "optimizer_offload_fraction",
     "pipeline_layout",
+    "activation_offload_modules",
 )
 INVERSE_COLUMNS = ("seq_length_reached", "micro_batch_size_reached", "num_gpus_reached")
 OUTPUT_COLUMNS = (

@@ -32,6 +32,16 @@ ActOffloadOpt = Annotated[int | None, Opt(help="Activations of the first N layer
 OptOffloadOpt = Annotated[
     str | None, Opt(help="Share of the optimizer state on the host, 0..1 (plan: a list 0,0.5,1).")
 ]
+OffloadModulesOpt = Annotated[
+    str | None,
+    Opt(
+        help="Fine-grained activation offload modules: attn_norm,qkv_linear,core_attn,"
+        "attn_proj,mlp_norm,expert_fc1,moe_act."
+    ),
+]
+SearchOffloadOpt = Annotated[
+    bool, Opt(help="Let the search choose activation offload (the modules given, or all).")
+]
 LayoutOpt = Annotated[
     str | None, Opt(help="--pipeline-model-parallel-layout string, e.g. 'Et*8|t*8|t*8|t*8L'.")
 ]
@@ -53,8 +63,9 @@ def cli_memory_values(data: dict[str, Any], *, lists: bool) -> dict[str, Any]:
     for name in ("maximize", "minimize"):
         if isinstance(out.get(name), str):
             out[name] = out[name].strip().replace("-", "_")
-    if isinstance(out.get("recompute_modules"), str):
-        out["recompute_modules"] = [m.strip() for m in out["recompute_modules"].split(",") if m]
+    for name in ("recompute_modules", "activation_offload_modules"):
+        if isinstance(out.get(name), str):
+            out[name] = [m.strip() for m in out[name].split(",") if m.strip()]
     if not lists and isinstance(out.get("optimizer_offload_fraction"), str):
         out["optimizer_offload_fraction"] = out["optimizer_offload_fraction"].strip()
     return out

@@ -32,6 +32,7 @@ from app.cli.memory_options import (
     LayoutOpt,
     ModulesOpt,
     NumLayersOpt,
+    OffloadModulesOpt,
     OptOffloadOpt,
     StateDtypeOpt,
 )
@@ -78,6 +79,7 @@ MEMORY_OPTIONS = (
     Shared("activation_offload_layers", ActOffloadOpt),
     Shared("optimizer_offload_fraction", OptOffloadOpt),
     Shared("pipeline_layout", LayoutOpt),
+    Shared("activation_offload_modules", OffloadModulesOpt),
 )
 
 

@@ -31,6 +31,7 @@ from app.cli.memory_options import (
     MinimizeOpt,
     NumericsOpt,
     SearchModulesOpt,
+    SearchOffloadOpt,
 )
 from app.cli.options import CLUSTER_OPTIONS, MEMORY_OPTIONS, STACK_OPTIONS, shared_options
 from app.cli.ranges import print_expansions
@@ -83,6 +84,7 @@ def plan(
     ] = None,
     allow_numerics_changes: NumericsOpt = False,
     search_recompute_modules: SearchModulesOpt = False,
+    search_activation_offload: SearchOffloadOpt = False,
     auto_pipeline_layout: AutoLayoutOpt = False,
     maximize: MaximizeOpt = None,
     minimize: MinimizeOpt = None,

@@ -37,6 +37,7 @@ CHOICE_LIST_FIELDS = (
     "grad_reduce_dtype",
     "optimizer_state_dtype",
     "optimizer_offload_fraction",
+    "activation_offload_modules",
 )
 RANGE_FIELDS = {"num_gpus": "num_gpus_options", "global_batch_size": "global_batch_size_options"}
 MAX_LIST_VALUES = 64
@@ -257,6 +258,9 @@ def to_layout(req: EvaluationRequest) -> Layout:
         activation_offload_layers=req.activation_offload_layers,
         optimizer_offload_fraction=req.optimizer_offload_fraction,
         pipeline_layout=req.pipeline_layout,
+        activation_offload_modules=tuple(req.activation_offload_modules)
+        if req.activation_offload_modules
+        else None,
         **layout_stack(req),
     )
 

@@ -22,6 +22,9 @@ CudaGraphs = Literal["none", "partial", "full_iteration"]
 RecomputeModule = Literal[
     "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
 ]
+OffloadModule = Literal[
+    "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"
+]
 Maximize = Literal["seq_length", "micro_batch_size"]
 Minimize = Literal["num_gpus"]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -34,6 +37,10 @@ NUM_LAYERS_HELP = "--recompute-num-layers (block method) with recompute=full; nu
 GRAPHS_HELP = "CUDA graphs: none, partial (per-layer TE graphs) or full_iteration"
 ACT_OFFLOAD_HELP = "--cpu-offloading-num-layers: activations of the first N layers on the host"
 OPT_OFFLOAD_HELP = "--optimizer-offload-fraction: share of the optimizer state held on the host"
+OFFLOAD_MODULES_HELP = (
+    "--fine-grained-activation-offloading --offload-modules: module inputs kept on the host "
+    "(attn_proj needs core_attn; expert_fc1/moe_act on MoE models); null = off"
+)
 LAYOUT_HELP = "--pipeline-model-parallel-layout, e.g. 'Et*8|t*8|t*8|t*8L' (pp x vpp stages)"
 
 
@@ -49,6 +56,9 @@ class _MemoryCommon(BaseModel):
     activation_offload_layers: int = Field(default=0, ge=0, le=1024, description=ACT_OFFLOAD_HELP)
     pipeline_layout: str | None = Field(
         default=None, min_length=1, max_length=8192, description=LAYOUT_HELP
+    )
+    activation_offload_modules: list[OffloadModule] | None = Field(
+        default=None, min_length=1, max_length=7, description=OFFLOAD_MODULES_HELP
     )
 
 
@@ -83,6 +93,11 @@ class MemoryPlanFields(_MemoryCommon):
     )
     optimizer_offload_fraction: list[Fraction] | None = Field(
         default=None, min_length=1, max_length=11, description=OPT_OFFLOAD_HELP + "; values tried"
+    )
+    search_activation_offload: bool = Field(
+        default=False,
+        description="let the search choose between no activation offload and "
+        "activation_offload_modules (or every module the model has when that is null)",
     )
     auto_pipeline_layout: bool = Field(
         default=False,

@@ -45,6 +45,8 @@ def to_memory_choices(req: PlanJobCreate) -> MemoryChoices:
         fp8_param_gather=req.fp8_param_gather,
         pipeline_layout=req.pipeline_layout,
         auto_pipeline_layout=req.auto_pipeline_layout,
+        activation_offload_modules=values("activation_offload_modules"),
+        search_activation_offload=req.search_activation_offload,
     )
 
 
@@ -80,14 +82,16 @@ def run_inverse(
     progress: Progress | None = None,
 ) -> InverseResult:
     """The typed answer to the request's inverse question, each plan with its launch flags."""
+    from app.planning.no_fit import explain_no_fit
     from app.planning.report_build import inverse_report
     from models_db.profiles import load_profile
     from planner.search.inverse import fewest_gpus, largest_micro_batch, longest_sequence
 
     p = prepared
     cluster, job = p.clusters[0], p.jobs[0]
+    run_profile = profile if profile is not None else load_profile(cluster.gpu)
     common: dict[str, Any] = {
-        "profile": profile if profile is not None else load_profile(cluster.gpu),
+        "profile": run_profile,
         "constraints": p.constraints,
         "threshold": p.threshold,
         "top_k": p.top_k,
@@ -104,24 +108,10 @@ def run_inverse(
         answer = fewest_gpus(p.model, cluster, job, **common)
     if progress is not None:
         progress(len(answer.probes), len(answer.probes))
-    reason = _nothing_fits(answer.question, answer.probes) if not answer.plans else None
+    reason, alternative = None, None
+    if not answer.plans:  # why, and the fewest GPUs that fit instead (app.planning.no_fit)
+        reason, alternative = explain_no_fit(answer.question, answer.probes, p, common["profile"])
     return inverse_report(
-        answer, model=p.model, cluster=cluster, profile=common["profile"], nothing_fits=reason
-    )
-
-
-MISSING_OFFLOAD = (
-    "Megatron-LM offers no CPU offload of parameters or gradients (only of the Adam state, "
-    "--optimizer-cpu-offload, and of activations, --cpu-offloading-num-layers; megatron-facts "
-    "1.7 and rule 59), so the weights and gradients, sharded at most over all GPUs "
-    "(optimizer_sharding=full, Torch-FSDP2), must fit in GPU memory; minimize=num_gpus finds "
-    "the fewest GPUs on which they do"
-)
-
-
-def _nothing_fits(question: str, probes: tuple[tuple[int, int], ...]) -> str:
-    """Why an inverse question has no answer, and what the planner cannot offer."""
-    tried = probes[0][0] if probes else "any value"
-    if question == "num_gpus":
-        tried = f"up to {probes[-1][0]}" if probes else tried
-    return f"no layout fits at {question}={tried}. {MISSING_OFFLOAD}"
+        answer, model=p.model, cluster=cluster, profile=common["profile"], nothing_fits=reason,
+        alternative=alternative,
+    )  # fmt: skip

@@ -95,11 +95,19 @@ def inverse_report(
     cluster: ClusterSpec,
     profile: PerformanceProfile,
     nothing_fits: str | None,
+    alternative: InverseAnswer | None = None,
 ) -> InverseResult:
     """An inverse question's answer: the value reached, the values tried, and the best plans
     there (each with its launch flags and the value under the question's name).
     ``nothing_fits`` is the reason given when no value fits."""
     value = answer.value
+    other = None
+    if alternative is not None and alternative.plans:  # app.planning.no_fit
+        best = alternative.plans[0]
+        other = InversePlan.model_validate(
+            {**ranked_plan(best, profile).model_dump(exclude_unset=True),
+             "num_gpus": best.cluster.num_gpus, "seq_length": best.job.seq_length}
+        )  # fmt: skip
     return InverseResult(
         question=answer.question,
         value=value,
@@ -118,4 +126,5 @@ def inverse_report(
         rejections={nothing_fits: 1} if nothing_fits and not answer.plans else {},
         model=model.name,
         gpu=cluster.gpu.name,
+        alternative=other,
     )

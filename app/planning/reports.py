@@ -14,7 +14,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from planner.layout_types import CudaGraphs, GradReduceDtype, OptimizerStateDtype, RecomputeModule
+from planner.layout_types import (
+    CudaGraphs,
+    GradReduceDtype,
+    OffloadModule,
+    OptimizerStateDtype,
+    RecomputeModule,
+)
 from planner.specs import MoeDispatcher, OptimizerSharding, Recompute, SpecError
 
 _STRICT = ConfigDict(extra="forbid")
@@ -48,6 +54,7 @@ class LayoutRead(BaseModel):
     activation_offload_layers: int
     optimizer_offload_fraction: float
     pipeline_layout: str | None
+    activation_offload_modules: list[OffloadModule] | None = None
 
 
 class MemoryRead(BaseModel):
@@ -252,6 +259,9 @@ class InverseResult(_Raw):
     rejections: dict[str, int]
     model: str | None = None
     gpu: str | None = None
+    alternative: InversePlan | None = None
+    """When no value fits: the best plan on the fewest GPUs of this type that fit (its
+    ``num_gpus``; its ``seq_length`` the longest there for a seq_length question), with flags."""
 
 
 PlanAnswer = PlanResult | InverseResult

@@ -194,9 +194,11 @@ class ServiceBackend:
         """The form's request as the one plan request (``PlanJobCreate``): its bounds and
         messages, the same as the API's."""
         from app.planning.convert import expand_text_lists, parse_request
+        from app.planning.memory_request import to_memory_choices
         from app.planning.schemas import PlanJobCreate
 
         request = parse_request(PlanJobCreate, expand_text_lists(req))
+        to_memory_choices(request)  # the memory settings' own messages, under their inputs
         return request.model_dump(mode="json", exclude_none=True)
 
     def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str:

@@ -19,6 +19,9 @@ CUDA_GRAPH_OPTIONS = ("none", "partial", "full_iteration")
 RECOMPUTE_MODULE_OPTIONS = (
     "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
 )  # fmt: skip
+OFFLOAD_MODULE_OPTIONS = (
+    "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"
+)  # fmt: skip
 QUESTIONS = (
     ("best", "the best layouts"),
     ("maximize:seq_length", "the longest sequence that fits"),
@@ -29,17 +32,21 @@ MEMORY_FIELDS = (
     "grad_reduce_dtype", "optimizer_state_dtype", "allow_numerics_changes", "fp8_param_gather",
     "recompute_modules", "search_recompute_modules", "recompute_num_layers", "cuda_graphs",
     "activation_offload_layers", "optimizer_offload_fraction", "pipeline_layout",
-    "auto_pipeline_layout", "question",
+    "auto_pipeline_layout", "question", "activation_offload_modules", "search_activation_offload",
 )  # fmt: skip
-CHECKBOXES = ("allow_numerics_changes", "search_recompute_modules", "auto_pipeline_layout")
+CHECKBOXES = ("allow_numerics_changes", "search_recompute_modules", "auto_pipeline_layout",
+              "search_activation_offload")  # fmt: skip
 DEFAULTS: dict[str, Any] = {"grad_reduce_dtype": "fp32", "optimizer_state_dtype": "fp32",
                             "fp8_param_gather": "auto", "cuda_graphs": "none",
-                            "recompute_modules": [], "question": "best"}  # fmt: skip
+                            "recompute_modules": [], "activation_offload_modules": [],
+                            "question": "best"}  # fmt: skip
+MULTI = {"recompute_modules": RECOMPUTE_MODULE_OPTIONS,
+         "activation_offload_modules": OFFLOAD_MODULE_OPTIONS}  # fmt: skip
 
 
 def memory_values(form: Mapping[str, Any], multi: Mapping[str, list[str]]) -> dict[str, Any]:
     """The checkbox groups and switches of the posted form, as the form shows them again."""
-    values: dict[str, Any] = {"recompute_modules": list(multi.get("recompute_modules", []))}
+    values: dict[str, Any] = {name: list(multi.get(name, [])) for name in MULTI}
     for name in CHECKBOXES:
         values[name] = name in form
     return values
@@ -57,9 +64,10 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
         raise SpecError("choose auto, on or off", field="fp8_param_gather")
     if FP8_GATHER_OPTIONS[gather] is not None:
         req["fp8_param_gather"] = FP8_GATHER_OPTIONS[gather]
-    modules = [m for m in values.get("recompute_modules") or [] if m in RECOMPUTE_MODULE_OPTIONS]
-    if modules:
-        req["recompute_modules"] = modules
+    for name, options in MULTI.items():
+        modules = [m for m in values.get(name) or [] if m in options]
+        if modules:
+            req[name] = modules
     req["cuda_graphs"] = str(values.get("cuda_graphs") or "none")
     for name in ("recompute_num_layers", "activation_offload_layers"):
         text = str(values.get(name, "")).strip()
@@ -101,7 +109,8 @@ def memory_form_values(request: Mapping[str, Any]) -> dict[str, Any]:
             values[name] = ",".join(request[name])
     gather = request.get("fp8_param_gather")
     values["fp8_param_gather"] = "auto" if gather is None else ("on" if gather else "off")
-    values["recompute_modules"] = list(request.get("recompute_modules") or [])
+    for name in MULTI:
+        values[name] = list(request.get(name) or [])
     for kind in ("maximize", "minimize"):
         if request.get(kind):
             values["question"] = f"{kind}:{request[kind]}"

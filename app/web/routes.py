@@ -53,6 +53,7 @@ def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]
             "fp8_gather": tuple(memory_form.FP8_GATHER_OPTIONS),
             "cuda_graphs": memory_form.CUDA_GRAPH_OPTIONS,
             "modules": memory_form.RECOMPUTE_MODULE_OPTIONS,
+            "offload_modules": memory_form.OFFLOAD_MODULE_OPTIONS,
         },
         "stack": stack_form.context(),
         "nav": "plan",
@@ -114,7 +115,8 @@ def home(request: Request, backend: Backend) -> Response:
 @router.post("/plans", response_class=HTMLResponse)
 async def submit_plan(request: Request, backend: Backend) -> Response:
     form = await request.form()
-    multi = {k: [str(v) for v in form.getlist(k)] for k in ("recompute", "optimizer_sharding")}
+    groups = ("recompute", "optimizer_sharding", *memory_form.MULTI)  # checkbox groups
+    multi = {k: [str(v) for v in form.getlist(k)] for k in groups}
     values = forms.form_values({k: v for k, v in form.items()}, multi)
     try:
         if values.get("cluster"):  # its own GPUs per node (a node count means whole nodes)

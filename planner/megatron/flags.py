@@ -248,6 +248,8 @@ def launch_env(cluster: ClusterSpec, layout: Layout) -> dict[str, str]:
         env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
     # stops the caching allocator holding NCCL-stream tensors (memory-estimator-fujii §7)
     env["TORCH_NCCL_AVOID_RECORD_STREAMS"] = "1"
+    if lay.activation_offload_modules:
+        env["NVTE_CPU_OFFLOAD_V1"] = "1"  # fine-grained offload with TE >= 2.10 (rule 51)
     return env
 
 
@@ -263,6 +265,8 @@ def launch_spec(
     resolved = comm_flags.resolve(model, cluster, layout)
     args = megatron_args(model, cluster, job, resolved)
     env = launch_env(cluster, resolved)
+    if job.expandable_segments:  # against fragmentation (mechanisms-facts §6.7, MoE README)
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     per_node = min(cluster.gpus_per_node, cluster.num_gpus)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     torchrun = (

@@ -11,6 +11,7 @@ Sources: megatron-facts §1.2, §1.6-§1.8; mechanisms-facts §3.4, §6.
 | optimizer_state_dtype bf16 | ``--use-precision-aware-optimizer --exp-avg(-sq)-dtype bf16`` |
 | optimizer_offload_fraction | ``--optimizer-cpu-offload --optimizer-offload-fraction f`` |
 | activation_offload_layers | ``--cpu-offloading-num-layers N`` |
+| activation_offload_modules | ``--fine-grained-activation-offloading --offload-modules ...`` |
 | cuda_graphs | ``--cuda-graph-impl transformer_engine`` (+ MoE scopes) or ``full_iteration`` |
 | fp8_param_gather | ``--fp8-param-gather`` |
 | precision fp16 | ``--fp16`` (dynamic loss scaling, Megatron's default) instead of ``--bf16`` |
@@ -21,7 +22,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.layout_types import RECOMPUTE_MODULE_CHOICES
+from planner.layout_types import OFFLOAD_MODULE_CHOICES, RECOMPUTE_MODULE_CHOICES
 from planner.model.pipeline_layout import parse_pipeline_layout
 from planner.space import comm_flags
 from planner.specs import Layout, ModelSpec
@@ -81,6 +82,10 @@ def memory_args(model: ModelSpec, precision: str, lay: Layout) -> list[str]:
         args.append("--overlap-cpu-optimizer-d2h-h2d")
     if lay.activation_offload_layers:
         args += ["--cpu-offloading-num-layers", str(lay.activation_offload_layers)]
+    if lay.activation_offload_modules:
+        # core >= 0.16; the launch script exports NVTE_CPU_OFFLOAD_V1=1 (rule 51)
+        args += ["--fine-grained-activation-offloading", "--offload-modules",
+                 *lay.activation_offload_modules]  # fmt: skip
     if lay.cuda_graphs == "partial":
         args += ["--cuda-graph-impl", "transformer_engine"]
         if model.is_moe:
@@ -104,6 +109,8 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpu-offloading-num-layers", type=int, default=0)
     p.add_argument("--cuda-graph-impl", default="none")
     p.add_argument("--cuda-graph-scope", nargs="+", default=None)
+    p.add_argument("--fine-grained-activation-offloading", action="store_true")
+    p.add_argument("--offload-modules", nargs="+", default=None)
 
 
 def parsed_memory_fields(ns: argparse.Namespace, precision: str) -> dict[str, Any]:
@@ -133,8 +140,18 @@ def parsed_memory_fields(ns: argparse.Namespace, precision: str) -> dict[str, An
         if ns.optimizer_cpu_offload
         else 0.0,
         "pipeline_layout": ns.pipeline_model_parallel_layout,
+        "activation_offload_modules": _offload_modules(ns),
     }
     return fields
+
+
+def _offload_modules(ns: argparse.Namespace) -> tuple[str, ...] | None:
+    """The offloaded modules of an argv (Megatron's order; the Layout refuses unknown ones)."""
+    if not ns.fine_grained_activation_offloading or not ns.offload_modules:
+        return None
+    modules = [m for part in ns.offload_modules for m in part.split(",") if m]
+    known = tuple(m for m in OFFLOAD_MODULE_CHOICES if m in modules)
+    return known + tuple(m for m in modules if m not in OFFLOAD_MODULE_CHOICES)
 
 
 def layout_vpp(text: str | None, pp: int) -> int | None:

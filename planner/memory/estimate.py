@@ -34,6 +34,7 @@ from planner.memory.activations import (
     logits_bytes,
 )
 from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
+from planner.memory.offload import layer_offload_bytes, stage_offload_bytes
 from planner.memory.options import GIB as GIB  # re-exported
 from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
 from planner.memory.recompute import fp8_saving, freeable, saved_per_layer
@@ -120,6 +121,9 @@ class _Shared:
     runtime: FloatArray
     offload_layer_bytes: FloatArray
     """Activations of the layers whose activations go to the host (legacy CPU offload)."""
+    module_offload_dense: FloatArray
+    """Per dense layer and micro-batch: module inputs fine-grained offload moves to the host."""
+    module_offload_moe: FloatArray
 
 
 def _stage_terms(
@@ -143,7 +147,10 @@ def _stage_terms(
         + np.where(load.stage_output, load.inflight * stage_output, 0.0)
         + shared.regenerated
     )
-    offloaded = np.minimum(shared.offload_layer_bytes * load.inflight, activations)
+    fine = stage_offload_bytes(
+        shared.module_offload_dense, shared.module_offload_moe, load.act_dense, load.act_moe
+    )
+    offloaded = np.minimum(shared.offload_layer_bytes * load.inflight + fine, activations)
     terms["activations_bytes"] = activations - offloaded
     host = host + offloaded
     embedding = embedding_input_bytes(model, shared.shape, batch, load.inflight, opts)
@@ -186,6 +193,8 @@ def estimate_memory(
     last (output layer, fp32 logits, MTP). With one: every rank, from the layout itself.
     """
     opts = options or MemoryOptions()
+    if job.expandable_segments:  # the job's allocator setting (mechanisms-facts §6.7)
+        opts = replace(opts, expandable_segments=True)
     if cluster.gpu.architecture in NO_FLASH_ATTENTION:
         opts = replace(opts, flash_attention=False)
     counts = param_counts(model, seq_length=job.seq_length)
@@ -315,6 +324,16 @@ def _shared(
     n_off = np.minimum(batch.mem.activation_offload_layers, model.num_layers)
     moe_off = np.array([sum(pattern[:k]) for k in range(model.num_layers + 1)])[n_off]
     offload = (n_off - moe_off) * saved_dense + moe_off * saved_moe
+    # fine-grained offload: the chosen modules' inputs of every layer (planner.memory.offload)
+    recomputed = np.where(batch.recompute == RECOMPUTE_FULL, share, 0.0)
+
+    def module_offload(moe: bool) -> FloatArray:
+        imbalance = opts.moe_token_imbalance
+        return layer_offload_bytes(
+            model, job.seq_length, batch, moe=moe, imbalance=imbalance,
+            fp8=job.precision == "fp8", recomputed_share=recomputed,
+        )  # fmt: skip
+
     return _Shared(
         saved_dense=saved_dense,
         saved_moe=saved_moe,
@@ -327,4 +346,6 @@ def _shared(
         comm=comm,
         runtime=runtime,
         offload_layer_bytes=offload,
+        module_offload_dense=module_offload(False),
+        module_offload_moe=module_offload(model.is_moe),
     )

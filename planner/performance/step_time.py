@@ -48,6 +48,7 @@ from planner.performance.data_parallel import dp_comm_time, stage_param_counts
 from planner.performance.expert_parallel import ep_all_to_all_time
 from planner.performance.host_term import host_exposed_time, step_host_seconds
 from planner.performance.memory_settings import activation_offload_time
+from planner.performance.offload_time import module_offload_time
 from planner.performance.optimizer import optimizer_step_time
 from planner.performance.pipeline import pipeline_bubble, pp_p2p_time
 from planner.performance.profile import PerformanceProfile as PerformanceProfile  # re-exported
@@ -121,7 +122,8 @@ def estimate_performance(
         "dp_comm_s": dp_comm_time(ctx, compute_mb, params),
         "bubble_s": pipeline_bubble(ctx, stage_mb, ep_unhidden),
         "optimizer_s": optimizer_step_time(ctx, params),
-        "offload_s": m * activation_offload_time(ctx, compute_mb),
+        "offload_s": m * activation_offload_time(ctx, compute_mb)
+        + m * module_offload_time(ctx, compute),
         "overhead_s": m * overhead_mb + profile.step_overhead_s + step_host_seconds(ctx),
         "straggler_s": straggler_time(ctx, compute_mb + recompute_mb, gpus),
     }

@@ -21,12 +21,14 @@ from planner.layout_types import (
     OPTIMIZER_STATE_DTYPE_CHOICES,
     CudaGraphs,
     GradReduceDtype,
+    OffloadModule,
     OptimizerStateDtype,
     RecomputeModule,
 )
 from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE, LayoutBatch
 from planner.model.pipeline import split_layers
 from planner.model.pipeline_layout import balanced_layout, parse_pipeline_layout
+from planner.offload_modules import check_offload_modules, offload_mask, recommended_offload_modules
 from planner.specs import Layout, ModelSpec, SpecError
 
 __all__ = [
@@ -81,6 +83,13 @@ class MemoryChoices:
     balanced_layout`), so that e.g. DeepSeek-V3 can interleave as NVIDIA's recipes do. Opt-in:
     it multiplies such a model's space (DeepSeek-V3 on 1024 GPUs: 0.2 M -> 1.4 M layouts) and
     every rank of a layout is charged, so the search takes tens of seconds instead of 0.1 s."""
+    activation_offload_modules: tuple[OffloadModule, ...] | None = None
+    """``--offload-modules`` of every candidate (None: off), or with search_activation_offload
+    the set the search may add."""
+    search_activation_offload: bool = False
+    """Let the search choose between no fine-grained activation offload and the modules above
+    (or, when none are given, every module the model has: planner.offload_modules.
+    recommended_offload_modules). Off by default: offload needs host memory and costs link time."""
 
     def __post_init__(self) -> None:
         for name, choices in (
@@ -106,10 +115,21 @@ class MemoryChoices:
         for fraction in self.optimizer_offload_fraction:
             Layout(optimizer_offload_fraction=fraction)
         Layout(activation_offload_layers=self.activation_offload_layers)
+        object.__setattr__(
+            self,
+            "activation_offload_modules",
+            check_offload_modules(self.activation_offload_modules),
+        )
         Layout(recompute="selective", recompute_modules=self.recompute_modules)
         Layout(recompute="full", recompute_num_layers=self.recompute_num_layers)
         if self.pipeline_layout is not None:
             parse_pipeline_layout(self.pipeline_layout)
+
+    def offload_sets(self, model: ModelSpec) -> list[tuple[OffloadModule, ...] | None]:
+        """The ``--offload-modules`` sets the search tries."""
+        if not self.search_activation_offload:
+            return [self.activation_offload_modules]
+        return [None, self.activation_offload_modules or recommended_offload_modules(model)]
 
     def dtypes(self) -> list[tuple[str, str]]:
         """(grad_reduce_dtype, optimizer_state_dtype) pairs the search tries."""
@@ -135,20 +155,26 @@ def apply_memory_choices(
     if choices.search_recompute_modules:
         sets += [m for m in recommended_module_sets(model) if m != choices.recompute_modules]
     selective = batch.recompute == RECOMPUTE_SELECTIVE
-    parts = [_with_settings(batch, choices, sets[0])]
+    offload = [offload_mask(m) for m in choices.offload_sets(model)]
+    parts = [_with_settings(batch, choices, sets[0], offload)]
     for modules in sets[1:]:  # the other sets only for the selective candidates
-        parts.append(_with_settings(batch.take(np.flatnonzero(selective)), choices, modules))
+        chosen = batch.take(np.flatnonzero(selective))
+        parts.append(_with_settings(chosen, choices, modules, offload))
     return parts[0] if len(parts) == 1 else LayoutBatch.concat(parts)
 
 
 def _with_settings(
-    batch: LayoutBatch, choices: MemoryChoices, modules: tuple[RecomputeModule, ...] | None
+    batch: LayoutBatch,
+    choices: MemoryChoices,
+    modules: tuple[RecomputeModule, ...] | None,
+    offload_masks: list[int],
 ) -> LayoutBatch:
     n = len(batch)
     selective = batch.recompute == RECOMPUTE_SELECTIVE
     full = batch.recompute == RECOMPUTE_FULL
     parts = []
-    for (grad, state), fraction in product(choices.dtypes(), choices.optimizer_offload_fraction):
+    combos = product(choices.dtypes(), choices.optimizer_offload_fraction, offload_masks)
+    for (grad, state), fraction, offload in combos:
         settings = SettingsColumns.from_values(
             n,
             grad_reduce_bf16=grad == "bf16",
@@ -162,6 +188,7 @@ def _with_settings(
             activation_offload_layers=choices.activation_offload_layers,
             optimizer_offload_fraction=fraction,
             pipeline_layout=choices.pipeline_layout or "",
+            activation_offload_modules=offload,
         )
         parts.append(replace(batch, settings=settings))
     return parts[0] if len(parts) == 1 else LayoutBatch.concat(parts)

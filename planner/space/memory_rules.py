@@ -14,6 +14,7 @@ import numpy as np
 from planner.layout_settings import FP8_GATHER_ON, GRAPHS_PARTIAL, MODULE_BITS, effective_modules
 from planner.layouts import A2A_ON, RECOMPUTE_FULL, RECOMPUTE_NONE, SHARD_NONE, BoolArray
 from planner.model.pipeline_layout import parse_pipeline_layout
+from planner.space.offload_rules import OFFLOAD_RULES
 from planner.specs import SpecError
 
 __all__ = ["MEMORY_RULES", "has_layout"]
@@ -134,6 +135,7 @@ def _act_offload_explain(ctx: Ctx, i: int) -> str:
 def _host_check(ctx: Ctx) -> BoolArray:
     mem = ctx.batch.mem
     offload = (mem.activation_offload_layers > 0) | (mem.optimizer_offload_fraction > 0)
+    offload = offload | (mem.activation_offload_modules > 0)
     unknown = (
         ctx.cluster.gpu.host_link_bandwidth_bytes_per_s is None
         or ctx.cluster.host_memory_bytes_per_gpu is None
@@ -220,5 +222,6 @@ MEMORY_RULES: tuple[tuple[str, str, str, Any, Any], ...] = (
     ("cuda_graphs_compatible",
      "per-layer CUDA graphs exclude full recompute and 'moe' recompute",
      "megatron-facts §2.7 rule 50; mechanisms-facts §3.4", _graphs_check, _graphs_explain),
+    *OFFLOAD_RULES,
 )  # fmt: skip
 """(id, summary, source, check, explain) of each rule, appended to planner.space.rules.RULES."""

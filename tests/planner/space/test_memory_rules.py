@@ -61,6 +61,21 @@ MEMORY_CASES: list[tuple[Any, ...]] = [
     ("cuda_graphs_compatible", dense(), cluster(8), JOB,
      Layout(dp=8, recompute="full", cuda_graphs="partial"),
      (dense(), cluster(8), JOB, Layout(dp=8, recompute="full", cuda_graphs="full_iteration"))),
+    ("fine_offload_not_with_legacy", dense(), hosted(8), JOB,
+     Layout(dp=8, activation_offload_layers=2, activation_offload_modules=("attn_norm",)),
+     (dense(), hosted(8), JOB, Layout(dp=8, activation_offload_modules=("attn_norm",)))),
+    ("fine_offload_moe_modules", dense(), hosted(8), JOB,
+     Layout(dp=8, activation_offload_modules=("expert_fc1",)),
+     (moe(), hosted(8), JOB, Layout(dp=8, ep=8, activation_offload_modules=("expert_fc1",)))),
+    ("fine_offload_moe_modules", moe(), hosted(8), JOB,
+     Layout(dp=8, ep=8, recompute="selective", recompute_modules=("moe",), moe_a2a_overlap=False,
+            activation_offload_modules=("moe_act",)),
+     (moe(), hosted(8), JOB, Layout(dp=8, ep=8, recompute="selective",
+                                    recompute_modules=("moe_act",),
+                                    activation_offload_modules=("moe_act",)))),
+    ("offload_needs_host_spec", dense(), cluster(8), JOB,
+     Layout(dp=8, activation_offload_modules=("mlp_norm",)),
+     (dense(), hosted(8), JOB, Layout(dp=8, activation_offload_modules=("mlp_norm",)))),
 ]  # fmt: skip
 MEMORY_RULE_IDS = {c[0] for c in MEMORY_CASES}
 
