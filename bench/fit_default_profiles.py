@@ -151,8 +151,9 @@ def main() -> int:
     report += [
         "Rule (`planner/calibration/transfer.py`): of the coefficients the source's rows "
         "identified (the rest keep the target's priors), software coefficients (overlaps, "
-        "overheads, NIC efficiency) go to every GPU, tp_overlap not across vendors (tp-comm-overlap is "
-        "CUDA-only); chip efficiencies (GEMM, attention, NVLink) only within one architecture. "
+        "overheads, NIC efficiency) go to every GPU, tp_overlap not across vendors "
+        "(tp-comm-overlap is CUDA-only); chip efficiencies (GEMM, attention, NVLink) only "
+        "within one architecture. "
         "How well this transfers is measured by the leave-one-GPU-type-out cross-validation "
         "in `bench/results/accuracy.md` (A100 <-> H100, the only pair with rows).",
         "",
