@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from planner import Layout, TrainingJob
+from planner.specs import CP_COMM_TYPES, CpCommType
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
@@ -95,9 +96,17 @@ STACK_FIELDS: tuple[StackField, ...] = (
         help="busiest expert's tokens over the mean: 1.0 = --moe-router-force-load-balancing (as "
         "in NVIDIA's benchmarks); 1.2 = an auxiliary-loss run (performance-facts 5.3)",
     ),
-    # cp_comm_type (Layout, --cp-comm-type: p2p | all_gather | a2a | a2a+p2p; None = planner's
-    # choice) goes here when it is on main, where="layout", with its line in StackFields (and,
-    # for a plan, in plan_request.to_constraints); evaluations pass it by layout_stack.
+    StackField(
+        name="cp_comm_type",
+        kind="choice",
+        choices=CP_COMM_TYPES,
+        where="layout",
+        label="CP communication",
+        flag="--cp-comm-type",
+        help="--cp-comm-type of a cp > 1 layout: p2p ring (Megatron's default), all_gather of "
+        "K/V, a2a (Ulysses: cp must divide the heads per TP rank) or a2a+p2p (all-to-all in a "
+        "node, ring across nodes); unset = the planner tries every valid one",
+    ),
 )
 BY_NAME = {f.name: f for f in STACK_FIELDS}
 STACK_FIELD_NAMES = tuple(BY_NAME)
@@ -117,6 +126,7 @@ class StackFields(BaseModel):
     attention_backend: AttentionBackend = _field("attention_backend")
     cross_entropy_fusion: CrossEntropyFusion = _field("cross_entropy_fusion")
     moe_imbalance: float = _field("moe_imbalance")
+    cp_comm_type: CpCommType | None = _field("cp_comm_type")
 
 
 def job_stack(req: BaseModel) -> dict[str, Any]:

@@ -79,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--moe-layer-freq", default="1")
     p.add_argument("--moe-token-dispatcher-type", default="allgather")
     p.add_argument("--moe-flex-dispatcher-backend", default=None)
+    p.add_argument("--cp-comm-type", nargs="+", default=None)  # one, or one per layer
+    p.add_argument("--hierarchical-context-parallel-sizes", nargs="+", type=int, default=None)
     p.add_argument("--recompute-granularity", choices=("full", "selective"), default=None)
     p.add_argument("--recompute-method", choices=("uniform", "block"), default=None)
     p.add_argument("--fp8-format", choices=("e4m3", "hybrid"), default=None)
@@ -114,6 +116,21 @@ def _parse_moe_layer_freq(text: str, num_layers: int) -> tuple[int, int]:
         f"--moe-layer-freq {text} is not 'leading dense layers then every N-th layer'",
         field="moe_layer_freq",
     )
+
+
+def _cp_comm_type(values: list[str] | None) -> Any:
+    """``--cp-comm-type``: one type for every layer (None: Megatron's default, p2p). A per-layer
+    mix is not a planner layout (megatron-facts: one value = all layers, else one per layer)."""
+    if not values:
+        return None
+    kinds = sorted(set(values))
+    if len(kinds) > 1:
+        raise SpecError(
+            f"--cp-comm-type mixes {', '.join(kinds)} across layers; the planner prices one type "
+            "for every layer: pass a single value",
+            field="cp_comm_type",
+        )
+    return kinds[0]  # Layout checks TE's spellings (p2p, all_gather, a2a, a2a+p2p)
 
 
 def parse_megatron_args(
@@ -159,6 +176,7 @@ def parse_megatron_args(
             None if ns.num_experts is None
             else "flex" if ns.moe_token_dispatcher_type == "flex" else "alltoall"
         ),
+        cp_comm_type=_cp_comm_type(ns.cp_comm_type),
         **parsed_memory_fields(ns, precision),
     )  # fmt: skip
     if precision == "fp8" and ns.fp8_param_gather != fp8_param_gather_on(precision, layout):

@@ -38,6 +38,7 @@ from planner.layouts import (
 )
 from planner.model.pipeline import split_arrays, split_layers
 from planner.space import comm_flags
+from planner.space.cp_comm_rules import CP_COMM_RULES
 from planner.space.memory_rules import MEMORY_RULES, has_layout
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
@@ -576,6 +577,7 @@ RULES: tuple[Rule, ...] = (
           "megatron-facts §1.5; performance-facts §5.1", _flex_check, _flex_explain),
 )  # fmt: skip
 RULES = (*RULES, *(_rule(*spec) for spec in MEMORY_RULES))  # memory settings (issue 13)
+RULES = (*RULES, *(_rule(*spec) for spec in CP_COMM_RULES))  # --cp-comm-type (issue 12)
 
 
 def check_rules(
