@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 from planner.layouts import CP_COMM_AUTO, BoolArray, FloatArray, LayoutBatch
 from planner.specs import CP_COMM_TYPES, ClusterSpec, ModelSpec
 
-__all__ = ["CP_COMM_RULES", "add_cp_comm_variants", "hierarchical_sizes", "valid_cp_comm"]
+__all__ = ["CP_COMM_RULES", "hierarchical_sizes", "valid_cp_comm"]
 
 Ctx = Any  # planner.space.rules._Context (imported there; a protocol would only repeat it)
 
@@ -64,18 +63,6 @@ def valid_cp_comm(
         heads = (np.mod(a, c1) == 0) & (np.mod(g, c1) == 0)
         return np.asarray((c1 >= 2) & (c2 >= 2) & (c1 * c2 == cp) & heads, np.bool_)
     return np.ones(len(batch), dtype=np.bool_)
-
-
-def add_cp_comm_variants(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> LayoutBatch:
-    """``batch`` plus a copy of each cp > 1 layout for every other CP type it may run (the search
-    of ``cp_comm_type=None``; the rows of ``batch`` keep Megatron's default, p2p)."""
-    parts = [batch]
-    for code in (ALL_GATHER, A2A, A2A_P2P):
-        rows = np.flatnonzero((batch.cp > 1) & valid_cp_comm(model, cluster, batch, code))
-        if len(rows):
-            sub = batch.take(rows)
-            parts.append(replace(sub, cp_comm_type=np.full(len(sub), code, dtype=np.int64)))
-    return parts[0] if len(parts) == 1 else LayoutBatch.concat(parts)
 
 
 def _a2a_check(ctx: Ctx) -> BoolArray:

@@ -40,7 +40,6 @@ from planner.layouts import (
 from planner.model.pipeline import split_layers
 from planner.model.pipeline_layout import balanced_layout
 from planner.space import comm_flags
-from planner.space.cp_comm_rules import add_cp_comm_variants
 from planner.space.memory_axes import (
     MemoryChoices,
     apply_memory_choices,
@@ -107,8 +106,8 @@ class SearchConstraints:
     memory: MemoryChoices = field(default_factory=MemoryChoices)
     """Memory settings of every candidate, and which of them the search varies (issue 13)."""
     cp_comm_type: CpCommType | None = None
-    """``--cp-comm-type`` of every cp > 1 candidate: None searches every type the rules allow
-    (planner.space.cp_comm_rules), or one of CP_COMM_TYPES."""
+    """``--cp-comm-type`` of every cp > 1 candidate: one of CP_COMM_TYPES, or None: the search
+    gives each layout the fastest type the rules allow (planner.search.cp_choice)."""
     """MoE token dispatcher for every candidate: None (the planner's choice per layout),
     'alltoall' or 'flex' (DeepEP)."""
 
@@ -286,9 +285,7 @@ def enumerate_layouts(
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
         batch = LayoutBatch.concat([batch, off])
-    if c.cp_comm_type is None:
-        batch = add_cp_comm_variants(model, cluster, batch)  # every CP type a layout may run
-    elif c.cp_comm_type != "p2p":
+    if c.cp_comm_type is not None:  # None: planner.search.cp_choice picks per layout
         batch = replace(batch, cp_comm_type=np.full(len(batch), cp_comm_code(c.cp_comm_type)))
     batch = apply_memory_choices(model, batch, c.memory)
     if c.memory.pipeline_layout is None and c.memory.auto_pipeline_layout:

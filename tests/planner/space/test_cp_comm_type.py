@@ -13,6 +13,7 @@ from planner.megatron.args import parse_megatron_args
 from planner.megatron.flags import launch_spec, megatron_args
 from planner.megatron.log_stack import stack_columns
 from planner.performance.step_time import default_profile, estimate_performance
+from planner.search.cp_choice import choose_cp_comm
 from planner.space.enumeration import SearchConstraints, enumerate_layouts
 from planner.space.rules import violations
 from tests.planner.fixtures import LLAMA_70B
@@ -56,14 +57,29 @@ def test_a2a_p2p_needs_a_group_across_nodes() -> None:
     assert any("c1=4, c2=1" in m for m in msgs)
 
 
-def test_search_tries_every_valid_type() -> None:
-    batch = enumerate_layouts(LLAMA_70B, cluster(), JOB, SearchConstraints(tp=(2,), cp=(8,)))
-    kinds = {batch.cp_comm_value(i) for i in range(len(batch))}
-    assert kinds == {None, "all_gather", "a2a+p2p"}  # a2a: 4 KV heads per rank, cp 8
+def test_search_gives_open_layouts_the_fastest_valid_type() -> None:
+    batch = enumerate_layouts(LLAMA_70B, cluster(), JOB, SearchConstraints(tp=(2,), cp=(4, 8)))
+    assert set(batch.cp_comm_codes) == {-1}  # open until the search chooses
+    chosen = choose_cp_comm(LLAMA_70B, cluster(), JOB, batch)
+    profile = default_profile(GPU)
+    for i in np.flatnonzero(chosen.cp > 1)[:: max(1, len(chosen) // 6)]:
+        lay = chosen.layout(int(i))
+        assert lay.cp_comm_type is not None
+        tried = [
+            replace(lay, cp_comm_type=k)
+            for k in ("p2p", "all_gather", "a2a", "a2a+p2p")
+            if not violations(LLAMA_70B, cluster(), JOB, replace(lay, cp_comm_type=k))
+        ]
+        assert replace(lay, cp_comm_type=lay.cp_comm_type) in tried
+        est = estimate_performance(
+            LLAMA_70B, cluster(), JOB, LayoutBatch.from_layouts(tried), profile
+        )
+        # the choice is the fastest of the valid types (the CP attention decides)
+        assert est.step_time_s[tried.index(lay)] == pytest.approx(min(est.step_time_s), rel=2e-3)
     fixed = enumerate_layouts(
-        LLAMA_70B, cluster(), JOB, SearchConstraints(tp=(2,), cp=(8,), cp_comm_type="all_gather")
+        LLAMA_70B, cluster(), JOB, SearchConstraints(tp=(2,), cp=(8,), cp_comm_type="p2p")
     )
-    assert {fixed.cp_comm_value(i) for i in range(len(fixed))} == {"all_gather"}
+    assert choose_cp_comm(LLAMA_70B, cluster(), JOB, fixed).cp_comm_value(0) == "p2p"
 
 
 def test_flags_round_trip_with_hierarchical_sizes() -> None:
