@@ -167,7 +167,7 @@ def parse_megatron_args(
         "full" if ns.use_torch_fsdp2 else "optimizer" if ns.use_distributed_optimizer else "none"
     )
     layout = Layout(
-        tp=tp, pp=pp, vpp=vpp, cp=cp,
+        tp=tp, pp=pp, vpp=vpp, cp=cp, cp_comm_type=_cp_comm_type(ns.cp_comm_type),
         ep=ns.expert_model_parallel_size, etp=ns.expert_tensor_parallel_size or tp,
         dp=world // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
         recompute=recompute, sequence_parallel=ns.sequence_parallel and tp > 1,
@@ -176,7 +176,6 @@ def parse_megatron_args(
             None if ns.num_experts is None
             else "flex" if ns.moe_token_dispatcher_type == "flex" else "alltoall"
         ),
-        cp_comm_type=_cp_comm_type(ns.cp_comm_type),
         **parsed_memory_fields(ns, precision),
     )  # fmt: skip
     if precision == "fp8" and ns.fp8_param_gather != fp8_param_gather_on(precision, layout):

@@ -576,8 +576,7 @@ RULES: tuple[Rule, ...] = (
           "moe_dispatcher='flex' (DeepEP) needs ep > 1 on NVIDIA Hopper or Blackwell",
           "megatron-facts §1.5; performance-facts §5.1", _flex_check, _flex_explain),
 )  # fmt: skip
-RULES = (*RULES, *(_rule(*spec) for spec in MEMORY_RULES))  # memory settings (issue 13)
-RULES = (*RULES, *(_rule(*spec) for spec in CP_COMM_RULES))  # --cp-comm-type (issue 12)
+RULES = (*RULES, *(_rule(*s) for s in (*MEMORY_RULES, *CP_COMM_RULES)))  # memory (13), CP (12)
 
 
 def check_rules(
