@@ -28,10 +28,10 @@ from planner.calibration.fit import (
     GROUPINGS,
     CVReport,
     cross_validate,
-    fit_profile,
     usable,
 )
 from planner.calibration.measurements import Measurement, SkippedRow, parse_rows, read_rows
+from planner.calibration.regularised import fit_regularised
 from planner.performance.step_time import default_profile
 from planner.specs import GPUSpec
 from planner.stack_settings import DEFAULT_MOE_IMBALANCE
@@ -167,11 +167,12 @@ def run() -> dict[str, Any]:
     for gpu_name in sorted({m.cluster.gpu.name for m in rows}):
         sub = [m for m in rows if m.cluster.gpu.name == gpu_name]
         gpu = sub[0].cluster.gpu
-        _, report = fit_profile(sub, default_profile(gpu), coefficients=coefficients_for(gpu))
+        fit = fit_regularised(sub, default_profile(gpu), candidates=coefficients_for(gpu))
         in_sample[gpu_name] = {
-            "before": asdict(report.before),
-            "after": asdict(report.after),
-            "values": report.values_after,
+            "before": asdict(fit.before),
+            "after": asdict(fit.after),
+            "values": {c.name: c.fitted for c in fit.coefficients},
+            "identified": [c.name for c in fit.coefficients if c.identified],
         }
     result["in_sample_fit"] = in_sample
     for group_by in GROUPINGS:

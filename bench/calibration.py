@@ -28,7 +28,13 @@ import numpy as np
 
 from bench.accuracy import coefficients_for, commit, data_path, load
 from models_db.profiles import load_profile
-from planner.calibration.fit import cross_validate, fit_profile, usable
+from planner.calibration.fit import (
+    ErrorStats,
+    cross_validate,
+    fit_profile,
+    predict_tokens_per_s,
+    usable,
+)
 from planner.calibration.honest_cv import cross_validate_prepared
 from planner.calibration.intervals import (
     REGIME_PARTS,
@@ -174,6 +180,18 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
     return data, report
 
 
+def _free_fit_cv(rows: list[Measurement], prior: Any) -> tuple[ErrorStats, int]:
+    """The earlier calibration's CV: a free least-squares fit per held-out sweep."""
+    keys = [m.sweep_id or m.row_id for m in rows]
+    measured = np.array([m.tokens_per_s_per_gpu for m in rows], dtype=np.float64)
+    after = np.empty(len(rows))
+    for key in sorted(set(keys)):
+        held = [i for i, k in enumerate(keys) if k == key]
+        fitted, _ = fit_profile([m for m, k in zip(rows, keys, strict=True) if k != key], prior)
+        after[held] = predict_tokens_per_s([rows[i] for i in held], fitted)
+    return ErrorStats.of(after, measured), len(set(keys))
+
+
 def old_vs_new(rows: list[Measurement]) -> dict[str, Any]:
     """Per GPU type: the earlier calibration (free fit, leave-one-sweep-out refits) against the
     regularised one, both on the shipped profile as the prior, both timed."""
@@ -183,7 +201,7 @@ def old_vs_new(rows: list[Measurement]) -> dict[str, Any]:
         prior = load_profile(sub[0].cluster.gpu)
         t0 = time.perf_counter()
         fit_profile(sub, prior)
-        old = cross_validate(sub, lambda gpu: load_profile(gpu), group_by="sweep")
+        old = _free_fit_cv(sub, prior)  # cross_validate now runs the regularised fit
         t_old = time.perf_counter() - t0
         t0 = time.perf_counter()
         prepared = prepare(sub, prior)
@@ -198,9 +216,9 @@ def old_vs_new(rows: list[Measurement]) -> dict[str, Any]:
             "rows": len(sub),
             "old": {
                 "seconds": t_old,
-                "median_ape": old.after.median_ape,
-                "p90_ape": old.after.p90_ape,
-                "folds": len(old.per_group),
+                "median_ape": old[0].median_ape,
+                "p90_ape": old[0].p90_ape,
+                "folds": old[1],
             },
             "new": {
                 "seconds": t_new,
@@ -257,13 +275,16 @@ def cli_seconds() -> float:
     return time.perf_counter() - t0
 
 
-def run() -> dict[str, Any]:
+def run(*, intervals_only: bool = False) -> dict[str, Any]:
+    """``intervals_only``: rebuild the interval table and its coverage, and keep the
+    calibration comparison (free fit vs regularised, minutes of the old fit) of the previous
+    ``calibration.json``, saying which commit it is from."""
     code = commit()  # before this run writes its outputs (they would make it "-dirty")
     rows = usable(load()[0])
     table, intervals = interval_table(rows, code)
     TABLE.parent.mkdir(parents=True, exist_ok=True)
     TABLE.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-    return {
+    base = {
         "commit": code,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "rows_used": len(rows),
@@ -271,6 +292,17 @@ def run() -> dict[str, Any]:
         "noise_log_sd": NOISE_LOG_SD,
         "intervals": intervals,
         "table": table,
+    }
+    if intervals_only:
+        old = json.loads(RESULTS.joinpath("calibration.json").read_text(encoding="utf-8"))
+        keep = ("calibration", "two_bf16_rows", "cli_seconds")
+        return {
+            **base,
+            **{k: old[k] for k in keep},
+            "comparison_from": old.get("comparison_from", old["commit"]),
+        }
+    return {
+        **base,
         "calibration": old_vs_new(rows),
         "two_bf16_rows": two_bf16_rows(rows),
         "cli_seconds": cli_seconds(),
@@ -287,7 +319,14 @@ def markdown(r: dict[str, Any]) -> str:
         "# Honest calibration and prediction intervals",
         "",
         f"Commit `{r['commit']}`, {r['date']}. `python -m bench.calibration`; "
-        f"{r['rows_used']} usable rows of the shared measurements.",
+        f"{r['rows_used']} usable rows of the shared measurements."
+        + (
+            f" The calibration comparison and the two-rows table are those of commit "
+            f"`{r['comparison_from']}` (`--intervals-only`: only the interval table and its "
+            "coverage were rebuilt here)."
+            if "comparison_from" in r
+            else ""
+        ),
         "",
         "## `planner calibrate` on the shared data",
         "",
@@ -388,7 +427,7 @@ def markdown(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    result = run()
+    result = run(intervals_only="--intervals-only" in sys.argv[1:])
     RESULTS.joinpath("calibration.json").write_text(
         json.dumps(result, indent=1, default=float) + "\n", encoding="utf-8"
     )

@@ -86,8 +86,14 @@ def markdown(variants: dict[str, dict[str, Any]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``NAME=accuracy.json`` per variant, in order; ``--notes FILE`` appends a reading."""
+    """``NAME=accuracy.json`` per variant, in order; ``--notes FILE`` appends a reading;
+    ``--keep`` starts from the variants already in ``fidelity.json`` (their accuracy.json files
+    are those of earlier commits) and appends the new ones."""
     notes = ""
+    variants: dict[str, dict[str, Any]] = {}
+    if "--keep" in argv:
+        argv = [a for a in argv if a != "--keep"]
+        variants = json.loads((RESULTS / "fidelity.json").read_text(encoding="utf-8"))
     if "--notes" in argv:
         i = argv.index("--notes")
         notes = Path(argv[i + 1]).read_text(encoding="utf-8")
@@ -95,7 +101,6 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m bench.fidelity NAME=accuracy.json [...] [--notes FILE]")
         return 2
-    variants: dict[str, dict[str, Any]] = {}
     for arg in argv:
         name, _, path = arg.partition("=")
         variants[name] = summarise(json.loads(Path(path).read_text(encoding="utf-8")))

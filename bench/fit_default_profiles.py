@@ -20,7 +20,8 @@ from pathlib import Path
 
 from bench.accuracy import coefficients_for, commit, load
 from models_db.catalog import load_gpu
-from planner.calibration.fit import fit_profile, usable
+from planner.calibration.fit import usable
+from planner.calibration.regularised import fit_regularised
 from planner.calibration.transfer import (
     CHIP_COEFFICIENTS,
     SOFTWARE_COEFFICIENTS,
@@ -61,6 +62,7 @@ def main() -> int:
     rows = usable(measurements)
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     fitted: dict[str, PerformanceProfile] = {}
+    identified: dict[str, list[str]] = {}
     report = [
         "# Default profiles: how they were made",
         "",
@@ -72,7 +74,10 @@ def main() -> int:
         sub = [m for m in rows if m.cluster.gpu.name == slug]
         gpu = sub[0].cluster.gpu
         names = coefficients_for(gpu)
-        prof, rep = fit_profile(sub, default_profile(gpu), coefficients=names)
+        # one fit path (issue 12): the identified + regularised fit of `planner calibrate`
+        rep = fit_regularised(sub, default_profile(gpu), candidates=names)
+        prof = rep.profile
+        identified[slug] = [c.name for c in rep.coefficients if c.identified]
         prior = default_profile(gpu)
         legacy_fit = "attention_score_bytes" in names
         shipped = {k: getattr(prior, k) if v is None else v for k, v in LEGACY_ONLY.items()}
@@ -89,12 +94,12 @@ def main() -> int:
             f"{100 * rep.before.median_ape:.1f} % -> {100 * rep.after.median_ape:.1f} %, "
             f"p90 {100 * rep.before.p90_ape:.1f} % -> {100 * rep.after.p90_ape:.1f} %.",
             "",
-            "| coefficient | prior | fitted |",
-            "|---|---|---|",
+            "| coefficient | prior | fitted | identified |",
+            "|---|---|---|---|",
         ]
         report += [
-            f"| {n} | {rep.values_before[n]:.4g} | {rep.values_after[n]:.4g} |"
-            for n in rep.coefficients
+            f"| {c.name} | {c.prior:.4g} | {c.fitted:.4g} | {'yes' if c.identified else 'no'} |"
+            for c in rep.coefficients
         ]
         if legacy:
             report += [
@@ -111,10 +116,11 @@ def main() -> int:
             continue
         gpu = load_gpu(target)
         src_gpu = load_gpu(source)
-        prof = transfer_profile(fitted[source], src_gpu, gpu)
+        # only what the source's rows identified carries over; the rest stays at target's priors
+        prof = transfer_profile(fitted[source], src_gpu, gpu, only=identified[source])
         prof = replace(prof, provenance={**prof.provenance, "date": date})
         _write(prof)
-        names = transferable(src_gpu, gpu)
+        names = tuple(n for n in transferable(src_gpu, gpu) if n in identified[source])
         kept = [n for n in CHIP_COEFFICIENTS if n not in names]
         report += [
             f"## {target}: physics + priors + transfer from {source}",
@@ -143,9 +149,11 @@ def main() -> int:
         ]
         report.append("")
     report += [
-        "Rule (`planner/calibration/transfer.py`): software coefficients (overlaps, overheads, NIC "
-        "efficiency) go to every GPU, tp_overlap not across vendors (tp-comm-overlap is "
-        "CUDA-only); chip efficiencies (GEMM, attention, NVLink) only within one architecture. "
+        "Rule (`planner/calibration/transfer.py`): of the coefficients the source's rows "
+        "identified (the rest keep the target's priors), software coefficients (overlaps, "
+        "overheads, NIC efficiency) go to every GPU, tp_overlap not across vendors "
+        "(tp-comm-overlap is CUDA-only); chip efficiencies (GEMM, attention, NVLink) only "
+        "within one architecture. "
         "How well this transfers is measured by the leave-one-GPU-type-out cross-validation "
         "in `bench/results/accuracy.md` (A100 <-> H100, the only pair with rows).",
         "",

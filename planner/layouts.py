@@ -16,9 +16,11 @@ import numpy.typing as npt
 
 from planner.layout_settings import SettingsColumns
 from planner.specs import (
+    CP_COMM_TYPES,
     MOE_DISPATCHER_CHOICES,
     OPTIMIZER_SHARDING_CHOICES,
     RECOMPUTE_CHOICES,
+    CpCommType,
     Layout,
     MoeDispatcher,
 )
@@ -53,6 +55,14 @@ def dispatcher_value(code: int) -> MoeDispatcher | None:
     return None if code == DISPATCH_AUTO else MOE_DISPATCHER_CHOICES[code]
 
 
+CP_COMM_AUTO = -1
+"""Code of ``cp_comm_type`` None (Megatron's default, p2p); others index CP_COMM_TYPES."""
+
+
+def cp_comm_code(value: str | None) -> int:
+    return CP_COMM_AUTO if value is None else CP_COMM_TYPES.index(value)
+
+
 @dataclass(frozen=True, slots=True)
 class LayoutBatch:
     """n layouts; field i of every array describes layout i.
@@ -77,6 +87,8 @@ class LayoutBatch:
     moe_dispatcher: IntArray
     settings: SettingsColumns | None = None
     """Memory settings (planner.layout_settings); None: every layout at its defaults."""
+    cp_comm_type: IntArray | None = None
+    """``cp_comm_type`` codes (CP_COMM_AUTO or an index of CP_COMM_TYPES); None: all auto."""
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
@@ -115,6 +127,9 @@ class LayoutBatch:
                 (dispatcher_code(x.moe_dispatcher) for x in items), np.int64, len(items)
             ),
             settings=SettingsColumns.from_layouts(items),
+            cp_comm_type=np.fromiter(
+                (cp_comm_code(x.cp_comm_type) for x in items), np.int64, len(items)
+            ),
         )
 
     @classmethod
@@ -146,6 +161,7 @@ class LayoutBatch:
             optimizer_sharding=get("optimizer_sharding", SHARD_OPTIMIZER),
             moe_a2a_overlap=get("moe_a2a_overlap", A2A_AUTO),
             moe_dispatcher=get("moe_dispatcher", DISPATCH_AUTO),
+            cp_comm_type=get("cp_comm_type", CP_COMM_AUTO) if "cp_comm_type" in columns else None,
         )
 
     def layout(self, i: int) -> Layout:
@@ -163,8 +179,20 @@ class LayoutBatch:
             optimizer_sharding=OPTIMIZER_SHARDING_CHOICES[int(self.optimizer_sharding[i])],
             moe_a2a_overlap=a2a_value(int(self.moe_a2a_overlap[i])),
             moe_dispatcher=dispatcher_value(int(self.moe_dispatcher[i])),
+            cp_comm_type=self.cp_comm_value(i),
             **(self.settings.layout_fields(i) if self.settings is not None else {}),
         )
+
+    @property
+    def cp_comm_codes(self) -> IntArray:
+        """``cp_comm_type`` codes, CP_COMM_AUTO where the batch carries none."""
+        if self.cp_comm_type is None:
+            return np.full(len(self), CP_COMM_AUTO, dtype=np.int64)
+        return self.cp_comm_type
+
+    def cp_comm_value(self, i: int) -> CpCommType | None:
+        code = CP_COMM_AUTO if self.cp_comm_type is None else int(self.cp_comm_type[i])
+        return None if code == CP_COMM_AUTO else CP_COMM_TYPES[code]
 
     def layouts(self) -> list[Layout]:
         return [self.layout(i) for i in range(len(self))]
@@ -187,6 +215,7 @@ class LayoutBatch:
             moe_a2a_overlap=self.moe_a2a_overlap[idx],
             moe_dispatcher=self.moe_dispatcher[idx],
             settings=None if self.settings is None else self.settings.take(idx),
+            cp_comm_type=None if self.cp_comm_type is None else self.cp_comm_type[idx],
         )
 
     @staticmethod
@@ -212,6 +241,11 @@ class LayoutBatch:
                 None
                 if all(b.settings is None for b in batches)
                 else SettingsColumns.concat([b.mem for b in batches])
+            ),
+            cp_comm_type=(
+                None
+                if all(b.cp_comm_type is None for b in batches)
+                else np.concatenate([b.cp_comm_codes for b in batches])
             ),
         )
 

@@ -31,6 +31,10 @@ RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
 OPTIMIZER_SHARDING_CHOICES: tuple[OptimizerSharding, ...] = ("none", "optimizer", "full")
 PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8", "fp16")
 MOE_DISPATCHER_CHOICES: tuple[MoeDispatcher, ...] = ("alltoall", "flex")
+CpCommType = Literal["p2p", "all_gather", "a2a", "a2a+p2p"]
+CP_COMM_TYPES: tuple[CpCommType, ...] = ("p2p", "all_gather", "a2a", "a2a+p2p")
+"""``--cp-comm-type`` values in Transformer Engine's spellings (megatron-facts: passed verbatim
+to TE; the help text's 'allgather' is not accepted)."""
 
 
 class SpecError(ValueError):
@@ -445,9 +449,19 @@ class Layout(MemorySettings):
     """MoE token dispatcher: 'alltoall' (NCCL) or 'flex' (DeepEP, which sends a token once per
     destination node). None means 'flex where the expert group spans nodes on Hopper or
     Blackwell, else alltoall' (:mod:`planner.space.comm_flags`)."""
+    cp_comm_type: CpCommType | None = None
+    """``--cp-comm-type`` of a cp > 1 layout (mechanisms-facts §1.2-1.5): 'p2p' ring, 'all_gather'
+    of K/V, 'a2a' (Ulysses), 'a2a+p2p' (all-to-all inside a node, ring across nodes). None means
+    Megatron's default, p2p; the search tries every variant the rules allow."""
 
     def __post_init__(self) -> None:
         _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
+        if self.cp_comm_type is not None and self.cp_comm_type not in CP_COMM_TYPES:
+            raise SpecError(
+                f"cp_comm_type={self.cp_comm_type!r} is not one of {', '.join(CP_COMM_TYPES)} "
+                "(Transformer Engine's spellings; or null for the planner's choice)",
+                field="cp_comm_type",
+            )
         if self.moe_dispatcher is not None and self.moe_dispatcher not in MOE_DISPATCHER_CHOICES:
             raise SpecError(
                 f"moe_dispatcher={self.moe_dispatcher!r} is not one of alltoall, flex "

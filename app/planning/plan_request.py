@@ -52,6 +52,7 @@ def to_constraints(req: PlanJobCreate) -> SearchConstraints:
         **kwargs,
         moe_a2a_overlap=req.moe_a2a_overlap,
         moe_dispatcher=req.moe_dispatcher,
+        cp_comm_type=req.cp_comm_type,  # stack_fields' layout descriptor: None = searched
         memory=to_memory_choices(req),
     )
 

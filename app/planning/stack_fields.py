@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from planner import Layout, TrainingJob
+from planner.specs import CP_COMM_TYPES, CpCommType
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
@@ -104,9 +105,17 @@ STACK_FIELDS: tuple[StackField, ...] = (
         "allocator grows segments in place, so fragmentation shrinks from about 10 % to 2 % of "
         "the per-step memory (mechanisms-facts 6.7); false = PyTorch's default",
     ),
-    # cp_comm_type (Layout, --cp-comm-type: p2p | all_gather | a2a | a2a+p2p; None = planner's
-    # choice) goes here when it is on main, where="layout", with its line in StackFields (and,
-    # for a plan, in plan_request.to_constraints); evaluations pass it by layout_stack.
+    StackField(
+        name="cp_comm_type",
+        kind="choice",
+        choices=CP_COMM_TYPES,
+        where="layout",
+        label="CP communication",
+        flag="--cp-comm-type",
+        help="--cp-comm-type of a cp > 1 layout: p2p ring (Megatron's default), all_gather of "
+        "K/V, a2a (Ulysses: cp must divide the heads per TP rank) or a2a+p2p (all-to-all in a "
+        "node, ring across nodes); unset = the planner tries every valid one",
+    ),
 )
 BY_NAME = {f.name: f for f in STACK_FIELDS}
 STACK_FIELD_NAMES = tuple(BY_NAME)
@@ -127,6 +136,7 @@ class StackFields(BaseModel):
     cross_entropy_fusion: CrossEntropyFusion = _field("cross_entropy_fusion")
     moe_imbalance: float = _field("moe_imbalance")
     expandable_segments: bool = _field("expandable_segments")
+    cp_comm_type: CpCommType | None = _field("cp_comm_type")
 
 
 def job_stack(req: BaseModel) -> dict[str, Any]:

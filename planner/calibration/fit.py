@@ -291,15 +291,21 @@ def _profile_for(
     train: Sequence[Measurement],
     base_for: Callable[[GPUSpec], PerformanceProfile],
     names_for: Callable[[GPUSpec], Sequence[str]],
-    prior_weight: float,
+    noise: float,
 ) -> PerformanceProfile:
     """Fitted on the training rows of this GPU type; with none, transferred from the GPU type
-    with the most training rows (planner.calibration.transfer), as an unmeasured GPU is shipped."""
+    with the most training rows (planner.calibration.transfer), as an unmeasured GPU is shipped.
+
+    One fit path (issue 12): the identified + regularised fit of user calibration, so a
+    coefficient the rows do not identify keeps its prior, and only what the donor's rows
+    identified is transferred (the target keeps its own priors for the rest).
+    """
+    # imported here: planner.calibration.regularised builds on this module
+    from planner.calibration.regularised import fit_regularised
+
     same = [m for m in train if m.cluster.gpu.name == gpu.name]
     if same:
-        return fit_profile(
-            same, base_for(gpu), coefficients=names_for(gpu), prior_weight=prior_weight
-        )[0]
+        return fit_regularised(same, base_for(gpu), candidates=names_for(gpu), noise=noise).profile
     counts: dict[str, list[Measurement]] = {}
     for m in train:
         counts.setdefault(m.cluster.gpu.name, []).append(m)
@@ -307,10 +313,9 @@ def _profile_for(
         return base_for(gpu)
     donor_rows = max(counts.values(), key=len)
     donor = donor_rows[0].cluster.gpu
-    fitted = fit_profile(
-        donor_rows, base_for(donor), coefficients=names_for(donor), prior_weight=prior_weight
-    )[0]
-    return transfer_profile(fitted, donor, gpu, base_for=base_for)
+    fit = fit_regularised(donor_rows, base_for(donor), candidates=names_for(donor), noise=noise)
+    identified = [c.name for c in fit.coefficients if c.identified]
+    return transfer_profile(fit.profile, donor, gpu, base_for=base_for, only=identified)
 
 
 def cross_validate(
@@ -320,15 +325,19 @@ def cross_validate(
     group_by: str = "source",
     coefficients: Sequence[str] = DEFAULT_COEFFICIENTS,
     coefficients_for: Callable[[GPUSpec], Sequence[str]] | None = None,
-    prior_weight: float = 0.15,
+    noise: float | None = None,
 ) -> CVReport:
     """Leave-one-group-out: fit each GPU type's profile without the group, predict the group.
 
     ``group_by`` is one of GROUPINGS. A GPU type left without training rows (always so for
     ``gpu``) gets the profile an unmeasured GPU is shipped with: its priors plus the
     coefficients transferred from the fitted GPU type with the most rows.
-    ``coefficients_for`` (optional) chooses the fitted coefficients per GPU type.
+    ``coefficients_for`` (optional) chooses the fitted coefficients per GPU type; ``noise``
+    is the row log noise of the regularised fit (default: its ``NOISE_LOG_SD``).
     """
+    from planner.calibration.regularised import NOISE_LOG_SD  # builds on this module
+
+    row_noise = NOISE_LOG_SD if noise is None else noise
     if group_by not in GROUPINGS:
         raise ValueError(f"group_by must be one of {', '.join(GROUPINGS)}")
     rows = usable(measurements)
@@ -346,7 +355,7 @@ def cross_validate(
         for gpu_name in sorted({rows[i].cluster.gpu.name for i in held}):
             idx = [i for i in held if rows[i].cluster.gpu.name == gpu_name]
             gpu = rows[idx[0]].cluster.gpu
-            fitted = _profile_for(gpu, train, base_for, names_for, prior_weight)
+            fitted = _profile_for(gpu, train, base_for, names_for, row_noise)
             subset = [rows[i] for i in idx]
             before[idx] = predict_tokens_per_s(subset, base_for(gpu))
             after[idx] = predict_tokens_per_s(subset, fitted)

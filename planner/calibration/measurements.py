@@ -224,7 +224,7 @@ def _tokens_per_s_per_gpu(
     return tokens, f"tflops ({basis.strip()[:40]})"
 
 
-LAYOUT_STACK_COLUMNS = ("cuda_graphs", "grad_reduce_dtype")
+LAYOUT_STACK_COLUMNS = ("cuda_graphs", "grad_reduce_dtype", "cp_comm_type")
 """Stack settings that are Layout fields (issue 13); STACK_FIELDS are TrainingJob's."""
 _BOOL = {"yes": True, "true": True, "on": True, "1": True, "no": False, "false": False,
          "off": False, "0": False}  # fmt: skip
@@ -309,7 +309,8 @@ def _parse_row(
         moe_dispatcher=(
             "flex" if (row.get("moe_dispatcher") or "").strip().lower() == "flex" else "alltoall"
         ),
-        **_stack_columns(row, LAYOUT_STACK_COLUMNS),
+        # --cp-comm-type: Megatron's default p2p (the only type before core 0.10) unless stated
+        **({"cp_comm_type": "p2p"} | _stack_columns(row, LAYOUT_STACK_COLUMNS)),
     )
     cluster = ClusterSpec(
         name=f"{slug}x{num_gpus}",

@@ -20,7 +20,7 @@ figure measures the procedure that the unmeasured GPUs actually get.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from planner.performance.profile import PerformanceProfile, default_profile
@@ -61,9 +61,17 @@ def transfer_profile(
     target: GPUSpec,
     *,
     base_for: Callable[[GPUSpec], PerformanceProfile] = default_profile,
+    only: Collection[str] | None = None,
 ) -> PerformanceProfile:
-    """``target``'s architecture priors with the transferable coefficients of ``fitted``."""
+    """``target``'s architecture priors with the transferable coefficients of ``fitted``.
+
+    ``only``: the coefficients the source's rows identified (the regularised fit's); the others
+    were never learned from data, so the target keeps its own prior for them rather than the
+    source's prior (issue 12: an A100 prior must not overwrite an H100 one).
+    """
     names = transferable(source, target)
+    if only is not None:
+        names = tuple(n for n in names if n in set(only))
     base = base_for(target)
     values = {n: getattr(fitted, n) for n in names}
     return replace(

@@ -79,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--moe-layer-freq", default="1")
     p.add_argument("--moe-token-dispatcher-type", default="allgather")
     p.add_argument("--moe-flex-dispatcher-backend", default=None)
+    p.add_argument("--cp-comm-type", nargs="+", default=None)  # one, or one per layer
+    p.add_argument("--hierarchical-context-parallel-sizes", nargs="+", type=int, default=None)
     p.add_argument("--recompute-granularity", choices=("full", "selective"), default=None)
     p.add_argument("--recompute-method", choices=("uniform", "block"), default=None)
     p.add_argument("--fp8-format", choices=("e4m3", "hybrid"), default=None)
@@ -116,6 +118,21 @@ def _parse_moe_layer_freq(text: str, num_layers: int) -> tuple[int, int]:
     )
 
 
+def _cp_comm_type(values: list[str] | None) -> Any:
+    """``--cp-comm-type``: one type for every layer (None: Megatron's default, p2p). A per-layer
+    mix is not a planner layout (megatron-facts: one value = all layers, else one per layer)."""
+    if not values:
+        return None
+    kinds = sorted(set(values))
+    if len(kinds) > 1:
+        raise SpecError(
+            f"--cp-comm-type mixes {', '.join(kinds)} across layers; the planner prices one type "
+            "for every layer: pass a single value",
+            field="cp_comm_type",
+        )
+    return kinds[0]  # Layout checks TE's spellings (p2p, all_gather, a2a, a2a+p2p)
+
+
 def parse_megatron_args(
     argv: Sequence[str], *, world_size: int | None = None, strict: bool = True
 ) -> ParsedArgs:
@@ -150,7 +167,7 @@ def parse_megatron_args(
         "full" if ns.use_torch_fsdp2 else "optimizer" if ns.use_distributed_optimizer else "none"
     )
     layout = Layout(
-        tp=tp, pp=pp, vpp=vpp, cp=cp,
+        tp=tp, pp=pp, vpp=vpp, cp=cp, cp_comm_type=_cp_comm_type(ns.cp_comm_type),
         ep=ns.expert_model_parallel_size, etp=ns.expert_tensor_parallel_size or tp,
         dp=world // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
         recompute=recompute, sequence_parallel=ns.sequence_parallel and tp > 1,

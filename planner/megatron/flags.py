@@ -22,6 +22,7 @@ from planner.model.pipeline import pipeline_flags
 from planner.space import comm_flags
 from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
 from planner.space.comm_flags import tp_comm_overlap as tp_comm_overlap  # re-exported
+from planner.space.cp_comm_rules import hierarchical_sizes
 from planner.specs import (
     ClusterSpec,
     Layout,
@@ -63,6 +64,8 @@ def megatron_args(
         "--pipeline-model-parallel-size", str(lay.pp),
         "--context-parallel-size", str(lay.cp),
     ]  # fmt: skip
+    if lay.cp > 1 and lay.cp_comm_type not in (None, "p2p"):
+        args += _cp_comm_args(cluster, lay)  # p2p is Megatron's default: no flag (core < 0.10)
     # even, account-for-embedding/loss, or uneven first/last stages (planner.model.pipeline)
     if lay.pipeline_layout:  # the only VPP flag then (rule 7); v = stages / p
         args += ["--pipeline-model-parallel-layout", lay.pipeline_layout]
@@ -108,6 +111,16 @@ def megatron_args(
         if fp8_param_gather_on(job.precision, lay):
             args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
     args += stack_args(model, job)  # attention backend, cross-entropy, forced MoE balance
+    return args
+
+
+def _cp_comm_args(cluster: ClusterSpec, lay: Layout) -> list[str]:
+    """``--cp-comm-type`` in TE's spelling (passed verbatim to TE, megatron-facts §1), with the
+    hierarchical sizes a2a+p2p needs (rule 24: c1 c2 = cp; c1 = the CP ranks on one node)."""
+    args = ["--cp-comm-type", str(lay.cp_comm_type)]
+    if lay.cp_comm_type == "a2a+p2p":
+        c1, c2 = hierarchical_sizes(cluster, lay.tp, lay.cp)
+        args += ["--hierarchical-context-parallel-sizes", str(int(c1)), str(int(c2))]
     return args
 
 
@@ -291,6 +304,12 @@ def launch_spec(
     if resolved.moe_a2a_overlap:
         notes.append(
             "--overlap-moe-expert-parallel-comm needs PyTorch >= 2.6 (megatron-facts rule 40)"
+        )
+    if resolved.cp > 1 and resolved.cp_comm_type not in (None, "p2p"):
+        te = {"all_gather": "1.10", "a2a": "1.11", "a2a+p2p": "1.12"}[str(resolved.cp_comm_type)]
+        notes.append(
+            f"--cp-comm-type {resolved.cp_comm_type} needs Megatron core >= 0.10 and Transformer "
+            f"Engine >= {te} (mechanisms-facts §1.6)"
         )
     if resolved.moe_dispatcher == "flex":
         notes.append(

@@ -59,6 +59,13 @@ def stack_columns(a: dict[str, str], derived: list[str]) -> dict[str, str]:
         or not any(k in a for k in ("enable_cuda_graph", "external_cuda_graph", "cuda_graph_impl"))
     ):
         out["cuda_graphs"] = "none"
+    cp_types = a.get("cp_comm_type", "").strip().strip("[]").replace("'", "").replace('"', "")
+    kinds = {t.strip() for t in cp_types.split(",") if t.strip()}
+    if len(kinds) == 1:  # one type for every layer (a per-layer mix has no column value)
+        out["cp_comm_type"] = kinds.pop()
+    elif "cp_comm_type" not in a and "context_parallel_size" in a:
+        out["cp_comm_type"] = "p2p"  # the argument arrived in core 0.10: CP ran the p2p ring
+        derived.append("cp_comm_type=p2p (no cp_comm_type argument: Megatron predates it)")
     bf16_grads = _flag(a, "grad_reduce_in_bf16")
     if bf16_grads is not None:
         out["grad_reduce_dtype"] = "bf16" if bf16_grads else "fp32"

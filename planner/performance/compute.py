@@ -16,9 +16,14 @@ import numpy as np
 
 from planner.layouts import FloatArray, IntArray
 from planner.model.shapes import Gemm, sharded_width
+from planner.performance.collectives import ring_time
 from planner.performance.context import BF16_BYTES, StepContext
 from planner.performance.context_parallel import cp_core_factor
-from planner.performance.cross_entropy import cross_entropy_passes
+from planner.performance.cross_entropy import (
+    cross_entropy_passes,
+    cross_entropy_time,
+    row_collective_bytes,
+)
 from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
@@ -75,7 +80,7 @@ def elementwise_bytes_per_token(
     top-k copy. Widths h on the sequence-parallel side are cast before the all-gather (/t with
     SP); the others are TP-sharded (/t). The third value is the loss-side bytes per token per
     (V/t), forward and backward, of the fused (``native``) cross-entropy (mechanisms-facts §5.3);
-    :func:`compute_time` takes the job's kernel from :func:`cross_entropy_bytes` instead.
+    :func:`compute_time` takes the job's kernel from :func:`loss_time` instead.
     """
     t = tp.astype(np.float64)
     h = float(model.hidden_size)
@@ -181,11 +186,26 @@ def gemms_time(
     return total
 
 
-def cross_entropy_bytes(impl: str) -> float:
-    """HBM bytes per logit of the loss, forward + backward, for the job's kernel
-    (mechanisms-facts §5.2-5.4: unfused 38 + 14, native 10 + 6, TE 6 + 4)."""
-    p = cross_entropy_passes(impl)
-    return p.fwd_bytes_per_logit + p.bwd_bytes_per_logit
+def loss_time(ctx: StepContext) -> FloatArray:
+    """Cross-entropy of one micro-batch on one last-stage rank, forward + backward, by the
+    job's kernel (mechanisms-facts §5.2-5.4: HBM passes per logit, unfused 38 + 14, native
+    10 + 6, TE 6 + 4, and the loss's TP collectives over the T rows in fp32, §5.1)."""
+    impl, tokens, tp = ctx.job.cross_entropy_fusion, ctx.tokens, ctx.batch.tp
+    passes = cross_entropy_passes(impl)
+    rows = row_collective_bytes(impl, tokens)
+    one = np.ones_like(tp)
+    if passes.tp_all_gather_values:  # TE: one all-gather, sized as the gathered total
+        coll = ring_time(ctx.links, tp, one, rows * tp, 1.0, op="all_gather")
+    else:  # unfused / native: all-reduces of T fp32 values
+        coll = ring_time(ctx.links, tp, one, rows, 2.0)
+    return cross_entropy_time(
+        impl,
+        tokens=tokens,
+        vocab_padded=ctx.vocab,
+        tp=ctx.tp,
+        hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+        collective_s=coll,
+    ).total_s
 
 
 def core_attention_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> FloatArray:
@@ -266,7 +286,6 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
     sh, tokens, tp, hbm = ctx.shapes, ctx.tokens, ctx.tp, ctx.hbm_bytes_per_s
     attn_gemm = gemms_time(ctx, sh.attention_gemms, tokens, tp)
     core = core_attention_time(ctx, ring)
-    ce_bytes = cross_entropy_bytes(ctx.job.cross_entropy_fusion)
     dense_bytes, moe_bytes, _ = elementwise_bytes_per_token(
         ctx.model,
         ctx.batch.tp,
@@ -293,11 +312,10 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
     moe_frac = ctx.moe_fraction
     layer_fwd = (1 - moe_frac) * dense_fwd + moe_frac * moe_fwd
     stage_fwd = ctx.layers_per_stage * layer_fwd
-    vocab = ctx.vocab
     logits_fwd = logits_time(ctx)
     heads = 1 + sh.mtp_layers
     mtp_fwd = sh.mtp_layers * (moe_fwd if sh.mtp_is_moe else dense_fwd)
-    last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * ce_bytes * vocab / tp * tokens / hbm
+    last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * loss_time(ctx)
     compute_mb = np.maximum(3 * stage_fwd, 3 * ctx.last_layers * layer_fwd + last_extra)
     h, model = ctx.model.hidden_size, ctx.model
     up_proj = tuple(

@@ -21,12 +21,13 @@ from __future__ import annotations
 import numpy as np
 
 from planner.layout_settings import MODULE_BITS, effective_modules
-from planner.layouts import FloatArray
+from planner.layouts import CP_COMM_AUTO, FloatArray, IntArray
 from planner.performance import overlap
 from planner.performance.attention_kernel import attention_call_time, attention_kernel_prior
 from planner.performance.collectives import crosses_nodes, p2p_share, p2p_time
 from planner.performance.context import BF16_BYTES, StepContext
 from planner.performance.ring_attention import AttentionShape, CpAttentionTime, cp_attention_time
+from planner.specs import CP_COMM_TYPES
 
 
 def kv_width(ctx: StepContext) -> FloatArray:
@@ -62,16 +63,39 @@ def ring_model(ctx: StepContext) -> CpAttentionTime | None:
         kv_heads=np.maximum(model.query_groups / ctx.tp, 1.0),
         head_dim=float(model.head_dim),
     )
-    return cp_attention_time(
-        "p2p",
-        kernel,
-        shape,
-        table=table,
-        tp=ctx.tp,
-        gpus_per_node=ctx.cluster.gpus_per_node,
-        nic_bytes_per_s=ctx.links.single_nic_bytes_per_s,
-        hbm_bytes_per_s=ctx.hbm_bytes_per_s,
-    )
+    # --cp-comm-type per layout; None is Megatron's default, p2p (megatron-facts: default p2p)
+    codes = np.where(ctx.batch.cp_comm_codes == CP_COMM_AUTO, 0, ctx.batch.cp_comm_codes)
+    variants = {
+        int(k): cp_attention_time(
+            CP_COMM_TYPES[int(k)],
+            kernel,
+            shape,
+            table=table,
+            tp=ctx.tp,
+            gpus_per_node=ctx.cluster.gpus_per_node,
+            nic_bytes_per_s=ctx.links.single_nic_bytes_per_s,
+            hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+        )
+        for k in np.unique(codes[c > 1] if np.any(c > 1) else codes[:1])
+    }
+    return _pick(variants, codes)
+
+
+UNRUNNABLE_S = 1e6
+"""Seconds given to a CP type the heads cannot run (a2a, a2a+p2p: planner.space.cp_comm_rules
+rejects the layout): never the fastest, and no inf * 0 = NaN downstream."""
+
+
+def _pick(variants: dict[int, CpAttentionTime], codes: IntArray) -> CpAttentionTime:
+    """Per layout, the times of its own variant (rows of other codes read p2p's or any)."""
+    first = next(iter(variants.values()))
+    out = {}
+    for f in CpAttentionTime.__dataclass_fields__:
+        col = np.array(getattr(first, f), dtype=np.float64, copy=True)
+        for k, v in variants.items():
+            col = np.where(codes == k, getattr(v, f), col)
+        out[f] = np.asarray(np.where(np.isfinite(col), col, UNRUNNABLE_S), np.float64)
+    return CpAttentionTime(**out)
 
 
 def cp_core_factor(

@@ -29,7 +29,6 @@ rank order. Everything is per layer and per micro-batch, vectorised over a batch
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
@@ -40,10 +39,8 @@ from planner.performance.collective_bandwidth import (
     collective_time,
     group_params,
 )
-from planner.specs import SpecError
+from planner.specs import CP_COMM_TYPES, SpecError
 
-CpCommType = Literal["p2p", "all_gather", "a2a", "a2a+p2p"]
-CP_COMM_TYPES: tuple[CpCommType, ...] = ("p2p", "all_gather", "a2a", "a2a+p2p")
 LSE_BYTES = 4.0  # mechanisms-facts §1.2: log-sum-exp in fp32 per row and head
 
 

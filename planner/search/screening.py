@@ -17,6 +17,7 @@ import numpy as np
 
 from planner.layouts import IntArray, LayoutBatch
 from planner.memory.estimate import MemoryOptions, estimate_memory
+from planner.search.cp_choice import choose_cp_comm
 from planner.search.objectives import FloatArray
 from planner.search.sampling import CandidatePool
 from planner.space.enumeration import SearchConstraints, enumerate_layouts, rejection_histogram
@@ -104,7 +105,8 @@ def screen(
                 key = memory_reason(threshold)
                 rejections[key] = rejections.get(key, 0) + misfits
             if fits.any():
-                parts.append(ok.take(fits))
+                # open --cp-comm-type: the fastest valid type per layout (planner.search.cp_choice)
+                parts.append(choose_cp_comm(model, sc.cluster, sc.job, ok.take(fits)))
                 scen.append(np.full(int(fits.sum()), s, dtype=np.int64))
                 limit = threshold * float(mem.capacity_bytes)
                 headroom.append(limit - np.asarray(mem.total_bytes, dtype=np.float64)[fits])

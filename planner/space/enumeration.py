@@ -28,7 +28,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from planner.layouts import A2A_OFF, BoolArray, IntArray, LayoutBatch, a2a_code, dispatcher_code
+from planner.layouts import (
+    A2A_OFF,
+    BoolArray,
+    IntArray,
+    LayoutBatch,
+    a2a_code,
+    cp_comm_code,
+    dispatcher_code,
+)
 from planner.model.pipeline import split_layers
 from planner.model.pipeline_layout import balanced_layout
 from planner.space import comm_flags
@@ -39,10 +47,12 @@ from planner.space.memory_axes import (
 )
 from planner.space.rules import RULES, check_rules
 from planner.specs import (
+    CP_COMM_TYPES,
     MOE_DISPATCHER_CHOICES,
     OPTIMIZER_SHARDING_CHOICES,
     RECOMPUTE_CHOICES,
     ClusterSpec,
+    CpCommType,
     ModelSpec,
     MoeDispatcher,
     OptimizerSharding,
@@ -95,6 +105,9 @@ class SearchConstraints:
     moe_dispatcher: MoeDispatcher | None = None
     memory: MemoryChoices = field(default_factory=MemoryChoices)
     """Memory settings of every candidate, and which of them the search varies (issue 13)."""
+    cp_comm_type: CpCommType | None = None
+    """``--cp-comm-type`` of every cp > 1 candidate: one of CP_COMM_TYPES, or None: the search
+    gives each layout the fastest type the rules allow (planner.search.cp_choice)."""
     """MoE token dispatcher for every candidate: None (the planner's choice per layout),
     'alltoall' or 'flex' (DeepEP)."""
 
@@ -123,6 +136,12 @@ class SearchConstraints:
             raise SpecError(
                 f"moe_dispatcher={self.moe_dispatcher!r} is not one of alltoall, flex or null",
                 field="moe_dispatcher",
+            )
+        if self.cp_comm_type is not None and self.cp_comm_type not in CP_COMM_TYPES:
+            raise SpecError(
+                f"cp_comm_type={self.cp_comm_type!r} is not one of {', '.join(CP_COMM_TYPES)} "
+                "or null (the planner searches them)",
+                field="cp_comm_type",
             )
         for axis, limit in zip(_AXES[:-2] + _AXES[-1:], _LIMITS, strict=True):
             values, cap = self.allowed(axis), getattr(self, limit)
@@ -266,6 +285,8 @@ def enumerate_layouts(
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
         batch = LayoutBatch.concat([batch, off])
+    if c.cp_comm_type is not None:  # None: planner.search.cp_choice picks per layout
+        batch = replace(batch, cp_comm_type=np.full(len(batch), cp_comm_code(c.cp_comm_type)))
     batch = apply_memory_choices(model, batch, c.memory)
     if c.memory.pipeline_layout is None and c.memory.auto_pipeline_layout:
         batch = attach_balanced_layouts(model, batch)

@@ -37,7 +37,7 @@ def test_descriptors_carry_the_planners_defaults() -> None:
     defaults = EvaluationRequest.model_validate({**JOB}).model_dump()
     assert {s.name: defaults[s.name] for s in STACK_FIELDS} == {
         "tp_comm_overlap": True, "attention_backend": "auto", "cross_entropy_fusion": "native",
-        "moe_imbalance": 1.2, "expandable_segments": False,
+        "moe_imbalance": 1.2, "expandable_segments": False, "cp_comm_type": None,
     }  # fmt: skip
     # an environment variable, not a Megatron flag
     env = ("moe_imbalance", "expandable_segments")
@@ -81,11 +81,28 @@ def test_plan_agrees_in_cli_batch_and_service(tmp_path: Path) -> None:
         assert "--attention-backend flash" in r["megatron_command"]
 
 
+def test_cp_comm_type_in_api_cli_input_and_sdk(tmp_path: Path, real_client: TestClient) -> None:
+    layout = {"tp": 4, "cp": 2, "micro_batch_size": 1}
+    request = {**JOB, **layout, "cp_comm_type": "a2a"}
+    from_api = evaluate_everywhere(real_client, request, tmp_path)
+    assert "--cp-comm-type a2a" in from_api["megatron"]["command"]
+    ring = real_client.post("/v1/evaluations", json={**JOB, **layout}).json()
+    assert "--cp-comm-type" not in ring["megatron"]["command"]  # p2p: Megatron's default
+    assert ring["performance"] != from_api["performance"]
+    plan = {**JOB, "tp": 4, "cp": 2, "cp_comm_type": "all_gather", "top_k": 2}
+    result = runner.invoke(cli, ["plan", *flags(plan), "--json"])
+    assert result.exit_code == 0, result.output
+    for p in json.loads(result.stdout)["plans"]:
+        assert p["layout"]["cp_comm_type"] == "all_gather"
+        assert "--cp-comm-type all_gather" in p["megatron"]["command"]
+
+
 BAD = [
     ({"moe_imbalance": 0.5}, "moe_imbalance", "greater than or equal to 1"),
     ({"attention_backend": "flsh"}, "attention_backend", "flash"),
     ({"cross_entropy_fusion": "fused"}, "cross_entropy_fusion", "native"),
     ({"intra_node_topology": "ring"}, "intra_node_topology", "mesh"),
+    ({"cp": 2, "cp_comm_type": "allgather"}, "cp_comm_type", "all_gather"),
     ({"nics_per_node": 8}, "nic_bandwidth_bytes_per_s", "required with nics_per_node"),
     ({"nic_bandwidth_bytes_per_s": 50e9}, "nics_per_node", "required with"),
     (

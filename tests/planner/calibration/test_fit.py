@@ -89,7 +89,6 @@ def test_cross_validation_never_fits_on_the_held_out_group() -> None:
         lambda gpu: base,
         group_by="source",
         coefficients=("gemm_efficiency",),
-        prior_weight=1e-3,
     )
     # the shifted group is predicted from a and b only: about 2x its (halved) measurement
     assert cv.per_group["shifted"]["median_ape"] > 0.8
@@ -151,7 +150,7 @@ def test_leave_one_gpu_out_transfers_the_software_fit_but_not_chip_efficiency() 
         default_profile,
         group_by="gpu",
         coefficients=("layer_overhead_s", "gemm_efficiency"),
-        prior_weight=1e-4,
+        noise=1e-3,  # exact synthetic rows: a weak prior lets them move 8 widths
     )
     held = cv.per_group["b200-sxm-180gb"]
     assert held["median_ape"] < 0.02 < held["median_ape_before"]

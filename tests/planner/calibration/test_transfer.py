@@ -50,3 +50,14 @@ def test_model_families_of_measured_names() -> None:
     assert model_family("MT-NLG 530B arch") == "gpt"
     assert model_family("Nemotron4 15b") == "nemotron"
     assert model_family("Grok 1 314b") == "grok-moe"
+
+
+def test_coefficients_the_source_rows_did_not_identify_keep_the_target_prior() -> None:
+    # an A100 fit whose rows never saw TP overlap must not hand its 0.0 prior to a Hopper GPU
+    a100 = replace(H100, name="a100-sxm4-80gb", architecture="ampere")
+    fitted = default_profile(a100).with_coefficients(gemm_efficiency=0.8, dp_overlap=0.7)
+    prof = transfer_profile(fitted, a100, H100, only=("gemm_efficiency", "dp_overlap"))
+    assert prof.tp_overlap == default_profile(H100).tp_overlap != fitted.tp_overlap
+    assert prof.dp_overlap == 0.7
+    assert prof.gemm_efficiency == default_profile(H100).gemm_efficiency  # chip: other die
+    assert prof.provenance["transferred"] == ["dp_overlap"]

@@ -108,7 +108,8 @@ def test_row_keys_equal_shared_csv_header() -> None:
     # then only the optional columns the loader reads: the software stack (log_stack)
     assert set(keys[len(header) :]) <= {"tp_comm_overlap", "attention_backend",
                                         "cross_entropy_fusion", "moe_imbalance",
-                                        "cuda_graphs", "grad_reduce_dtype"}  # fmt: skip
+                                        "cuda_graphs", "grad_reduce_dtype",
+                                        "cp_comm_type"}  # fmt: skip
     assert list(MEASUREMENT_COLUMNS) == header
 
 
