@@ -21,7 +21,7 @@ from planner.layout_types import (
     OptimizerStateDtype,
     RecomputeModule,
 )
-from planner.specs import MoeDispatcher, OptimizerSharding, Recompute, SpecError
+from planner.specs import CpCommType, MoeDispatcher, OptimizerSharding, Recompute, SpecError
 
 _STRICT = ConfigDict(extra="forbid")
 InverseQuestion = Literal["seq_length", "micro_batch_size", "num_gpus"]
@@ -55,6 +55,7 @@ class LayoutRead(BaseModel):
     optimizer_offload_fraction: float
     pipeline_layout: str | None
     activation_offload_modules: list[OffloadModule] | None = None
+    cp_comm_type: CpCommType | None = None
 
 
 class MemoryRead(BaseModel):
