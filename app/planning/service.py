@@ -23,6 +23,7 @@ from app.core.errors import ConflictError, InvalidInputError, NotFoundError
 from app.planning.backend import PlanningBackend
 from app.planning.convert import RequestError, builtin_cluster, inline_cluster, parse_request
 from app.planning.models import PlanJobRow
+from app.planning.reports import PlanAnswer, plan_answer
 from app.planning.repository import PlanJobRepository
 from app.planning.schemas import FINISHED, PlanJobCreate, PlanJobPage, PlanJobRead
 from app.security.ownership import Viewer
@@ -177,7 +178,7 @@ class PlanJobService:
             self.viewer.check(row.owner_key_id, f"plan job {job_id}")
         return row
 
-    def plans(self, job_id: str) -> dict[str, Any]:
+    def plans(self, job_id: str) -> PlanAnswer:
         row = self.get(job_id)
         if row.status != "succeeded" or row.result is None:
             hint = f": {row.error}" if row.error else ""
@@ -185,7 +186,7 @@ class PlanJobService:
                 f"plan job {job_id} is {row.status}{hint}; plans exist once it has succeeded "
                 f"(GET /v1/plan-jobs/{job_id} shows its progress)"
             )
-        return row.result
+        return plan_answer(row.result)
 
     def cancel(self, job_id: str) -> PlanJobRow:
         row = self.get(job_id)
