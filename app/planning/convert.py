@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 import models_db
 from app.catalog.names import cluster_slug_for, gpu_slug_for
-from app.catalog.network import check_network
+from app.catalog.network import BANDWIDTH_GROUP, check_network
 from app.core.messages import problem_fields
 from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
@@ -159,11 +159,55 @@ def resolve_model(ref: Any) -> ModelSpec:
         raise SpecError(exc.message, field=field) from exc
 
 
+# --- clusters: the one path from a cluster's name to the numbers the planner gets ------------
+def cluster_network(preset: Mapping[str, Any], req: Mapping[str, Any]) -> list[str]:
+    """The network fields of a cluster a request takes: none of the bandwidth group when the
+    request describes the network itself, and no NIC count for another node size (the per-GPU
+    bandwidth stays the cluster's)."""
+    names = [n for n in NETWORK_FIELDS if preset.get(n) is not None]
+    if any(req.get(n) is not None for n in BANDWIDTH_GROUP):
+        return [n for n in names if n not in BANDWIDTH_GROUP]
+    if req["gpus_per_node"] != preset.get("gpus_per_node"):
+        return [n for n in names if n not in BANDWIDTH_GROUP[1:]]
+    return names
+
+
+def inline_cluster(req: Mapping[str, Any], preset: Mapping[str, Any]) -> dict[str, Any]:
+    """The request with a cluster's numbers in place of its name: the cluster's GPU and GPUs per
+    node unless the request sets them, and its network by :func:`cluster_network`'s rules.
+
+    The one place a cluster reference resolves: the service calls it with a user's cluster or a
+    preset from its catalog, :func:`resolve_cluster` with a built-in preset (no database)."""
+    out = {k: v for k, v in req.items() if k != "cluster" and v is not None}
+    out.setdefault("gpu", preset["gpu"])
+    out.setdefault("gpus_per_node", preset["gpus_per_node"])
+    for name in cluster_network(preset, out):
+        out.setdefault(name, preset[name])
+    return out
+
+
+def builtin_cluster(name: str) -> dict[str, Any]:
+    """A built-in preset (by slug or alias, "did you mean" when unknown) as the catalog stores
+    it."""
+    from app.catalog.service import cluster_preset_dict
+
+    return cluster_preset_dict(models_db.load_cluster_preset(cluster_slug_for(name)))
+
+
+def _inlined(req: EvaluationRequest | PlanJobCreate) -> EvaluationRequest | PlanJobCreate:
+    """``req`` with its cluster (a built-in preset here) resolved by :func:`inline_cluster`."""
+    if req.cluster is None:
+        return req
+    data = inline_cluster(
+        req.model_dump(mode="json", exclude_none=True), builtin_cluster(req.cluster)
+    )
+    return type(req).model_validate(data)
+
+
 def resolve_gpu(req: EvaluationRequest | PlanJobCreate) -> GPUSpec:
-    """The request's GPU: a slug or alias, an inline GPUSpec object, or the cluster preset's."""
+    """The request's GPU: a slug or alias, an inline GPUSpec object, or its cluster's."""
+    req = _inlined(req)
     ref = req.gpu
-    if ref is None and req.cluster is not None:
-        ref = models_db.load_cluster_preset(cluster_slug_for(req.cluster)).gpu
     if ref is None:
         raise SpecError(f"gpu is required; one of: {', '.join(models_db.list_gpus())}", field="gpu")
     if isinstance(ref, dict):
@@ -181,12 +225,12 @@ def resolve_gpu(req: EvaluationRequest | PlanJobCreate) -> GPUSpec:
 
 
 def resolve_cluster(req: EvaluationRequest | PlanJobCreate, num_gpus: int) -> ClusterSpec:
-    """``num_gpus`` GPUs on the request's cluster preset, or on the GPU's DGX-style preset."""
+    """``num_gpus`` GPUs on the GPU's DGX-style preset with the request's (or its cluster's)
+    node size and network."""
+    req = _inlined(req)
     gpu = resolve_gpu(req)
-    if req.cluster is not None:
-        preset = cluster_slug_for(req.cluster)
-    else:  # a user GPU takes the H100 preset's network
-        preset = gpu.name if gpu.name in models_db.list_gpus() else "h100-sxm-80gb"
+    # a user GPU takes the H100 preset's network
+    preset = gpu.name if gpu.name in models_db.list_gpus() else "h100-sxm-80gb"
     try:
         cluster = models_db.cluster_spec(preset, num_gpus, req.gpus_per_node)
     except SpecError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Path, Query, Response, status
 from fastapi.responses import JSONResponse
@@ -132,7 +132,7 @@ def get_job(
 )
 def get_plans(
     job_id: JobId, session: SessionDep, backend: BackendDep, viewer: ViewerDep
-) -> dict[str, Any]:
+) -> PlanAnswer:
     return PlanJobService(session, backend, viewer).plans(job_id)
 
 

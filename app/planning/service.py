@@ -17,15 +17,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.calibration.repository import CalibrationRepository
 from app.catalog.names import cluster_slug_for
-from app.catalog.network import BANDWIDTH_GROUP
 from app.catalog.service import CatalogService
 from app.core.database import utcnow
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
 from app.planning.backend import PlanningBackend
-from app.planning.convert import RequestError, parse_request
+from app.planning.convert import RequestError, builtin_cluster, inline_cluster, parse_request
 from app.planning.models import PlanJobRow
+from app.planning.reports import PlanAnswer, plan_answer
 from app.planning.repository import PlanJobRepository
-from app.planning.schemas import FINISHED, NETWORK_FIELDS, PlanJobCreate, PlanJobPage, PlanJobRead
+from app.planning.schemas import FINISHED, PlanJobCreate, PlanJobPage, PlanJobRead
 from app.security.ownership import Viewer
 from planner import SpecError
 
@@ -52,12 +52,9 @@ def resolve_references(
     if cluster is not None:
         cluster = _cluster_slug(catalog, cluster)
         found = catalog.find_spec("cluster", cluster)
-        preset = found[0] if found is not None else _builtin_preset(cluster)
-        del req["cluster"]  # the runner gets plain numbers: the same for a preset or a user's
-        req.setdefault("gpu", preset["gpu"])
-        req.setdefault("gpus_per_node", preset["gpus_per_node"])
-        for name in cluster_network(preset, req):  # the cluster's own network reaches the planner
-            req.setdefault(name, preset[name])
+        preset = found[0] if found is not None else builtin_cluster(cluster)
+        # the runner gets plain numbers: the same for a preset or a user's (one rule, in convert)
+        req = inline_cluster(req, preset)
         resolved["cluster"] = {"slug": cluster, **preset}
         calibration = CalibrationRepository(session).latest(cluster)
         if calibration is not None:
@@ -74,18 +71,6 @@ def resolve_references(
     return req, resolved
 
 
-def cluster_network(preset: dict[str, Any], req: dict[str, Any]) -> list[str]:
-    """The network fields of a cluster a request takes: none of the bandwidth group when the
-    request describes the network itself, and no NIC count for another node size (the per-GPU
-    bandwidth stays the cluster's)."""
-    names = [n for n in NETWORK_FIELDS if preset.get(n) is not None]
-    if any(req.get(n) is not None for n in BANDWIDTH_GROUP):
-        return [n for n in names if n not in BANDWIDTH_GROUP]
-    if req["gpus_per_node"] != preset.get("gpus_per_node"):
-        return [n for n in names if n not in BANDWIDTH_GROUP[1:]]
-    return names
-
-
 def _cluster_slug(catalog: CatalogService, name: str) -> str:
     """A user cluster's slug, or the built-in preset a name or alias means (did you mean...)."""
     if catalog.find_spec("cluster", name) is not None:
@@ -99,14 +84,6 @@ def _cluster_slug(catalog: CatalogService, name: str) -> str:
         raise InvalidInputError.for_field(
             "cluster", f"unknown cluster {name!r}; {hint}GET /v1/clusters lists them"
         ) from exc
-
-
-def _builtin_preset(slug: str) -> dict[str, Any]:
-    """A built-in preset as the catalog stores it (a catalog not seeded yet: the CLI's)."""
-    import models_db
-    from app.catalog.service import cluster_preset_dict
-
-    return cluster_preset_dict(models_db.load_cluster_preset(slug))
 
 
 def to_read(row: PlanJobRow) -> PlanJobRead:
@@ -201,7 +178,7 @@ class PlanJobService:
             self.viewer.check(row.owner_key_id, f"plan job {job_id}")
         return row
 
-    def plans(self, job_id: str) -> dict[str, Any]:
+    def plans(self, job_id: str) -> PlanAnswer:
         row = self.get(job_id)
         if row.status != "succeeded" or row.result is None:
             hint = f": {row.error}" if row.error else ""
@@ -209,7 +186,7 @@ class PlanJobService:
                 f"plan job {job_id} is {row.status}{hint}; plans exist once it has succeeded "
                 f"(GET /v1/plan-jobs/{job_id} shows its progress)"
             )
-        return row.result
+        return plan_answer(row.result)
 
     def cancel(self, job_id: str) -> PlanJobRow:
         row = self.get(job_id)

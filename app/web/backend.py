@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, Request
+from pydantic import ValidationError
 
+from app.planning.reports import PlanAnswer, plan_answer
 from app.planning.schemas import FINISHED
 from planner import SpecError
 
@@ -34,7 +36,8 @@ class JobView:
     evaluated: int = 0
     total: int | None = None
     request: dict[str, Any] = dataclasses.field(default_factory=dict)
-    result: dict[str, Any] | None = None
+    result: PlanAnswer | None = None
+    """The stored result, read once into its typed answer (see :func:`read_result`)."""
     error: str | None = None
     elapsed_s: float | None = None
     owner_key_id: str | None = None
@@ -231,15 +234,31 @@ class ServiceBackend:
             if row.started_at is not None:
                 end = row.finished_at or row.heartbeat_at or row.started_at
                 elapsed = (end - row.started_at).total_seconds()
+            result, unreadable = read_result(row.result)
             return JobView(
                 id=row.id,
-                status=row.status,
+                status="failed" if unreadable else row.status,
                 progress=row.progress,
                 evaluated=row.layouts_evaluated,
                 total=row.layouts_total,
                 request=dict(row.request),
-                result=row.result,
-                error=row.error,
+                result=result,
+                error=unreadable or row.error,
                 elapsed_s=elapsed,
                 owner_key_id=row.owner_key_id,
             )
+
+
+def read_result(stored: dict[str, Any] | None) -> tuple[PlanAnswer | None, str | None]:
+    """A job's stored JSON as its typed answer, the one place the pages parse it; a document
+    that no longer reads (a field renamed since it was stored) comes back as (None, why) so the
+    page says so instead of showing empty cells."""
+    if stored is None:
+        return None, None
+    try:
+        return plan_answer(stored), None
+    except ValidationError as exc:
+        log.warning("a stored plan result does not read as a typed answer: %s", exc)
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return None, f"the stored result no longer reads as a plan result ({where}: {first['msg']})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.units import GIB
+from app.planning.reports import PlanAnswer, PlanResult, RankedPlan
 from app.web.present import _finite
 from app.web.views import layout_text
 from planner.search.fixes import fix_for
@@ -26,28 +27,29 @@ CHANGE_FIELDS = (
 """The request fields an infeasible answer's changes may set (and nothing else)."""
 
 
-def funnel_steps(result: dict[str, Any]) -> list[dict[str, Any]]:
+def infeasible_block(result: PlanAnswer | None) -> dict[str, Any] | None:
+    """What would fit when nothing does (a search's block; inverse answers have none)."""
+    return result.infeasible if isinstance(result, PlanResult) else None
+
+
+def funnel_steps(result: PlanAnswer) -> list[dict[str, Any]]:
     """The funnel's steps ``{key, label, count}``; empty for results without one (inverse
     questions answer with probes instead)."""
-    funnel = result.get("funnel") or {}
+    funnel = (result.funnel if isinstance(result, PlanResult) else None) or {}
     return [s for s in funnel.get("steps") or [] if isinstance(s, dict)]
 
 
-def _threshold(result: dict[str, Any], request: dict[str, Any]) -> float:
-    plans = result.get("plans") or []
-    if plans:
-        value = _finite((plans[0].get("memory") or {}).get("threshold"))
-        if value is not None:
-            return value
+def _threshold(result: PlanAnswer, request: dict[str, Any]) -> float:
+    if result.plans:
+        return result.plans[0].memory.threshold
     return _finite(request.get("memory_threshold")) or 0.8
 
 
-def rejection_rows(result: dict[str, Any], request: dict[str, Any]) -> list[dict[str, Any]]:
+def rejection_rows(result: PlanAnswer, request: dict[str, Any]) -> list[dict[str, Any]]:
     """Each rejection reason with its count and a plain-words fix, most common first."""
-    given = {f["reason"]: f["fix"] for f in (result.get("infeasible") or {}).get("fixes", [])}
+    given = {f["reason"]: f["fix"] for f in (infeasible_block(result) or {}).get("fixes", [])}
     memory = memory_reason(_threshold(result, request))
-    reasons = result.get("rejections") or {}
-    pairs = sorted(((str(r), int(n)) for r, n in reasons.items()), key=lambda kv: -kv[1])
+    pairs = sorted(((r, n) for r, n in result.rejections.items()), key=lambda kv: -kv[1])
     return [{"reason": r, "count": n, "fix": given.get(r) or fix_for(r, memory)} for r, n in pairs]
 
 
@@ -61,10 +63,10 @@ def change_request(request: dict[str, Any], change: dict[str, Any]) -> dict[str,
     return out
 
 
-def infeasible_view(result: dict[str, Any]) -> dict[str, Any] | None:
+def infeasible_view(result: PlanAnswer) -> dict[str, Any] | None:
     """The infeasible block as the page shows it (None when the result has plans)."""
-    block = result.get("infeasible")
-    if not isinstance(block, dict):
+    block = infeasible_block(result)
+    if block is None:
         return None
     moe = bool(block.get("moe"))
     nearest = [
@@ -92,43 +94,38 @@ def infeasible_view(result: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def stage_rows(plan: dict[str, Any]) -> list[tuple[str, float]]:
+def stage_rows(plan: RankedPlan) -> list[tuple[str, float]]:
     """(stage name, GiB) of every pipeline stage when the planner charged each (a pipeline
     layout); else the first and the last stage."""
-    memory = plan.get("memory") or {}
-    every = memory.get("stage_bytes")
-    if isinstance(every, list) and every:
-        return [(f"stage {i}", (_finite(v) or 0.0) / GIB) for i, v in enumerate(every)]
-    return [
-        (name, (_finite(memory.get(f"{name}_stage_bytes")) or 0.0) / GIB)
-        for name in ("first", "last")
-        if memory.get(f"{name}_stage_bytes") is not None
-    ]
+    memory = plan.memory
+    if memory.stage_bytes:
+        return [(f"stage {i}", (_finite(v) or 0.0) / GIB) for i, v in enumerate(memory.stage_bytes)]
+    ends = (("first", memory.first_stage_bytes), ("last", memory.last_stage_bytes))
+    return [(name, (_finite(v) or 0.0) / GIB) for name, v in ends if v is not None]
 
 
-def _pair(value: Any) -> tuple[float, float] | None:
-    if isinstance(value, list | tuple) and len(value) == 2:
+def _pair(value: list[float] | None) -> tuple[float, float] | None:
+    if value is not None and len(value) == 2:
         low, high = _finite(value[0]), _finite(value[1])
         if low is not None and high is not None:
             return low, high
     return None
 
 
-def prediction(plan: dict[str, Any]) -> dict[str, Any]:
+def prediction(plan: RankedPlan) -> dict[str, Any]:
     """The prediction interval and the extrapolation reasons, where the result has them."""
-    perf = plan.get("performance") or {}
-    reasons = perf.get("extrapolation") or []
+    perf = plan.performance
     return {
-        "tokens": _pair(perf.get("tokens_per_s_per_gpu_interval")),
-        "step": _pair(perf.get("step_time_interval_s")),
-        "extrapolation": [str(r) for r in reasons] if isinstance(reasons, list) else [],
+        "tokens": _pair(perf.tokens_per_s_per_gpu_interval),
+        "step": _pair(perf.step_time_interval_s),
+        "extrapolation": list(perf.extrapolation or []),
     }
 
 
-def add_infeasible_points(scatter: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+def add_infeasible_points(scatter: dict[str, Any], result: PlanAnswer) -> dict[str, Any]:
     """The scatter chart with the nearest layouts that do not fit as hollow points, and the
     memory limit line taken from them when no plan gives it."""
-    block = result.get("infeasible") or {}
+    block = infeasible_block(result) or {}
     moe = bool(block.get("moe"))
     extra = [
         {

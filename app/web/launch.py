@@ -5,7 +5,8 @@ line (a bash continuation), and a script whose site-specific parts are commented
 from __future__ import annotations
 
 import shlex
-from typing import Any
+
+from app.planning.reports import RankedPlan
 
 INDENT = "    "
 
@@ -34,12 +35,10 @@ SITE_FLAGS = (
 """Flags the plan cannot know, appended to the script's command from the placeholders."""
 
 
-def _tokens(plan: dict[str, Any]) -> list[str]:
-    megatron = plan.get("megatron") or {}
-    command = str(megatron.get("command") or "")
-    if command:
-        return shlex.split(command)
-    return ["torchrun", "pretrain_gpt.py", *(str(a) for a in megatron.get("args") or [])]
+def _tokens(plan: RankedPlan) -> list[str]:
+    if plan.megatron.command:
+        return shlex.split(plan.megatron.command)
+    return ["torchrun", "pretrain_gpt.py", *plan.megatron.args]
 
 
 def _quote(token: str) -> str:
@@ -72,23 +71,24 @@ def flag_lines(tokens: list[str]) -> list[str]:
     return lines
 
 
-def launch_command(plan: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
+def launch_command(plan: RankedPlan, extra: tuple[str, ...] = ()) -> str:
     """The torchrun command, one flag per line with a trailing backslash: it reads, wraps on
     flag boundaries on a phone, and pastes into a shell as one command."""
     lines = flag_lines(_tokens(plan) + list(extra))
     return (" \\\n" + INDENT).join(lines)
 
 
-def launch_script(plan: dict[str, Any]) -> str:
+def launch_script(plan: RankedPlan) -> str:
     """A bash script: the environment, placeholders for rendezvous, data and tokenizer (it stops
     with a message naming any that is unset), then the command with the data flags added."""
+    from app.web.present import is_moe
     from app.web.views import layout_text
 
-    megatron = plan.get("megatron") or {}
+    megatron = plan.megatron
     lines = [
         "#!/usr/bin/env bash",
         "# Launch script written by Parallel Planner.",
-        f"# Layout: {layout_text(plan.get('layout') or {}, moe=_moe(plan))}",
+        f"# Layout: {layout_text(plan.layout, moe=is_moe(plan))}",
         "# Run it on every node with the variables below set (or edit the defaults here).",
         "set -euo pipefail",
         "",
@@ -100,17 +100,10 @@ def launch_script(plan: dict[str, Any]) -> str:
         lines += [f"{name}={value}" for name, value in used]
         lines.append("")
     lines += [*DATA, ""]
-    for key, value in (megatron.get("env") or {}).items():
-        lines.append(f"export {key}={shlex.quote(str(value))}")
-    notes = [str(n) for n in megatron.get("notes") or []]
-    if notes:
+    for key, value in megatron.env.items():
+        lines.append(f"export {key}={shlex.quote(value)}")
+    if megatron.notes:
         lines.append("")
-        lines += [f"# Note: {n}" for n in notes]
+        lines += [f"# Note: {n}" for n in megatron.notes]
     lines += ["", launch_command(plan, SITE_FLAGS), ""]
     return "\n".join(lines)
-
-
-def _moe(plan: dict[str, Any]) -> bool:
-    from app.web.present import is_moe
-
-    return is_moe(plan)

@@ -8,7 +8,10 @@ GiB always have one decimal and seconds two, whichever page shows them.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from app.planning.reports import RankedPlan
 
 GIB = 2**30
 
@@ -73,7 +76,7 @@ FILTERS = {
 
 
 def component_rows(
-    breakdown: dict[str, Any], labels: dict[str, str], scale: float, total: float | None = None
+    breakdown: Mapping[str, Any], labels: dict[str, str], scale: float, total: float | None = None
 ) -> list[dict[str, Any]]:
     """Non-zero components as ``{label, value, share}`` in display units (``scale`` divides the
     SI value; ``total`` is in SI units too), largest first; zeros say nothing."""
@@ -86,28 +89,27 @@ def component_rows(
     return [{"label": n, "value": v, "share": v / whole if whole else 0.0} for n, v in kept]
 
 
-def is_moe(plan: dict[str, Any]) -> bool:
+def is_moe(plan: RankedPlan) -> bool:
     """Whether the plan's model has experts: its Megatron flags name them (dense ones do not)."""
-    args = (plan.get("megatron") or {}).get("args") or []
-    return "--num-experts" in args
+    return "--num-experts" in plan.megatron.args
 
 
-def objective_columns(plans: list[dict[str, Any]]) -> dict[str, bool]:
+def objective_columns(plans: Sequence[RankedPlan]) -> dict[str, bool]:
     """Which objective columns have values in any plan (days and GPU-hours need a token budget,
     cost needs a price too)."""
-    objectives = [p.get("objective") or {} for p in plans]
     return {
-        key: any(_finite(o.get(key)) is not None for o in objectives)
-        for key in ("days", "gpu_hours", "usd")
+        "days": any(_finite(p.objective.days) is not None for p in plans),
+        "gpu_hours": any(_finite(p.objective.gpu_hours) is not None for p in plans),
+        "usd": any(_finite(p.objective.usd) is not None for p in plans),
     }
 
 
-def _grid_key(plan: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    layout = plan.get("layout") or {}
+def _grid_key(plan: RankedPlan) -> tuple[tuple[str, Any], ...]:
+    layout = plan.layout.model_dump()
     return tuple(sorted((k, repr(v)) for k, v in layout.items() if k not in VARIANT_KEYS))
 
 
-def group_variants(rows: list[dict[str, Any]], plans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def group_variants(rows: list[dict[str, Any]], plans: Sequence[RankedPlan]) -> list[dict[str, Any]]:
     """Rows with their near-duplicates folded in: a slower plan whose layout differs from a
     better-ranked one only in recompute or overlap settings goes to that row's ``variants``."""
     grouped: list[dict[str, Any]] = []
@@ -128,11 +130,11 @@ def _word(value: Any) -> str:
     return {True: "on", False: "off", None: "none"}.get(value, str(value))
 
 
-def _difference(best: dict[str, Any], other: dict[str, Any]) -> str:
+def _difference(best: RankedPlan, other: RankedPlan) -> str:
     """What a variant changes, in words: "recompute selective (best: none)"."""
-    a, b = best.get("layout") or {}, other.get("layout") or {}
+    a, b = best.layout.model_dump(), other.layout.model_dump()
     parts = []
     for key, name in VARIANT_KEYS.items():
-        if a.get(key) != b.get(key):
-            parts.append(f"{name} {_word(b.get(key))} (best: {_word(a.get(key))})")
+        if a[key] != b[key]:
+            parts.append(f"{name} {_word(b[key])} (best: {_word(a[key])})")
     return "; ".join(parts) or "same layout"

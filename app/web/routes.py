@@ -6,12 +6,14 @@ form posts in place and the results replace the progress fragment, polled every 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from app.planning.reports import RankedPlan
 from app.security.ownership import NotYoursError, Viewer, viewer_of
 from app.web import form_checks, forms, insight, memory_form, present, stack_form, views
 from app.web.backend import Backend, JobView, WebBackend
@@ -72,7 +74,7 @@ def _cluster_choices(backend: WebBackend) -> list[tuple[str, list[dict[str, Any]
 def _job_context(job: JobView) -> dict[str, Any]:
     ctx: dict[str, Any] = {"job": job}
     if job.status == "succeeded" and job.result is not None:
-        plans = job.result.get("plans") or []
+        plans = job.result.plans
         rows = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
         ctx["rows"] = present.group_variants(rows, plans)  # near-duplicates under their best
         ctx["objective_columns"] = present.objective_columns(plans)
@@ -80,6 +82,7 @@ def _job_context(job: JobView) -> dict[str, Any]:
         ctx["rejections"] = insight.rejection_rows(job.result, job.request)
         ctx["funnel"] = insight.funnel_steps(job.result)
         ctx["infeasible"] = insight.infeasible_view(job.result)
+        ctx["head"] = views.result_head(job.result)
     return ctx
 
 
@@ -181,7 +184,7 @@ def try_change(request: Request, job_id: str, index: int, backend: Backend) -> R
     """Plan one of an infeasible result's checked changes: the stored request with it applied."""
     try:
         job = _get_job(backend, job_id, viewer_of(request))
-        changes = ((job.result or {}).get("infeasible") or {}).get("changes") or []
+        changes = (insight.infeasible_block(job.result) or {}).get("changes") or []
         if not 0 <= index < len(changes):
             raise _NotFound(f"plan {job_id!r} suggests no change {index}")
     except _NotFound as exc:
@@ -201,9 +204,9 @@ def try_change(request: Request, job_id: str, index: int, backend: Backend) -> R
 
 def _plan_at(
     backend: WebBackend, job_id: str, rank: int, viewer: Viewer
-) -> tuple[JobView, dict[str, Any]]:
+) -> tuple[JobView, RankedPlan]:
     job = _get_job(backend, job_id, viewer)
-    plans = (job.result or {}).get("plans") or []
+    plans: Sequence[RankedPlan] = job.result.plans if job.result is not None else []
     if not 1 <= rank <= len(plans):
         raise _NotFound(f"plan {job_id!r} has no rank {rank} (it has {len(plans)} plans)")
     return job, plans[rank - 1]

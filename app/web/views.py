@@ -1,15 +1,17 @@
-"""Turn plan results (``app.planning.plan_request``'s JSON) into what the templates show.
+"""Turn typed plan results (:mod:`app.planning.reports`) into what the templates show.
 
-SI units come in; GiB, TFLOP/s and percentages appear only here, at rendering.
+SI units come in; GiB, TFLOP/s and percentages appear only here, at rendering. Every read is an
+attribute of a typed report, so a renamed field fails mypy instead of leaving a cell empty.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
 from app.core.units import GIB
+from app.planning.reports import LayoutRead, PerformanceRead, PlanAnswer, PlanResult, RankedPlan
 from app.web.launch import launch_command as launch_command  # re-exported for the routes
 from app.web.launch import launch_script as launch_script
 from app.web.present import component_rows, is_moe
@@ -56,8 +58,11 @@ def _num(value: Any, default: float = 0.0) -> float:
         return default
 
 
-def layout_text(layout: dict[str, Any], *, moe: bool = True) -> str:
-    """A compact one-line layout: 'TP8 PP4 VPP2 DP8 EP8 mbs1'; no EP/ETP for a dense model."""
+def layout_text(layout: LayoutRead | Mapping[str, Any], *, moe: bool = True) -> str:
+    """A compact one-line layout: 'TP8 PP4 VPP2 DP8 EP8 mbs1'; no EP/ETP for a dense model.
+
+    A plan's typed layout, or the plain layouts of an infeasible answer's nearest ones."""
+    fields = layout.model_dump() if isinstance(layout, LayoutRead) else layout
     parts = []
     for key, name in (
         ("tp", "TP"),
@@ -68,22 +73,21 @@ def layout_text(layout: dict[str, Any], *, moe: bool = True) -> str:
         ("etp", "ETP"),
         ("dp", "DP"),
     ):
-        value = layout.get(key)
+        value = fields.get(key)
         if value is None or (key in ("vpp", "cp", "ep", "etp") and value in (1, None)):
             continue
         if not moe and key in ("ep", "etp"):
             continue
         parts.append(f"{name}{value}")
-    parts.append(f"mbs{layout.get('micro_batch_size', 1)}")
+    parts.append(f"mbs{fields.get('micro_batch_size', 1)}")
     return " ".join(parts)
 
 
-def shares(plan: dict[str, Any]) -> tuple[float, float]:
+def shares(perf: PerformanceRead) -> tuple[float, float]:
     """(bubble share, exposed communication share) of the step time."""
-    perf = plan.get("performance", {})
-    given = perf.get("shares") or {}
-    step = _num(perf.get("step_time_s"))
-    breakdown = perf.get("breakdown") or {}
+    given = perf.shares
+    step = _num(perf.step_time_s)
+    breakdown = perf.breakdown
     if "bubble_share" in given:
         bubble = _num(given["bubble_share"])
     else:
@@ -97,47 +101,69 @@ def shares(plan: dict[str, Any]) -> tuple[float, float]:
     return bubble, comm
 
 
-def plan_row(rank: int, plan: dict[str, Any]) -> dict[str, Any]:
-    layout = plan.get("layout", {})
-    memory = plan.get("memory", {})
-    perf = plan.get("performance", {})
-    capacity = _num(memory.get("capacity_bytes"))
-    total = _num(memory.get("total_bytes"))
-    threshold = _num(memory.get("threshold"), 0.8)
-    bubble, comm = shares(plan)
+def plan_row(rank: int, plan: RankedPlan) -> dict[str, Any]:
+    layout, memory, perf = plan.layout, plan.memory, plan.performance
+    capacity = _num(memory.capacity_bytes)
+    total = _num(memory.total_bytes)
+    bubble, comm = shares(perf)
     return {
         "rank": rank,
         "layout": layout_text(layout, moe=is_moe(plan)),
         "moe": is_moe(plan),
-        "objective": plan.get("objective") or {},
-        "recompute": layout.get("recompute", "none"),
-        "sharding": layout.get("optimizer_sharding", "none"),
-        "tokens_per_s_per_gpu": _num(perf.get("tokens_per_s_per_gpu")),
-        "mfu": _num(perf.get("mfu")),
-        "step_time_s": _num(perf.get("step_time_s")),
+        "objective": plan.objective,
+        "recompute": layout.recompute,
+        "sharding": layout.optimizer_sharding,
+        "tokens_per_s_per_gpu": _num(perf.tokens_per_s_per_gpu),
+        "mfu": _num(perf.mfu),
+        "step_time_s": _num(perf.step_time_s),
         "memory_gib": total / GIB,
         "capacity_gib": capacity / GIB,
         "used_fraction": total / capacity if capacity else 0.0,
-        "threshold": threshold,
-        "fits": bool(memory.get("fits", True)),
+        "threshold": memory.threshold,
+        "fits": memory.fits,
         "bubble_share": bubble,
         "comm_share": comm,
     }
 
 
-def _largest_first(parts: dict[str, Any]) -> dict[str, Any]:
+def result_head(result: PlanAnswer) -> dict[str, Any]:
+    """What the results' heading says: the model and GPU, the inverse question's answer, how
+    long the search took, whether it proved the optimum, and why #1 wins."""
+    if isinstance(result, PlanResult):
+        return {
+            "model": result.model,
+            "gpu": result.gpu,
+            "question": None,
+            "value": None,
+            "elapsed_s": result.search.elapsed_s,
+            "proven_optimal": result.search.proven_optimal,
+            "winner": (result.winner or {}).get("sentence"),
+        }
+    return {
+        "model": result.model,
+        "gpu": result.gpu,
+        "question": result.question,
+        "value": result.value,
+        "elapsed_s": None,
+        "proven_optimal": None,
+        "winner": None,
+    }
+
+
+def _largest_first(parts: Mapping[str, Any]) -> dict[str, Any]:
     """Non-zero parts (zeros would crowd the legend) in the tables' order, largest first."""
     return dict(sorted(parts.items(), key=lambda kv: -_num(kv[1])))
 
 
-def memory_chart(plan: dict[str, Any]) -> dict[str, Any]:
-    memory = plan.get("memory", {})
-    breakdown = memory.get("breakdown") or {}
-    capacity = _num(memory.get("capacity_bytes"))
-    threshold = _num(memory.get("threshold"), 0.8)
-    limit = _num(memory.get("limit_bytes"), threshold * capacity)
-    shown = _largest_first({k: v for k, v in breakdown.items() if round(_num(v) / GIB, 1) > 0})
-    total = _num(memory.get("total_bytes"), sum(_num(v) for v in shown.values()))
+def memory_chart(plan: RankedPlan) -> dict[str, Any]:
+    memory = plan.memory
+    capacity = _num(memory.capacity_bytes)
+    threshold = memory.threshold
+    limit = _num(memory.limit_bytes, threshold * capacity)
+    shown = _largest_first(
+        {k: v for k, v in memory.breakdown.items() if round(_num(v) / GIB, 1) > 0}
+    )
+    total = _num(memory.total_bytes, sum(_num(v) for v in shown.values()))
     return {
         "kind": "memory",
         "labels": [label(k, MEMORY_LABELS) for k in shown],
@@ -151,85 +177,52 @@ def memory_chart(plan: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def time_chart(plan: dict[str, Any]) -> dict[str, Any]:
-    perf = plan.get("performance", {})
-    breakdown = perf.get("breakdown") or {}
-    shown = _largest_first({k: v for k, v in breakdown.items() if round(_num(v), 2) > 0})
+def time_chart(plan: RankedPlan) -> dict[str, Any]:
+    perf = plan.performance
+    shown = _largest_first({k: v for k, v in perf.breakdown.items() if round(_num(v), 2) > 0})
     return {
         "kind": "time",
         "labels": [label(k, TIME_LABELS) for k in shown],
         "values": [round(_num(v), 2) for v in shown.values()],
-        "total": round(_num(perf.get("step_time_s")), 2),
+        "total": round(_num(perf.step_time_s), 2),
     }
 
 
-def component_tables(plan: dict[str, Any]) -> dict[str, Any]:
+def component_tables(plan: RankedPlan) -> dict[str, Any]:
     """Memory and time per component as table rows (values visible, not hover-only)."""
-    memory = plan.get("memory", {})
-    perf = plan.get("performance", {})
-    stages = [
-        (name, _num(memory.get(f"{name}_stage_bytes")) / GIB)
-        for name in ("first", "last")
-        if memory.get(f"{name}_stage_bytes") is not None
-    ]
+    memory, perf = plan.memory, plan.performance
+    ends = (("first", memory.first_stage_bytes), ("last", memory.last_stage_bytes))
     return {
         "memory_rows": component_rows(
-            memory.get("breakdown") or {}, MEMORY_LABELS, GIB, _num(memory.get("total_bytes"))
+            memory.breakdown, MEMORY_LABELS, GIB, _num(memory.total_bytes)
         ),
-        "time_rows": component_rows(
-            perf.get("breakdown") or {}, TIME_LABELS, 1.0, _num(perf.get("step_time_s"))
-        ),
-        "stages": stages,
+        "time_rows": component_rows(perf.breakdown, TIME_LABELS, 1.0, _num(perf.step_time_s)),
+        "stages": [(name, _num(value) / GIB) for name, value in ends if value is not None],
     }
 
 
-def _part(item: dict[str, Any], key: str) -> dict[str, Any]:
-    """``item[key]`` when it is a nested dict, else ``item`` itself (flat records)."""
-    value = item.get(key)
-    return value if isinstance(value, dict) else item
-
-
-def _point(item: dict[str, Any]) -> dict[str, Any] | None:
-    """One scatter point from a plan, a Pareto entry or an evaluated-layout record."""
-    memory = _part(item, "memory")
-    perf = _part(item, "performance")
-    total = memory.get("total_bytes", memory.get("memory_bytes"))
-    speed = perf.get("tokens_per_s_per_gpu")
+def _point(plan: RankedPlan) -> dict[str, Any] | None:
+    """One scatter point from a plan or a Pareto entry (None without memory or throughput)."""
+    total, speed = plan.memory.total_bytes, plan.performance.tokens_per_s_per_gpu
     if total is None or speed is None:
         return None
-    layout = _part(item, "layout")
     return {
-        "x": round(_num(total) / GIB, 3),
-        "y": round(_num(speed), 1),
-        "fits": bool(memory.get("fits", True)),
-        "label": layout_text(layout, moe=is_moe(item))
-        if "megatron" in item
-        else layout_text(layout),
+        "x": round(total / GIB, 3),
+        "y": round(speed, 1),
+        "fits": plan.memory.fits,
+        "label": layout_text(plan.layout, moe=is_moe(plan)),
     }
 
 
-def scatter_chart(result: dict[str, Any]) -> dict[str, Any]:
-    """Throughput against memory for every layout the result describes.
-
-    Uses ``evaluated`` when the search returns it, else the Pareto front and the plans.
-    """
-    sources: Iterable[Any]
-    evaluated = result.get("evaluated")
-    if isinstance(evaluated, list) and evaluated:
-        sources, basis = evaluated, "evaluated"
-    else:
-        pareto = result.get("pareto") or []
-        if isinstance(pareto, dict):
-            pareto = pareto.get("points") or pareto.get("plans") or []
-        sources, basis = list(pareto) + list(result.get("plans") or []), "pareto"
-    points = [p for p in (_point(s) for s in sources if isinstance(s, dict)) if p is not None]
-    plans = result.get("plans") or []
+def scatter_chart(result: PlanAnswer) -> dict[str, Any]:
+    """Throughput against memory for the Pareto front and the plans of a result."""
+    pareto: list[RankedPlan] = list(result.pareto) if isinstance(result, PlanResult) else []
+    sources = pareto + list(result.plans)
+    points = [p for p in (_point(s) for s in sources) if p is not None]
     limit = None
-    if plans:
-        memory = plans[0].get("memory", {})
-        cap = _num(memory.get("capacity_bytes"))
-        limit = round(
-            _num(memory.get("limit_bytes"), _num(memory.get("threshold"), 0.8) * cap) / GIB, 3
-        )
+    if result.plans:
+        memory = result.plans[0].memory
+        cap = _num(memory.capacity_bytes)
+        limit = round(_num(memory.limit_bytes, memory.threshold * cap) / GIB, 3)
     over = sum(1 for p in points if not p["fits"])
-    return {"kind": "scatter", "points": points, "limit": limit, "basis": basis, "over": over}
+    return {"kind": "scatter", "points": points, "limit": limit, "basis": "pareto", "over": over}

@@ -193,3 +193,32 @@ def test_presets_describe_their_network_with_sources() -> None:
     # 64 GPUs of an NVL72 rack keep the rack's network per GPU
     rack = models_db.cluster_spec("gb200-nvl72", 128, 64)
     assert rack.inter_node_bandwidth_bytes_per_s == 50e9
+
+
+@pytest.mark.parametrize(
+    "node", [{}, {"gpus_per_node": 4}, {"inter_node_bandwidth_bytes_per_s": 1e10}]
+)
+def test_a_preset_resolves_the_same_with_and_without_the_service(
+    real_client: TestClient, node: dict[str, Any]
+) -> None:
+    """One path for a cluster's name: the planner-only conversion (no database) gives the
+    cluster the service gives, the preset's per-GPU network kept for another node size."""
+    from app.planning.convert import builtin_cluster, inline_cluster, parse_request, resolve_cluster
+    from app.planning.service import resolve_references
+
+    body = {**JOB, **LAYOUT, "gpu": None, "cluster": "dgx-h100", **node}
+    alone = resolve_cluster(parse_request(EvaluationRequest, body), 16)
+    session = real_client.app.state.session_factory()  # type: ignore[attr-defined]
+    try:
+        served, _ = resolve_references(session, {k: v for k, v in body.items() if v is not None})
+    finally:
+        session.close()
+    via_service = resolve_cluster(parse_request(EvaluationRequest, served), 16)
+    assert alone == via_service
+    preset = builtin_cluster("dgx-h100")
+    per_gpu = node.get(
+        "inter_node_bandwidth_bytes_per_s", preset["inter_node_bandwidth_bytes_per_s"]
+    )
+    assert alone.inter_node_bandwidth_bytes_per_s == pytest.approx(per_gpu)
+    assert alone.gpus_per_node == node.get("gpus_per_node", 8)
+    assert "cluster" not in inline_cluster(body, preset)

@@ -3,13 +3,13 @@ what the result pages read from the planner's funnel, winner and infeasible bloc
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi.testclient import TestClient
 
+from app.planning.reports import PlanResult, RankedPlan
 from app.planning.schemas import PlanJobCreate
 from app.web import form_checks, insight
 from tests.app.web.test_web import FORM, client, field_block  # noqa: F401  (fixture)
+from tests.support.reports import plan_doc, plan_result_doc
 
 GIB = 2**30
 
@@ -55,13 +55,8 @@ def test_the_server_returns_every_field_error_at_once(client: TestClient) -> Non
 
 
 def test_rejections_get_a_fix_each() -> None:
-    result: dict[str, Any] = {
-        "rejections": {
-            "tp must divide num_attention_heads": 5,
-            "needs more than 80 % of GPU memory": 9,
-        },
-        "plans": [],
-    }
+    rejections = {"tp must divide num_attention_heads": 5, "needs more than 80 % of GPU memory": 9}
+    result = PlanResult.model_validate(plan_result_doc([], rejections=rejections))
     rows = insight.rejection_rows(result, {})
     assert [r["count"] for r in rows] == [9, 5]
     assert rows[0]["fix"].startswith("Use more GPUs")
@@ -75,37 +70,40 @@ def test_a_change_replaces_the_gpu_range() -> None:
 
 
 def test_stage_rows_show_every_stage_when_given() -> None:
-    plan = {"memory": {"stage_bytes": [3 * GIB, 2 * GIB, 2 * GIB], "first_stage_bytes": 3 * GIB}}
+    every = {"stage_bytes": [3 * GIB, 2 * GIB, 2 * GIB], "first_stage_bytes": 3 * GIB}
+    plan = RankedPlan.model_validate(plan_doc(memory=every))
     assert insight.stage_rows(plan) == [("stage 0", 3.0), ("stage 1", 2.0), ("stage 2", 2.0)]
-    plan = {"memory": {"first_stage_bytes": 3 * GIB, "last_stage_bytes": GIB}}
+    ends = {"first_stage_bytes": 3 * GIB, "last_stage_bytes": GIB}
+    plan = RankedPlan.model_validate(plan_doc(memory=ends))
     assert insight.stage_rows(plan) == [("first", 3.0), ("last", 1.0)]
 
 
 def test_prediction_is_read_only_when_present() -> None:
-    assert insight.prediction({"performance": {}}) == {
+    assert insight.prediction(RankedPlan.model_validate(plan_doc())) == {
         "tokens": None,
         "step": None,
         "extrapolation": [],
     }
-    perf = {"step_time_interval_s": [1.0, 2.0], "extrapolation": ["beyond the data"]}
-    shown = insight.prediction({"performance": perf})
+    doc = plan_doc()
+    doc["performance"] |= {"step_time_interval_s": [1.0, 2.0], "extrapolation": ["beyond the data"]}
+    shown = insight.prediction(RankedPlan.model_validate(doc))
     assert shown["step"] == (1.0, 2.0) and shown["extrapolation"] == ["beyond the data"]
 
 
 def test_infeasible_points_are_hollow_and_bring_the_limit() -> None:
-    result = {
-        "infeasible": {
-            "moe": False,
-            "nearest": [
-                {
-                    "layout": {"tp": 8, "pp": 2, "dp": 1, "etp": 8},
-                    "total_bytes": 90 * GIB,
-                    "limit_bytes": 64 * GIB,
-                    "tokens_per_s_per_gpu": 1000.0,
-                }
-            ],
-        }
+    doc = plan_result_doc([])
+    doc["infeasible"] = {
+        "moe": False,
+        "nearest": [
+            {
+                "layout": {"tp": 8, "pp": 2, "dp": 1, "etp": 8},
+                "total_bytes": 90 * GIB,
+                "limit_bytes": 64 * GIB,
+                "tokens_per_s_per_gpu": 1000.0,
+            }
+        ],
     }
+    result = PlanResult.model_validate(doc)
     chart = insight.add_infeasible_points({"points": [], "limit": None, "over": 0}, result)
     assert chart["limit"] == 64.0 and chart["over"] == 1
     assert chart["points"][0]["fits"] is False and "ETP" not in chart["points"][0]["label"]

@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 
 from app.core.settings import Settings
 from app.main import create_app
+from app.planning.reports import PerformanceRead
 from app.web import forms, mount_static, router, views
 from planner.specs import SpecError
 
@@ -263,32 +264,30 @@ def test_layout_text_hides_unit_axes() -> None:
     assert views.layout_text(layout) == "TP4 PP2 EP8 DP16 mbs2"
 
 
+def _performance(step_time_s: float, **parts: Any) -> PerformanceRead:
+    return PerformanceRead(
+        step_time_s=step_time_s, tokens_per_s_per_gpu=1.0, model_tflops_per_gpu=1.0, mfu=0.5,
+        breakdown=parts.get("breakdown", {}), shares=parts.get("shares", {}),
+    )  # fmt: skip
+
+
 def test_shares_are_fractions_of_step_time() -> None:
-    plan = {
-        "performance": {
-            "step_time_s": 2.0,
-            "breakdown": {"compute_s": 1.2, "tp_comm_s": 0.2, "dp_comm_s": 0.1, "bubble_s": 0.5},
-        }
-    }
-    bubble, comm = views.shares(plan)
+    perf = _performance(
+        2.0, breakdown={"compute_s": 1.2, "tp_comm_s": 0.2, "dp_comm_s": 0.1, "bubble_s": 0.5}
+    )
+    bubble, comm = views.shares(perf)
     assert bubble == pytest.approx(0.25)
     assert comm == pytest.approx(0.15)
 
 
 def test_shares_prefer_the_planner_s_own_shares() -> None:
-    plan = {
-        "performance": {
-            "step_time_s": 2.0,
-            "breakdown": {"bubble_s": 0.5},
-            "shares": {
-                "bubble_share": 0.3,
-                "tp_comm_share": 0.05,
-                "ep_comm_share": 0.1,
-                "compute_share": 0.55,
-            },
-        }
-    }
-    assert views.shares(plan) == pytest.approx((0.3, 0.15))
+    perf = _performance(
+        2.0,
+        breakdown={"bubble_s": 0.5},
+        shares={"bubble_share": 0.3, "tp_comm_share": 0.05, "ep_comm_share": 0.1,
+                "compute_share": 0.55},
+    )  # fmt: skip
+    assert views.shares(perf) == pytest.approx((0.3, 0.15))
 
 
 LLAMA_CONFIG = {

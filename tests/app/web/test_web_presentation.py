@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.planning.reports import PlanResult, RankedPlan
 from app.web import views
+from app.web.backend import read_result
 from app.web.launch import flag_lines, launch_command, launch_script
 from app.web.present import (
     component_rows,
@@ -22,19 +24,26 @@ from app.web.present import (
     objective_columns,
 )
 from tests.app.keys.test_auth import GOOD_SECRET
+from tests.support.reports import plan_doc, plan_result_doc
 
 GIB = 2**30
 
 
-def plan(**layout: Any) -> dict[str, Any]:
-    base = {"tp": 2, "pp": 1, "vpp": 1, "cp": 1, "ep": 1, "etp": 2, "dp": 8}
-    base |= {"micro_batch_size": 1, "recompute": "none", "moe_a2a_overlap": False}
-    return {
-        "layout": base | layout,
-        "memory": {"total_bytes": 40 * GIB, "capacity_bytes": 80 * GIB, "threshold": 0.8},
-        "performance": {"step_time_s": 5.0, "tokens_per_s_per_gpu": 1000.0},
-        "megatron": {"args": ["--tensor-model-parallel-size", "2"]},
-    }
+def plan(
+    *,
+    args: tuple[str, ...] = (),
+    command: str = "",
+    memory: dict[str, Any] | None = None,
+    perf: dict[str, Any] | None = None,
+    **axes: Any,
+) -> RankedPlan:
+    """A typed plan (TP2 DP8 unless ``axes`` say otherwise); ``memory`` and ``perf`` override."""
+    memory = {"breakdown": {}} | (memory or {})
+    base = {"tp": 2, "etp": 2, "dp": 8, "moe_a2a_overlap": False} | axes
+    doc = plan_doc(step_time_s=5.0, memory=memory, command=command, **base)
+    doc["performance"] |= {"tokens_per_s_per_gpu": 1000.0, "breakdown": {}} | (perf or {})
+    doc["megatron"]["args"] = ["--tensor-model-parallel-size", "2", *args]
+    return RankedPlan.model_validate(doc)
 
 
 def test_one_precision_per_unit() -> None:
@@ -53,16 +62,16 @@ def test_component_rows_drop_zeros_and_share_the_total() -> None:
 
 
 def test_charts_list_only_non_zero_categories() -> None:
-    p = plan()
-    p["memory"]["breakdown"] = {"weights_bytes": 6 * GIB, "fp8_bytes": 0.0}
-    p["performance"]["breakdown"] = {"compute_s": 4.0, "ep_comm_s": 0.0, "tp_comm_s": 0.001}
+    p = plan(
+        memory={"breakdown": {"weights_bytes": 6 * GIB, "fp8_bytes": 0.0}},
+        perf={"breakdown": {"compute_s": 4.0, "ep_comm_s": 0.0, "tp_comm_s": 0.001}},
+    )
     assert views.memory_chart(p)["labels"] == ["Weights"]
     assert views.time_chart(p)["labels"] == ["Compute"]
 
 
 def test_memory_axis_reaches_past_the_limit_and_the_stack() -> None:
-    p = plan()
-    p["memory"] |= {"total_bytes": 95 * GIB, "breakdown": {"weights_bytes": 95 * GIB}}
+    p = plan(memory={"total_bytes": 95 * GIB, "breakdown": {"weights_bytes": 95 * GIB}})
     chart = views.memory_chart(p)
     assert chart["axis_max"] >= 95 and chart["axis_max"] >= chart["limit"]
 
@@ -71,14 +80,13 @@ def test_dense_plans_show_no_expert_parallelism() -> None:
     dense = plan()
     assert not is_moe(dense)
     assert views.plan_row(1, dense)["layout"] == "TP2 PP1 DP8 mbs1"
-    moe = plan(ep=8, etp=1)
-    moe["megatron"]["args"] += ["--num-experts", "8"]
+    moe = plan(ep=8, etp=1, args=("--num-experts", "8"))
     assert views.plan_row(1, moe)["layout"] == "TP2 PP1 EP8 DP8 mbs1"
 
 
 def test_slower_recompute_variant_is_grouped_under_its_best() -> None:
-    best, other, variant = plan(), plan(tp=4, dp=4), plan(recompute="selective")
-    variant["performance"]["step_time_s"] = 5.5
+    best, other = plan(), plan(tp=4, dp=4)
+    variant = plan(recompute="selective", perf={"step_time_s": 5.5})
     plans = [best, other, variant]
     rows = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
     grouped = group_variants(rows, plans)
@@ -89,7 +97,9 @@ def test_slower_recompute_variant_is_grouped_under_its_best() -> None:
 
 def test_objective_columns_appear_only_with_values() -> None:
     priced = plan()
-    priced["objective"] = {"days": 6.5, "gpu_hours": 2497.0, "usd": 6243.0}
+    priced.objective = priced.objective.model_copy(
+        update={"days": 6.5, "gpu_hours": 2497.0, "usd": 6243.0}
+    )
     assert objective_columns([priced]) == {"days": True, "gpu_hours": True, "usd": True}
     assert objective_columns([plan()]) == {"days": False, "gpu_hours": False, "usd": False}
 
@@ -111,8 +121,7 @@ def test_each_flag_keeps_its_value_on_its_line() -> None:
 
 
 def test_command_is_one_flag_per_line_with_backslashes() -> None:
-    p = plan()
-    p["megatron"]["command"] = "torchrun --nproc-per-node 8 pretrain_gpt.py --tp 2 --bf16"
+    p = plan(command="torchrun --nproc-per-node 8 pretrain_gpt.py --tp 2 --bf16")
     lines = launch_command(p).splitlines()
     expected = ["torchrun", "--nproc-per-node 8", "pretrain_gpt.py", "--tp 2", "--bf16"]
     assert [line.strip().removesuffix(" \\") for line in lines] == expected
@@ -120,10 +129,8 @@ def test_command_is_one_flag_per_line_with_backslashes() -> None:
 
 
 def test_launch_script_stops_on_a_missing_placeholder(tmp_path: Path) -> None:
-    p = plan()
-    p["megatron"]["command"] = (
-        "torchrun --nnodes 2 --node-rank $NODE_RANK --master-addr $MASTER_ADDR pretrain_gpt.py"
-    )
+    rendezvous = "--nnodes 2 --node-rank $NODE_RANK --master-addr $MASTER_ADDR"
+    p = plan(command=f"torchrun {rendezvous} pretrain_gpt.py")
     script = launch_script(p)
     assert "MASTER_ADDR=" in script and "MASTER_PORT=" not in script  # only what it uses
     path = tmp_path / "launch.sh"
@@ -167,3 +174,20 @@ def test_cluster_catalog_uses_human_labels(web: Callable[..., TestClient]) -> No
     html = web().get("/catalog/clusters").text
     assert "Inter-node bandwidth per GPU" in html and "Built-in" in html
     assert "inter node bandwidth bytes per s" not in html and "True" not in html
+
+
+def test_a_stored_result_is_read_once_into_its_typed_answer() -> None:
+    doc = plan_result_doc([{"tp": 2, "dp": 4}])
+    answer, why = read_result(doc)
+    assert isinstance(answer, PlanResult) and why is None
+    assert views.plan_row(1, answer.plans[0])["layout"] == "TP2 PP1 DP4 mbs1"
+
+
+def test_a_stored_result_with_a_renamed_field_says_so_instead_of_empty_cells() -> None:
+    doc = plan_result_doc([{"tp": 2}])
+    doc["plans"][0]["performance"]["tokens_per_gpu"] = doc["plans"][0]["performance"].pop(
+        "tokens_per_s_per_gpu"
+    )
+    answer, why = read_result(doc)
+    assert answer is None
+    assert why is not None and "plans.0.performance" in why
