@@ -32,7 +32,7 @@ LABELS = {
     "token_budget": "Token budget",
     "usd_per_gpu_hour": "Price per GPU-hour",
 }
-LABELS |= dict(forms.MAX_FIELDS)
+LABELS |= dict(forms.MAX_FIELDS) | dict(forms.AXIS_FIELDS)
 REQUIRED = {
     "seq_length": "Give the sequence length in tokens (e.g. 4096).",
     "global_batch_size": "Give the global batch size in sequences (e.g. 1024).",
@@ -42,6 +42,8 @@ REQUIRED = {
 WHOLE: tuple[str, ...] = ("num_gpus", "num_nodes", "gpus_per_node", "seq_length")
 WHOLE += ("global_batch_size", "top_k", *(name for name, _ in forms.MAX_FIELDS))
 DECIMAL = ("token_budget", "usd_per_gpu_hour")
+AXES = tuple(name for name, _ in forms.AXIS_FIELDS)
+"""Search axes: one whole number fixes one, a list ("1,2,4") or range ("1-8") lists them."""
 SCHEMA_NAME = {"num_nodes": "num_gpus"}
 _SCHEMA: dict[str, Any] = PlanJobCreate.model_json_schema()["properties"]
 """Inputs bounded by another request field (a node count is at most the GPU bound)."""
@@ -57,7 +59,7 @@ def bounds(name: str) -> tuple[float | None, float | None]:
         if "minimum" in part:
             low = float(part["minimum"])
         if "exclusiveMinimum" in part:
-            low = float(part["exclusiveMinimum"]) + (1 if name in WHOLE else 0)
+            low = float(part["exclusiveMinimum"]) + (1 if name in WHOLE + AXES else 0)
         if "maximum" in part:
             high = float(part["maximum"])
     return low, high
@@ -71,10 +73,10 @@ def input_rules(name: str) -> dict[str, str]:
     """The ``data-`` attributes the page's script checks an input with."""
     low, high = bounds(name)
     rules = {"data-label": LABELS.get(name, name.replace("_", " ").capitalize())}
-    rules["data-kind"] = "whole" if name in WHOLE else "decimal"
+    rules["data-kind"] = "whole" if name in WHOLE + AXES else "decimal"
     if name in REQUIRED:
         rules["data-required"] = REQUIRED[name]
-    if name in forms.RANGE_INPUTS:
+    if name in forms.RANGE_INPUTS or name in AXES:
         rules["data-lists"] = "1"  # "64-512" and "8,16" are the planning layer's to parse
     if low is not None:
         rules["data-min"] = _number_text(low).replace(",", "")
@@ -85,7 +87,7 @@ def input_rules(name: str) -> dict[str, str]:
 
 def all_input_rules() -> dict[str, dict[str, str]]:
     """:func:`input_rules` of every number input of the form, by name."""
-    return {name: input_rules(name) for name in WHOLE + DECIMAL}
+    return {name: input_rules(name) for name in WHOLE + DECIMAL + AXES}
 
 
 def _check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
@@ -93,13 +95,13 @@ def _check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
     try:
         value = float(text)
     except ValueError:
-        kind = "a whole number" if name in WHOLE else "a number"
+        kind = "a whole number" if name in WHOLE + AXES else "a number"
         errors[name] = f"{label} must be {kind}; you typed {text!r}."
         return None
     if not math.isfinite(value):  # '1e999', 'inf', 'nan' parse as floats but are no numbers
         errors[name] = f"{label} must be a finite number; you typed {text!r}."
         return None
-    if name in WHOLE and value != int(value):
+    if name in WHOLE + AXES and value != int(value):
         errors[name] = f"{label} must be a whole number; you typed {text!r}."
         return None
     low, high = bounds(name)
@@ -136,6 +138,8 @@ def check_values(values: Mapping[str, Any]) -> dict[str, str]:
             name == "num_gpus" and not text(name).isdigit() and "-" in text(name)
         ):
             numbers[name] = _check_number(name, text(name), errors)
+    for name in AXES:
+        _check_axis(name, text(name).replace(" ", ""), errors)
     gpus, nodes, per_node = (numbers.get(n) for n in ("num_gpus", "num_nodes", "gpus_per_node"))
     if text("cluster"):  # the cluster's own GPUs per node apply; the server checks them
         per_node = None
@@ -152,6 +156,20 @@ def check_values(values: Mapping[str, Any]) -> dict[str, str]:
         )
     errors.update(_model_conflicts(values))
     return errors
+
+
+def _check_axis(name: str, text: str, errors: dict[str, str]) -> None:
+    """A search axis: one whole number in the API's range, or whole numbers in a list/range."""
+    if not text:
+        return
+    pieces = re.split(r"[,-]", text) if "," in text or "-" in text[1:] else [text]
+    if len(pieces) == 1:
+        _check_number(name, text, errors)
+    elif not all(piece.isdigit() for piece in pieces):
+        errors[name] = (
+            f"{LABELS[name]} must be whole numbers: one (4), a list (1,2,4) or a range (1-8); "
+            f"you typed {text!r}."
+        )
 
 
 def _model_conflicts(values: Mapping[str, Any]) -> dict[str, str]:
