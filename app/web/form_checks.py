@@ -16,7 +16,7 @@ from typing import Any
 
 import models_db
 from app.planning.schemas import PlanJobCreate
-from app.web import forms
+from app.web import forms, stack_form, wording
 from planner.specs import SpecError
 
 LABELS = {
@@ -33,6 +33,8 @@ LABELS = {
     "usd_per_gpu_hour": "Price per GPU-hour",
 }
 LABELS |= dict(forms.MAX_FIELDS) | dict(forms.AXIS_FIELDS)
+PAGE_LABELS = LABELS | {i.name: i.label for i in stack_form.INPUTS}
+"""Every input's label, for messages that name a request field."""
 REQUIRED = {
     "seq_length": "Give the sequence length in tokens (e.g. 4096).",
     "global_batch_size": "Give the global batch size in sequences (e.g. 1024).",
@@ -198,14 +200,10 @@ def request_errors(exc: Exception, values: Mapping[str, Any]) -> dict[str, str]:
     for item in listed:
         name = forms.error_field(item.get("field"), values)
         if name and name not in out:
-            out[name] = _plain(str(item.get("message", "")), name)
+            out[name] = _plain(str(item.get("message", "")), item.get("field"))
     return out
 
 
-def _plain(message: str, name: str) -> str:
-    """An internal field name in a message in the form's words ("num_gpus (or
-    num_gpus_options) is required" -> "Number of GPUs (or Number of GPUs) is required")."""
-    for field, label in LABELS.items():
-        if "_" in field:  # identifiers only: "model" and "gpu" are words in messages too
-            message = re.sub(rf"\b{field}(_options)?\b", label, message)
-    return message
+def _plain(message: str, field: str | None) -> str:
+    """A planning-layer message in the form's words (labels, readable bounds)."""
+    return wording.plain(message, field, PAGE_LABELS)
