@@ -26,6 +26,11 @@ _KINDS = {  # pydantic-core's type messages (prefixes) in plain words
     "Input should be a valid list": "must be a list of values",
     "Input should be a valid string": "must be text",
 }
+_API_HINTS = {  # where the API points a script, a page points at its own menu
+    "GET /v1/clusters lists them": "the Cluster menu lists them",
+    "GET /v1/models lists them": "the Model menu lists them",
+    "GET /v1/gpus lists them": "the GPU type menu lists them",
+}
 TINY = 1e-6
 """A lower bound this small only says "positive" (the schema's 1e-9 keeps zero out)."""
 
@@ -70,6 +75,8 @@ def plain(message: str, field: str | None, labels: Mapping[str, str]) -> str:
         phrase = next((words for raw, words in _KINDS.items() if text.startswith(raw)), None)
     if phrase is not None:
         return f"{label} {phrase}."
+    for hint, words in _API_HINTS.items():
+        text = text.replace(hint, words)
     for ident, words in labels.items():
         if "_" in ident:  # identifiers only: "model" and "gpu" are words in messages too
             text = re.sub(rf"\b{ident}(_options)?\b", words, text)

@@ -95,3 +95,13 @@ def test_an_advanced_field_error_on_the_plan_form_is_in_plain_words(client: Test
     block = field_block(response.text, "inter_node_bandwidth_bytes_per_s")
     assert "Or: network per GPU (bytes/s) must be more than 0." in block
     assert "Input should" not in response.text and "0.000000001" not in response.text
+
+
+def test_an_unknown_cluster_points_at_the_cluster_menu(client: TestClient) -> None:  # noqa: F811
+    from tests.app.web.test_web import FORM, field_block
+
+    response = client.post("/plans", data=FORM | {"cluster": "dgx-h10"})
+    assert response.status_code == 422
+    block = field_block(response.text, "cluster")
+    assert "did you mean dgx-h100" in block and "the Cluster menu lists them" in block
+    assert "/v1/" not in block
