@@ -92,7 +92,7 @@ def all_input_rules() -> dict[str, dict[str, str]]:
     return {name: input_rules(name) for name in WHOLE + DECIMAL + AXES}
 
 
-def _check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
+def check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
     label = LABELS.get(name, name)
     try:
         value = float(text)
@@ -139,7 +139,7 @@ def check_values(values: Mapping[str, Any]) -> dict[str, str]:
         if text(name) and not (
             name == "num_gpus" and not text(name).isdigit() and "-" in text(name)
         ):
-            numbers[name] = _check_number(name, text(name), errors)
+            numbers[name] = check_number(name, text(name), errors)
     for name in AXES:
         _check_axis(name, text(name).replace(" ", ""), errors)
     gpus, nodes, per_node = (numbers.get(n) for n in ("num_gpus", "num_nodes", "gpus_per_node"))
@@ -166,7 +166,7 @@ def _check_axis(name: str, text: str, errors: dict[str, str]) -> None:
         return
     pieces = re.split(r"[,-]", text) if "," in text or "-" in text[1:] else [text]
     if len(pieces) == 1:
-        _check_number(name, text, errors)
+        check_number(name, text, errors)
     elif not all(piece.isdigit() for piece in pieces):
         errors[name] = (
             f"{LABELS[name]} must be whole numbers: one (4), a list (1,2,4) or a range (1-8); "
