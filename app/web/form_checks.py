@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import models_db
+from app.planning import axis_rules
 from app.planning.schemas import PlanJobCreate
 from app.web import forms, stack_form, wording
 from planner.specs import SpecError
@@ -184,10 +185,11 @@ def _model_conflicts(values: Mapping[str, Any]) -> dict[str, str]:
         model = models_db.load_model(slug)
     except SpecError:  # a user's model or an unknown name: the planning layer says which
         return {}
-    heads = model.num_attention_heads
-    if int(tp) < 1 or heads % int(tp) == 0:
+    conflict = axis_rules.tp_conflict(model, int(tp)) if int(tp) >= 1 else None
+    if conflict is None:
         return {}
-    divisors = ", ".join(str(d) for d in range(1, heads + 1) if heads % d == 0 and d <= 64)
+    divisors = ", ".join(str(d) for d in conflict.valid if d <= 64)
+    heads = conflict.heads
     return {"tp": f"TP {tp} does not divide the {heads} attention heads of {slug}: use {divisors}."}
 
 
