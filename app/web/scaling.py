@@ -51,7 +51,8 @@ async def scaling_page(request: Request, backend: Backend) -> Response:
 
     query = dict(request.query_params)
     shown = scaling_form.shown_values(query)
-    models, gpus = backend.list_models(), backend.list_gpus()
+    # the menus' choices: catalog and stored models/GPUs (a database read: off the event loop)
+    models, gpus = await run_in_threadpool(lambda: (backend.list_models(), backend.list_gpus()))
     ctx: dict[str, Any] = {"nav": "scaling", "curve": None, "errors": {}, "message": None}
     ctx |= {"form": shown, "fields": scaling_form.FIELDS, "models": models, "gpus": gpus}
     if "run" in query:
