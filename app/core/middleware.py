@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import time
@@ -20,7 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from app.core.errors import _TITLES, PROBLEM_MEDIA_TYPE
+from app.core.errors import PROBLEM_MEDIA_TYPE, problem
 from app.core.logging_config import REQUEST_ID
 from planner.specs import SpecError
 
@@ -44,16 +43,9 @@ UPLOAD_PATH = re.compile(r"^/v1/clusters/[^/]+/measurements$|^/v1/evaluations/bu
 async def send_problem(
     send: Send, status: int, detail: str, headers: dict[str, str] | None = None
 ) -> None:
-    """A problem-JSON response sent straight from ASGI middleware."""
-    body = json.dumps(
-        {
-            "type": f"https://parallel-planner.dev/problems/{status}",
-            "title": _TITLES.get(status, "Error"),
-            "status": status,
-            "detail": detail,
-            "errors": [],
-        }
-    ).encode()
+    """A problem-JSON response sent straight from ASGI middleware: the same body, bytes for
+    bytes, as the error handlers' (:func:`app.core.errors.problem`)."""
+    body = bytes(problem(status, detail).body)
     raw = [
         (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
         (b"content-length", str(len(body)).encode()),

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.planning.axis_rules import check_fixed_axes
 from app.planning.convert import resolve_cluster, resolve_job, resolve_model
 from app.planning.memory_request import INVERSE_SEQ_START, check_inverse, to_memory_choices
 from app.planning.report_build import plan_report
@@ -87,6 +88,7 @@ class PreparedPlan:
 def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
     """Resolve and validate a plan request without searching; SpecError names the bad field."""
     model = model or resolve_model(req.model)
+    check_fixed_axes(model, req.tp)  # a tp no layout can use: say so now, not 0 plans later
     check_inverse(req)
     seq_length = INVERSE_SEQ_START if req.maximize == "seq_length" else None
     gpu_counts = req.num_gpus_options or ([req.num_gpus] if req.num_gpus is not None else [])

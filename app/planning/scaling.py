@@ -31,7 +31,7 @@ def gpu_counts(request: dict[str, Any]) -> list[int]:
         raise SpecError(
             "the GPU counts are required: num_gpus_options, a list such as [64, 128, 256]"
             " (a range such as 64-4096 on the command line and the web form)",
-            field="num_gpus",
+            field="num_gpus_options",
         )
     counts = int_list(value, "num_gpus")
     if len(counts) > MAX_SCALING_POINTS:

@@ -235,6 +235,17 @@ class ScalingCurveCreate(PlanJobCreate):
     max_trials: int = Field(default=DEFAULT_MAX_TRIALS, ge=1, le=MAX_SCALING_TRIALS)
     seq_length: int = Field(ge=1, le=1_048_576)
 
+    @field_validator("num_gpus", mode="before")
+    @classmethod
+    def _one_count(cls, value: Any) -> Any:
+        """A range or list here is the curve's counts in the wrong field: say which field."""
+        if isinstance(value, list) or (isinstance(value, str) and not value.strip().isdigit()):
+            raise ValueError(
+                f"num_gpus is one GPU count; give the curve's counts as num_gpus_options, "
+                f"a list such as [16, 32, 64] (got {value!r})"
+            )
+        return value
+
     @field_validator("maximize", "minimize")
     @classmethod
     def _no_inverse_question(cls, value: Any) -> Any:

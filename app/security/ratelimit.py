@@ -10,14 +10,21 @@
   address is the identity.
 
 Each request costs what it asks of the service (:func:`request_cost`): a read costs 1, a plan
-job 10, a batch 20. The buckets live in the process: with N API replicas a key may spend up to
-N times its rate in total (the README says so; a shared limit is the proxy's job).
+job 10, a batch 20. The cost is taken up front (the limit must hold before any work); a request
+answered 422 did no more work than a read, so all but :data:`REJECTED_COST` is given back
+(:func:`refund_rejected`): a client correcting its input is not locked out, and a flood of bad
+requests is still limited at the rate of reads.
+
+The buckets live in the process: with N API replicas a key may spend up to N times its rate in
+total (the README says so; a shared limit is the proxy's job).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import MutableMapping
+from typing import Any
 
 from fastapi import Request
 
@@ -35,6 +42,10 @@ WRITE_COSTS: tuple[tuple[str, float], ...] = (  # (path prefix, cost of a non-re
     ("/login", 5.0),  # a guess at a key
 )
 DEFAULT_WRITE_COST = 2.0
+REJECTED_COST = 1.0
+"""What a request answered 422 finally costs: it was parsed and refused, like a read."""
+CHARGE_STATE = "rate_charges"
+"""``scope["state"]`` key: the (buckets, identity, cost) a request was charged to."""
 SEARCH_PAGES = ("/scaling",)
 """Web pages whose GET runs a search when it has a query (as costly as a plan job)."""
 
@@ -73,6 +84,12 @@ class WeightedBuckets:
         self._remember(identity, tokens, now)
         return (need - tokens) / self.rate
 
+    def refund(self, identity: str, tokens: float) -> None:
+        """Give back ``tokens`` taken from ``identity`` (never past the burst)."""
+        if identity in self._buckets:
+            held, last = self._buckets[identity]
+            self._buckets[identity] = (min(self.burst, held + tokens), last)
+
     def _remember(self, identity: str, tokens: float, now: float) -> None:
         if identity not in self._buckets and len(self._buckets) >= self.max_identities:
             full_after = self.burst / self.rate
@@ -91,6 +108,23 @@ def _limited(buckets: WeightedBuckets, wait_s: float, who: str) -> tuple[str, di
     return detail, {"Retry-After": str(retry)}
 
 
+def _record(scope: Scope, buckets: WeightedBuckets, identity: str, cost: float) -> None:
+    scope.setdefault("state", {}).setdefault(CHARGE_STATE, []).append((buckets, identity, cost))
+
+
+def refund_rejected(scope: Scope, send: Send) -> Send:
+    """``send``, giving back all but :data:`REJECTED_COST` of each charge when the answer is
+    422 (the address's and the key's alike: both are recorded in the request's state)."""
+
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == 422:
+            for buckets, identity, cost in scope.get("state", {}).get(CHARGE_STATE, []):
+                buckets.refund(identity, max(0.0, cost - REJECTED_COST))
+        await send(message)
+
+    return sending
+
+
 def client_address(scope: Scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
@@ -105,16 +139,19 @@ class AddressRateLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
-        if self.buckets is None or scope["type"] != "http" or path.startswith(OPEN_PATHS):
+        if scope["type"] != "http" or path.startswith(OPEN_PATHS):
             await self.app(scope, receive, send)
             return
-        cost = request_cost(str(scope.get("method", "")), path, bool(scope.get("query_string")))
-        wait_s = self.buckets.take(f"ip:{client_address(scope)}", cost)
-        if wait_s > 0:
-            detail, headers = _limited(self.buckets, wait_s, "client address")
-            await send_problem(send, 429, detail, headers)
-            return
-        await self.app(scope, receive, send)
+        if self.buckets is not None:
+            cost = request_cost(str(scope.get("method", "")), path, bool(scope.get("query_string")))
+            identity = f"ip:{client_address(scope)}"
+            wait_s = self.buckets.take(identity, cost)
+            if wait_s > 0:
+                detail, headers = _limited(self.buckets, wait_s, "client address")
+                await send_problem(send, 429, detail, headers)
+                return
+            _record(scope, self.buckets, identity, cost)
+        await self.app(scope, receive, refund_rejected(scope, send))  # the key's charge too
 
 
 class KeyRateLimiter:
@@ -133,6 +170,7 @@ class KeyRateLimiter:
         if wait_s > 0:
             detail, headers = _limited(self.buckets, wait_s, "API key" if key_id else "client")
             raise AppError(detail, status_code=429, headers=headers)
+        _record(scope, self.buckets, identity, cost)
 
 
 def charge(request: Request, key_id: str | None) -> None:

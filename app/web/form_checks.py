@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import models_db
+from app.planning import axis_rules
 from app.planning.schemas import PlanJobCreate
-from app.web import forms
+from app.web import forms, stack_form, wording
 from planner.specs import SpecError
 
 LABELS = {
@@ -32,7 +33,9 @@ LABELS = {
     "token_budget": "Token budget",
     "usd_per_gpu_hour": "Price per GPU-hour",
 }
-LABELS |= dict(forms.MAX_FIELDS)
+LABELS |= dict(forms.MAX_FIELDS) | dict(forms.AXIS_FIELDS)
+PAGE_LABELS = LABELS | {i.name: i.label for i in stack_form.INPUTS}
+"""Every input's label, for messages that name a request field."""
 REQUIRED = {
     "seq_length": "Give the sequence length in tokens (e.g. 4096).",
     "global_batch_size": "Give the global batch size in sequences (e.g. 1024).",
@@ -42,6 +45,8 @@ REQUIRED = {
 WHOLE: tuple[str, ...] = ("num_gpus", "num_nodes", "gpus_per_node", "seq_length")
 WHOLE += ("global_batch_size", "top_k", *(name for name, _ in forms.MAX_FIELDS))
 DECIMAL = ("token_budget", "usd_per_gpu_hour")
+AXES = tuple(name for name, _ in forms.AXIS_FIELDS)
+"""Search axes: one whole number fixes one, a list ("1,2,4") or range ("1-8") lists them."""
 SCHEMA_NAME = {"num_nodes": "num_gpus"}
 _SCHEMA: dict[str, Any] = PlanJobCreate.model_json_schema()["properties"]
 """Inputs bounded by another request field (a node count is at most the GPU bound)."""
@@ -57,7 +62,7 @@ def bounds(name: str) -> tuple[float | None, float | None]:
         if "minimum" in part:
             low = float(part["minimum"])
         if "exclusiveMinimum" in part:
-            low = float(part["exclusiveMinimum"]) + (1 if name in WHOLE else 0)
+            low = float(part["exclusiveMinimum"]) + (1 if name in WHOLE + AXES else 0)
         if "maximum" in part:
             high = float(part["maximum"])
     return low, high
@@ -71,10 +76,10 @@ def input_rules(name: str) -> dict[str, str]:
     """The ``data-`` attributes the page's script checks an input with."""
     low, high = bounds(name)
     rules = {"data-label": LABELS.get(name, name.replace("_", " ").capitalize())}
-    rules["data-kind"] = "whole" if name in WHOLE else "decimal"
+    rules["data-kind"] = "whole" if name in WHOLE + AXES else "decimal"
     if name in REQUIRED:
         rules["data-required"] = REQUIRED[name]
-    if name in forms.RANGE_INPUTS:
+    if name in forms.RANGE_INPUTS or name in AXES:
         rules["data-lists"] = "1"  # "64-512" and "8,16" are the planning layer's to parse
     if low is not None:
         rules["data-min"] = _number_text(low).replace(",", "")
@@ -85,21 +90,21 @@ def input_rules(name: str) -> dict[str, str]:
 
 def all_input_rules() -> dict[str, dict[str, str]]:
     """:func:`input_rules` of every number input of the form, by name."""
-    return {name: input_rules(name) for name in WHOLE + DECIMAL}
+    return {name: input_rules(name) for name in WHOLE + DECIMAL + AXES}
 
 
-def _check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
+def check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
     label = LABELS.get(name, name)
     try:
         value = float(text)
     except ValueError:
-        kind = "a whole number" if name in WHOLE else "a number"
+        kind = "a whole number" if name in WHOLE + AXES else "a number"
         errors[name] = f"{label} must be {kind}; you typed {text!r}."
         return None
     if not math.isfinite(value):  # '1e999', 'inf', 'nan' parse as floats but are no numbers
         errors[name] = f"{label} must be a finite number; you typed {text!r}."
         return None
-    if name in WHOLE and value != int(value):
+    if name in WHOLE + AXES and value != int(value):
         errors[name] = f"{label} must be a whole number; you typed {text!r}."
         return None
     low, high = bounds(name)
@@ -135,7 +140,9 @@ def check_values(values: Mapping[str, Any]) -> dict[str, str]:
         if text(name) and not (
             name == "num_gpus" and not text(name).isdigit() and "-" in text(name)
         ):
-            numbers[name] = _check_number(name, text(name), errors)
+            numbers[name] = check_number(name, text(name), errors)
+    for name in AXES:
+        _check_axis(name, text(name).replace(" ", ""), errors)
     gpus, nodes, per_node = (numbers.get(n) for n in ("num_gpus", "num_nodes", "gpus_per_node"))
     if text("cluster"):  # the cluster's own GPUs per node apply; the server checks them
         per_node = None
@@ -154,6 +161,20 @@ def check_values(values: Mapping[str, Any]) -> dict[str, str]:
     return errors
 
 
+def _check_axis(name: str, text: str, errors: dict[str, str]) -> None:
+    """A search axis: one whole number in the API's range, or whole numbers in a list/range."""
+    if not text:
+        return
+    pieces = re.split(r"[,-]", text) if "," in text or "-" in text[1:] else [text]
+    if len(pieces) == 1:
+        check_number(name, text, errors)
+    elif not all(piece.isdigit() for piece in pieces):
+        errors[name] = (
+            f"{LABELS[name]} must be whole numbers: one (4), a list (1,2,4) or a range (1-8); "
+            f"you typed {text!r}."
+        )
+
+
 def _model_conflicts(values: Mapping[str, Any]) -> dict[str, str]:
     """A fixed TP that cannot split a catalog model's attention heads (Megatron's rule 17),
     flagged before a search that would reject every layout for it."""
@@ -164,10 +185,11 @@ def _model_conflicts(values: Mapping[str, Any]) -> dict[str, str]:
         model = models_db.load_model(slug)
     except SpecError:  # a user's model or an unknown name: the planning layer says which
         return {}
-    heads = model.num_attention_heads
-    if int(tp) < 1 or heads % int(tp) == 0:
+    conflict = axis_rules.tp_conflict(model, int(tp)) if int(tp) >= 1 else None
+    if conflict is None:
         return {}
-    divisors = ", ".join(str(d) for d in range(1, heads + 1) if heads % d == 0 and d <= 64)
+    divisors = ", ".join(str(d) for d in conflict.valid if d <= 64)
+    heads = conflict.heads
     return {"tp": f"TP {tp} does not divide the {heads} attention heads of {slug}: use {divisors}."}
 
 
@@ -180,14 +202,10 @@ def request_errors(exc: Exception, values: Mapping[str, Any]) -> dict[str, str]:
     for item in listed:
         name = forms.error_field(item.get("field"), values)
         if name and name not in out:
-            out[name] = _plain(str(item.get("message", "")), name)
+            out[name] = _plain(str(item.get("message", "")), item.get("field"))
     return out
 
 
-def _plain(message: str, name: str) -> str:
-    """An internal field name in a message in the form's words ("num_gpus (or
-    num_gpus_options) is required" -> "Number of GPUs (or Number of GPUs) is required")."""
-    for field, label in LABELS.items():
-        if "_" in field:  # identifiers only: "model" and "gpu" are words in messages too
-            message = re.sub(rf"\b{field}(_options)?\b", label, message)
-    return message
+def _plain(message: str, field: str | None) -> str:
+    """A planning-layer message in the form's words (labels, readable bounds)."""
+    return wording.plain(message, field, PAGE_LABELS)

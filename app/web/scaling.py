@@ -13,37 +13,12 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.planning.reports import ScalingCurve
+from app.web import scaling_form
+from app.web.backend import Backend
 from app.web.templating import templates
 from planner.specs import SpecError
 
 router = APIRouter(include_in_schema=False)
-
-FIELDS = {
-    "model": ("llama3.1-70b", str),
-    "gpu": ("h100-sxm-80gb", str),
-    "num_gpus": ("64-1024", str),
-    "seq_length": ("8192", int),
-    "global_batch_size": ("1024", int),
-    "token_budget": ("", float),
-    "usd_per_gpu_hour": ("", float),
-}
-
-
-def _form(query: dict[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
-    """(the values to show, the request to run); SpecError naming a bad field."""
-    shown = {name: query.get(name, default).strip() for name, (default, _) in FIELDS.items()}
-    request: dict[str, Any] = {}
-    for name, (_, kind) in FIELDS.items():
-        text = shown[name]
-        if not text:
-            continue
-        try:
-            request[name] = kind(text)
-        except ValueError:
-            message = f"{name.replace('_', ' ')}: {text!r} is not a number"
-            raise SpecError(message, field=name) from None
-    request["num_gpus_options"] = request.pop("num_gpus", None)
-    return shown, request
 
 
 def chart_data(curve: ScalingCurve) -> dict[str, Any]:
@@ -71,25 +46,26 @@ def point_layouts(curve: ScalingCurve) -> dict[int, str]:
 
 
 @router.get("/scaling", response_class=HTMLResponse)
-async def scaling_page(request: Request) -> Response:
+async def scaling_page(request: Request, backend: Backend) -> Response:
     from app.planning.scaling import scaling_curve
 
     query = dict(request.query_params)
-    ctx: dict[str, Any] = {"nav": "scaling", "curve": None, "error": None}
-    try:
-        shown, req = _form(query)
-    except SpecError as exc:
-        shown, req = {k: query.get(k, d) for k, (d, _) in FIELDS.items()}, None
-        ctx["error"] = {"field": exc.field, "message": exc.message}
-    ctx["form"] = shown
-    if req is not None and "run" in query:
-        backend = request.app.state.backend
-        try:
-            curve = await run_in_threadpool(scaling_curve, req, plan=backend.plan)
-        except SpecError as exc:
-            ctx["error"] = {"field": exc.field, "message": exc.message}
-        else:
-            ctx["curve"], ctx["chart"] = curve, chart_data(curve)
-            ctx["layouts"] = point_layouts(curve)
-    code = 422 if ctx["error"] else 200
+    shown = scaling_form.shown_values(query)
+    # the menus' choices: catalog and stored models/GPUs (a database read: off the event loop)
+    models, gpus = await run_in_threadpool(lambda: (backend.list_models(), backend.list_gpus()))
+    ctx: dict[str, Any] = {"nav": "scaling", "curve": None, "errors": {}, "message": None}
+    ctx |= {"form": shown, "fields": scaling_form.FIELDS, "models": models, "gpus": gpus}
+    if "run" in query:
+        req, ctx["errors"] = scaling_form.check(shown, models, gpus)
+        if not ctx["errors"]:
+            try:
+                curve = await run_in_threadpool(
+                    scaling_curve, req, plan=request.app.state.backend.plan
+                )
+            except SpecError as exc:
+                ctx["errors"], ctx["message"] = scaling_form.request_errors(exc)
+            else:
+                ctx["curve"], ctx["chart"] = curve, chart_data(curve)
+                ctx["layouts"] = point_layouts(curve)
+    code = 422 if ctx["errors"] or ctx["message"] else 200
     return templates(request.app).TemplateResponse(request, "scaling.html", ctx, status_code=code)

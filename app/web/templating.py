@@ -8,6 +8,7 @@ from typing import Any
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from app.web import wording
 from app.web.present import FILTERS
 
 HERE = Path(__file__).parent
@@ -28,6 +29,7 @@ def templates(app: Any) -> Jinja2Templates:
         found.env.globals["static_url"] = static_url
         found.env.globals["auth_enabled"] = _auth_enabled(app)
         found.env.filters.update(FILTERS)  # one precision per unit on every page
+        found.env.filters.update(wording.FILTERS)
         app.state.web_templates = found
     return found
 

@@ -69,7 +69,7 @@ def test_nics_without_a_rate_is_flagged_under_the_rate(
     page.locator("#nics_per_node").fill("8")
     page.get_by_role("button", name="Find the best layouts").click()
     error = page.locator("#nic_bandwidth_bytes_per_s-error")
-    expect(error).to_contain_text("required with nics_per_node")
+    expect(error).to_contain_text("required with NICs per node")
     expect(page.locator("#nic_bandwidth_bytes_per_s")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#nics_per_node")).to_have_value("8")  # what was typed stays
     widths = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")

@@ -15,7 +15,11 @@
   function numberError(input) {
     var text = input.value.trim(), label = input.dataset.label;
     var whole = input.dataset.kind === "whole";
-    if (input.dataset.lists && /[,-]/.test(text)) return null;  // a list or range: the server parses it
+    if (input.dataset.lists && /[,-]/.test(text)) {  // a list or range: whole pieces, the server parses it
+      var pieces = text.replace(/\s/g, "").split(/[,-]/);
+      if (!whole || pieces.every(function (p) { return /^\d+$/.test(p); })) return null;
+      return label + " must be whole numbers: one (4), a list (1,2,4) or a range (1-8); you typed '" + text + "'.";
+    }
     var n = Number(text);
     if (text === "" || !isFinite(n)) return label + " must be " + (whole ? "a whole number" : "a number") + "; you typed '" + text + "'.";
     if (whole && n !== Math.floor(n)) return label + " must be a whole number; you typed '" + text + "'.";

@@ -166,3 +166,19 @@ def test_a_nan_number_is_named_as_not_finite(field: str) -> None:
     body = {**BASE, "num_gpus_options": [64], "global_batch_size": 512, field: float("nan")}
     with pytest.raises(ValidationError, match="finite number"):  # not "less than or equal"
         ScalingCurveCreate.model_validate(body)
+
+
+def test_api_points_a_range_in_num_gpus_to_num_gpus_options(client: TestClient) -> None:
+    body = {**BASE, "num_gpus": "16-64", "global_batch_size": 512}
+    response = client.post("/v1/scaling-curves", json=body)
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["field"] == "num_gpus"
+    assert "num_gpus_options" in error["message"] and "valid integer" not in error["message"]
+
+
+def test_api_names_num_gpus_options_when_the_counts_are_missing(client: TestClient) -> None:
+    response = client.post("/v1/scaling-curves", json={**BASE, "global_batch_size": 512})
+    assert response.status_code == 422
+    [error] = response.json()["errors"]
+    assert error["field"] == "num_gpus_options" and "num_gpus_options" in error["message"]

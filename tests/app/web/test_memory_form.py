@@ -58,7 +58,8 @@ def test_bad_offload_fraction_is_an_error_under_its_input(client: TestClient) ->
     response = client.post("/plans", data=FORM | {"optimizer_offload_fraction": "0.5,2"})
     assert response.status_code == 422
     block = field_block(response.text, "optimizer_offload_fraction")
-    assert "less than or equal to 1" in block and 'aria-invalid="true"' in block
+    assert "Optimizer offload fraction must be at most 1." in block
+    assert 'aria-invalid="true"' in block
     assert 'value="0.5,2"' in block  # the value as typed stays
     response = client.post("/plans", data=FORM | {"optimizer_offload_fraction": "half"})
     assert "must be numbers from 0 to 1" in field_block(response.text, "optimizer_offload_fraction")

@@ -78,11 +78,11 @@ def test_home_offers_every_stack_descriptor_and_the_cluster_group(
 @pytest.mark.parametrize(
     ("posted", "field", "words"),
     [
-        ({"nics_per_node": "8"}, "nic_bandwidth_bytes_per_s", "required with nics_per_node"),
+        ({"nics_per_node": "8"}, "nic_bandwidth_bytes_per_s", "required with NICs per node"),
         ({"nics_per_node": "8", "nic_bandwidth_bytes_per_s": "50e9",
           "inter_node_bandwidth_bytes_per_s": "25e9"}, "inter_node_bandwidth_bytes_per_s",
          "disagrees"),
-        ({"moe_imbalance": "0.5"}, "moe_imbalance", "greater than or equal to 1"),
+        ({"moe_imbalance": "0.5"}, "moe_imbalance", "MoE load imbalance must be at least 1."),
         ({"moe_imbalance": "lots"}, "moe_imbalance", "must be a number"),
         ({"nics_per_node": "2.5"}, "nics_per_node", "whole number"),
     ],

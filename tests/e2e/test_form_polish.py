@@ -1,0 +1,23 @@
+"""The plan form's page checks after the QA pass: search axes are whole numbers too."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_fractional_tp_is_flagged_in_the_page_with_the_others(page: Page, server: str) -> None:
+    page.goto(server + "/")
+    page.locator("details.advanced > summary").click()
+    page.locator("#tp").fill("3.5")
+    page.locator("#pp").fill("1,2.5")
+    page.locator("#seq_length").fill("")
+    posted: list[str] = []
+    page.on("request", lambda r: posted.append(r.url) if r.method == "POST" else None)
+    page.get_by_role("button", name="Find the best layouts").click()
+    expect(page.locator("#tp-error")).to_contain_text("Tensor parallel (TP) must be a whole number")
+    expect(page.locator("#pp-error")).to_contain_text("must be whole numbers")
+    expect(page.locator("#error-summary")).to_contain_text("3 fields to fix")
+    assert not posted, "the page flags the axes before posting"
