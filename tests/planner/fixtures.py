@@ -6,6 +6,8 @@ Import the constants, or ask for the pytest fixtures of the same names in lower 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.specs import GPUSpec, ModelSpec
 
 H100 = GPUSpec(
@@ -74,3 +76,30 @@ DEEPSEEK_V3 = ModelSpec(
     mtp_num_layers=1,
 )
 """DeepSeek-V3's shape: MLA, 256 routed experts (top-8) plus a shared one, 3 dense layers, MTP."""
+
+
+SMALL_GPU = GPUSpec(
+    name="test-80gib",
+    hbm_bytes=80 * 2**30,
+    hbm_bandwidth_bytes_per_s=3.35e12,
+    peak_bf16_flop_per_s=989e12,
+    peak_fp8_flop_per_s=1979e12,
+    intra_node_bandwidth_bytes_per_s=450e9,
+)
+"""An 80 GiB Hopper-like GPU for the property tests (hypothesis)."""
+
+SMALL_DENSE = ModelSpec(
+    name="small-gqa",
+    num_layers=16,
+    hidden_size=2048,
+    ffn_hidden_size=5632,
+    num_attention_heads=16,
+    num_query_groups=4,
+    vocab_size=32000,
+)
+"""A small GQA model that many layouts fit: the dense model of the property tests."""
+
+SMALL_MOE = replace(
+    SMALL_DENSE, name="small-moe", num_experts=8, moe_router_topk=2, moe_ffn_hidden_size=1408
+)
+"""SMALL_DENSE with 8 experts, top-2: the MoE model of the property tests."""

@@ -7,6 +7,7 @@ time; throughput numbers stay physical."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -16,37 +17,11 @@ from planner.performance.profile import default_profile
 from planner.search.evaluate import evaluate_layouts
 from planner.space.enumeration import SearchConstraints, enumerate_layouts
 from planner.space.rules import check_rules
-from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
+from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
+from tests.planner.fixtures import SMALL_DENSE, SMALL_GPU, SMALL_MOE
 
-GPU = GPUSpec(
-    name="test-80gib",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989e12,
-    peak_fp8_flop_per_s=1979e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-)
-DENSE = ModelSpec(
-    name="dense",
-    num_layers=24,
-    hidden_size=2048,
-    ffn_hidden_size=5632,
-    num_attention_heads=16,
-    num_query_groups=4,
-    vocab_size=32000,
-)
-MOE = ModelSpec(
-    name="moe",
-    num_layers=16,
-    hidden_size=2048,
-    ffn_hidden_size=5632,
-    num_attention_heads=16,
-    num_query_groups=4,
-    vocab_size=32000,
-    num_experts=8,
-    moe_router_topk=2,
-    moe_ffn_hidden_size=1408,
-)
+GPU, MOE = SMALL_GPU, SMALL_MOE
+DENSE = replace(SMALL_DENSE, name="dense", num_layers=24)
 PROPS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 models = st.sampled_from([DENSE, MOE])
 gpu_counts = st.sampled_from([8, 16, 24, 32, 48, 64])

@@ -18,37 +18,10 @@ from planner.layouts import (
     LayoutBatch,
 )
 from planner.memory.estimate import MemoryOptions, estimate_memory
-from planner.specs import ClusterSpec, GPUSpec, ModelSpec, TrainingJob
+from planner.specs import ClusterSpec, ModelSpec, TrainingJob
+from tests.planner.fixtures import SMALL_DENSE, SMALL_GPU, SMALL_MOE
 
-MODEL = ModelSpec(
-    name="small-gqa",
-    num_layers=16,
-    hidden_size=2048,
-    ffn_hidden_size=5632,
-    num_attention_heads=16,
-    num_query_groups=4,
-    vocab_size=32000,
-)
-MOE = ModelSpec(
-    name="small-moe",
-    num_layers=16,
-    hidden_size=2048,
-    ffn_hidden_size=5632,
-    num_attention_heads=16,
-    num_query_groups=4,
-    vocab_size=32000,
-    num_experts=8,
-    moe_router_topk=2,
-    moe_ffn_hidden_size=1408,
-)
-GPU = GPUSpec(
-    name="test-80gib",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989e12,
-    peak_fp8_flop_per_s=1979e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-)
+MODEL, MOE, GPU = SMALL_DENSE, SMALL_MOE, SMALL_GPU
 CLUSTER = ClusterSpec(name="test", gpu=GPU, num_gpus=64)
 JOB = TrainingJob(seq_length=4096, global_batch_size=512)
 
