@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +18,12 @@ from fastapi.testclient import TestClient
 from app.core.settings import Settings
 from app.main import create_app
 from app.planning.backend import PlanningBackend
-from planner.specs import GPUSpec, ModelSpec, SpecError
+from planner.specs import SpecError
+from tests.planner.fixtures import LLAMA_70B, SMALL_GPU
 from tests.support.reports import layout_report_doc, plan_result_doc
 
-LLAMA = ModelSpec(
-    name="llama3.1-70b",
-    num_layers=80,
-    hidden_size=8192,
-    ffn_hidden_size=28672,
-    num_attention_heads=64,
-    num_query_groups=8,
-    vocab_size=128256,
-)
-H100 = GPUSpec(
-    name="h100-sxm-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=3.35e12,
-    peak_bf16_flop_per_s=989e12,
-    peak_fp8_flop_per_s=1979e12,
-    intra_node_bandwidth_bytes_per_s=450e9,
-)
+LLAMA = LLAMA_70B
+H100 = replace(SMALL_GPU, name="h100-sxm-80gb")
 DGX = {
     "gpu": "h100-sxm-80gb",
     "gpus_per_node": 8,
