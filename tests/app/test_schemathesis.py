@@ -145,7 +145,7 @@ def test_plan_job_workflows_follow_the_links(
             Workflow,
             settings=settings(
                 max_examples=10,
-                stateful_step_count=4,
+                stateful_step_count=6,
                 deadline=None,
                 suppress_health_check=list(HealthCheck),
                 derandomize=True,
