@@ -7,7 +7,8 @@ prices every type the rules allow (``planner.space.cp_comm_rules.valid_cp_comm``
 distinct (tp, cp, micro-batch) and gives each open layout the type with the least attention +
 exposed communication + correction time per layer (``CpAttentionTime.total_s``). Where no ring
 model applies (no collective curves, no attention-kernel prior, MLA), layouts keep Megatron's
-default, p2p.
+default, p2p. all_gather holds the full-sequence K/V (planner.memory.context_parallel), so given
+the memory options the choice keeps only the types the layout still fits with.
 """
 
 from __future__ import annotations
@@ -16,22 +17,31 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.layouts import CP_COMM_AUTO, LayoutBatch
+from planner.layouts import CP_COMM_AUTO, BoolArray, LayoutBatch
+from planner.memory.estimate import MemoryOptions, estimate_memory
 from planner.performance.context import step_context
 from planner.performance.context_parallel import ring_model
 from planner.performance.profile import default_profile
 from planner.space.cp_comm_rules import valid_cp_comm
 from planner.specs import CP_COMM_TYPES, ClusterSpec, ModelSpec, TrainingJob
 
-__all__ = ["choose_cp_comm"]
+__all__ = ["choose_cp_comm", "choose_open_cp_comm"]
+
+ALL_GATHER = CP_COMM_TYPES.index("all_gather")
 
 
 def choose_cp_comm(
-    model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, batch: LayoutBatch
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    job: TrainingJob,
+    batch: LayoutBatch,
+    memory: MemoryOptions | None = None,
 ) -> LayoutBatch:
     """``batch`` with every open (None) ``cp_comm_type`` of a cp > 1 layout set to the fastest
     valid type; the hardware's kernel prior and collective curves decide (architecture priors:
-    the fitted coefficients do not enter the CP attention term)."""
+    the fitted coefficients do not enter the CP attention term). With ``memory``, a type that
+    holds more than p2p (all_gather's full-sequence K/V, planner.memory.context_parallel) is
+    chosen only where the layout still fits; elsewhere the next fastest is."""
     codes = batch.cp_comm_codes
     open_rows = np.flatnonzero((codes == CP_COMM_AUTO) & (batch.cp > 1))
     if len(open_rows) == 0:
@@ -57,8 +67,36 @@ def choose_cp_comm(
         ),
         ring.total_s,
         np.inf,
-    ).reshape(n_types, k)
+    ).reshape(n_types, k)[:, np.ravel(inverse)]  # (types, open rows)
     best = np.argmin(cost, axis=0)  # p2p (0) is always valid and finite
+    if memory is not None:
+        gather = best == ALL_GATHER
+        if np.any(gather):
+            rows = open_rows[gather]
+            trial = replace(batch.take(rows), cp_comm_type=np.full(len(rows), ALL_GATHER))
+            misfit = ~np.asarray(estimate_memory(model, cluster, job, trial, memory).fits)
+            cost[ALL_GATHER, np.flatnonzero(gather)[misfit]] = np.inf
+            best = np.argmin(cost, axis=0)
     new = codes.copy()
-    new[open_rows] = best[np.ravel(inverse)]
+    new[open_rows] = best
     return replace(batch, cp_comm_type=new)
+
+
+def choose_open_cp_comm(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    job: TrainingJob,
+    batch: LayoutBatch,
+    valid: BoolArray,
+    memory: MemoryOptions,
+) -> LayoutBatch:
+    """:func:`choose_cp_comm` on the ``valid`` layouts of a batch (evaluations: what a layout
+    that passes Megatron's rules leaves open is the planner's to choose, as in the search); the
+    others keep what they had."""
+    rows = np.flatnonzero(valid)
+    if len(rows) == 0:
+        return batch
+    chosen = choose_cp_comm(model, cluster, job, batch.take(rows), memory)
+    codes = batch.cp_comm_codes.copy()
+    codes[rows] = chosen.cp_comm_codes
+    return replace(batch, cp_comm_type=codes)

@@ -106,7 +106,7 @@ def screen(
                 rejections[key] = rejections.get(key, 0) + misfits
             if fits.any():
                 # open --cp-comm-type: the fastest valid type per layout (planner.search.cp_choice)
-                parts.append(choose_cp_comm(model, sc.cluster, sc.job, ok.take(fits)))
+                parts.append(choose_cp_comm(model, sc.cluster, sc.job, ok.take(fits), options))
                 scen.append(np.full(int(fits.sum()), s, dtype=np.int64))
                 limit = threshold * float(mem.capacity_bytes)
                 headroom.append(limit - np.asarray(mem.total_bytes, dtype=np.float64)[fits])
