@@ -8,6 +8,10 @@ become numpy columns without a ``Layout`` object each, and every line is a few n
 cost per layout is a few microseconds. The lines carry no Megatron flags: evaluate the layouts
 you keep with ``POST /v1/evaluations`` to get those.
 
+``cp_comm_type`` is a layout key (or the request's, for layouts without one); where it is left
+open on a cp > 1 layout the planner chooses it as a single evaluation and the search do
+(``planner.search.cp_choice``), and every line says which type it was priced with.
+
 The route lives in :mod:`app.planning.evaluation_router`; this module holds the request, the
 columns and the vectorised pass.
 """
@@ -24,7 +28,14 @@ from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
 from app.planning.schemas import Axis, Dispatcher, EvaluationRequest, Recompute, Sharding, _Common
-from planner.specs import MOE_DISPATCHER_CHOICES, OPTIMIZER_SHARDING_CHOICES, RECOMPUTE_CHOICES
+from planner.layouts import CP_COMM_AUTO
+from planner.specs import (
+    CP_COMM_TYPES,
+    MOE_DISPATCHER_CHOICES,
+    OPTIMIZER_SHARDING_CHOICES,
+    RECOMPUTE_CHOICES,
+    CpCommType,
+)
 
 MAX_LAYOUTS = 100_000
 LINES_PER_CHUNK = 2048
@@ -50,6 +61,7 @@ class BulkLayout(TypedDict, total=False):
     optimizer_sharding: Sharding
     moe_a2a_overlap: bool | None
     moe_dispatcher: Dispatcher | None
+    cp_comm_type: CpCommType | None
 
 
 class BulkEvaluationRequest(_Common):
@@ -89,6 +101,9 @@ class BulkResult:
     step_time_s: np.ndarray | None
     tokens_per_s_per_gpu: np.ndarray | None
     mfu: np.ndarray | None
+    cp_comm_type: np.ndarray
+    """The ``--cp-comm-type`` each layout was priced with (codes of planner.layouts: -1 where
+    cp = 1 leaves it unset, or where an invalid layout left it open)."""
 
 
 DEFAULTS: dict[str, Any] = {
@@ -103,10 +118,13 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def layout_columns(layouts: list[BulkLayout], num_gpus: int) -> dict[str, np.ndarray]:
+def layout_columns(
+    layouts: list[BulkLayout], num_gpus: int, cp_comm_type: str | None = None
+) -> dict[str, np.ndarray]:
     """The layouts as numpy columns (the codes of planner.layouts), dp filled in as
     ``POST /v1/evaluations`` fills it: ``max(1, num_gpus // (tp * pp * cp))``; etp defaults to
-    tp and sequence parallelism to tp > 1, as ``Layout.normalized`` does."""
+    tp and sequence parallelism to tp > 1, as ``Layout.normalized`` does; a layout without
+    ``cp_comm_type`` takes the request's (``cp_comm_type``), else the planner chooses it."""
     n = len(layouts)
 
     def ints(name: str) -> np.ndarray:
@@ -119,6 +137,7 @@ def layout_columns(layouts: list[BulkLayout], num_gpus: int) -> dict[str, np.nda
         return np.fromiter((index[x.get(name, default)] for x in layouts), np.int64, n)
 
     tp, pp, cp = ints("tp"), ints("pp"), ints("cp")
+    cp_index: dict[Any, int] = {c: i for i, c in enumerate(CP_COMM_TYPES)} | {None: CP_COMM_AUTO}
     etp = np.fromiter((x.get("etp") or 0 for x in layouts), np.int64, n)
     sp = np.fromiter((_sp_code(x.get("sequence_parallel")) for x in layouts), np.int64, n)
     a2a = np.fromiter((_a2a_code(x.get("moe_a2a_overlap")) for x in layouts), np.int64, n)
@@ -136,6 +155,9 @@ def layout_columns(layouts: list[BulkLayout], num_gpus: int) -> dict[str, np.nda
         "optimizer_sharding": codes("optimizer_sharding", OPTIMIZER_SHARDING_CHOICES),
         "moe_a2a_overlap": a2a,
         "moe_dispatcher": codes("moe_dispatcher", MOE_DISPATCHER_CHOICES),
+        "cp_comm_type": np.fromiter(
+            (cp_index[x.get("cp_comm_type", cp_comm_type)] for x in layouts), np.int64, n
+        ),
     }
 
 
@@ -155,6 +177,7 @@ def evaluate_bulk(
     from planner.layouts import LayoutBatch
     from planner.memory import MemoryOptions, estimate_memory
     from planner.performance import estimate_performance
+    from planner.search.cp_choice import choose_open_cp_comm
     from planner.space.rules import RULES, check_rules
 
     # the job's fields checked by the one typed request of the question; layouts default
@@ -165,8 +188,11 @@ def evaluate_bulk(
     threshold = req.memory_threshold
     batch = LayoutBatch.from_columns(**columns)
     violated = np.asarray(check_rules(model, cluster, job, batch), dtype=np.bool_)
-    mem = estimate_memory(model, cluster, job, batch, MemoryOptions(threshold=threshold))
     valid = ~violated.any(axis=1)
+    options = MemoryOptions(threshold=threshold)
+    # an open --cp-comm-type: the planner's choice, as a single evaluation and the search make it
+    batch = choose_open_cp_comm(model, cluster, job, batch, valid, options)
+    mem = estimate_memory(model, cluster, job, batch, options)
     perf = None
     if valid.any():
         prof = profile_for(cluster.gpu, profile)
@@ -183,6 +209,7 @@ def evaluate_bulk(
         if perf is None
         else np.asarray(perf.tokens_per_s_per_gpu, np.float64),
         mfu=None if perf is None else np.asarray(perf.mfu, np.float64),
+        cp_comm_type=batch.cp_comm_codes,
     )
 
 
@@ -218,13 +245,15 @@ def json_lines(result: BulkResult) -> Iterator[bytes]:
         key = tuple(names)
         violations[i] = texts.get(key) or texts.setdefault(key, json.dumps(list(key)))
     ok: list[bool] = valid.tolist()
+    names = {i: f'"{c}"' for i, c in enumerate(CP_COMM_TYPES)} | {CP_COMM_AUTO: "null"}
+    cp_types = [names[c] for c in result.cp_comm_type.tolist()]
     for start in range(0, n, LINES_PER_CHUNK):
         lines = [
             f'{{"index":{i},"valid":{"true" if ok[i] else "false"},"violations":{violations[i]},'
             f'"fits":{fits[i]},"memory_bytes":{mem[i]},"memory_utilization":{util[i]},'
             f'"step_time_s":{step[i] if ok[i] else "null"},'
             f'"tokens_per_s_per_gpu":{tokens[i] if ok[i] else "null"},'
-            f'"mfu":{mfu[i] if ok[i] else "null"}}}\n'
+            f'"mfu":{mfu[i] if ok[i] else "null"},"cp_comm_type":{cp_types[i]}}}\n'
             for i in range(start, min(n, start + LINES_PER_CHUNK))
         ]
         yield "".join(lines).encode()

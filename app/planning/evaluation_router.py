@@ -74,6 +74,6 @@ def evaluate_many(
     # a plain `def` route: the batch runs in the threadpool, never on the event loop
     common = body.model_dump(exclude_none=True, exclude={"layouts"})
     request, resolved = resolve_references(session, common)
-    columns = layout_columns(body.layouts, body.num_gpus)
+    columns = layout_columns(body.layouts, body.num_gpus, body.cp_comm_type)
     result = backend.evaluate_bulk(request, columns, profile=backend.profile_for(resolved))
     return StreamingResponse(json_lines(result), media_type=JSONL)

@@ -20,6 +20,7 @@ from planner.performance.step_time import (
     PerformanceProfile,
     estimate_performance,
 )
+from planner.search.cp_choice import choose_open_cp_comm
 from planner.space import comm_flags
 from planner.space.rules import RULES, check_rules, violations
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
@@ -106,7 +107,10 @@ def evaluate_layouts(
     batch = LayoutBatch.from_layouts(layouts)
     violated = check_rules(model, cluster, job, batch)
     valid = np.asarray(~violated.any(axis=1), dtype=np.bool_)
-    mem = estimate_memory(model, cluster, job, batch, MemoryOptions(threshold=threshold))
+    options = MemoryOptions(threshold=threshold)
+    # an open --cp-comm-type is the planner's choice, as in the search (planner.search.cp_choice)
+    batch = choose_open_cp_comm(model, cluster, job, batch, valid, options)
+    mem = estimate_memory(model, cluster, job, batch, options)
     perf: PerformanceEstimate | None = None
     if valid.any():
         perf = estimate_performance(model, cluster, job, batch, profile)
