@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+
+from app.planning.run_read import CLUSTER_FIELDS, JOB_FIELDS, JOB_STACK
 
 if TYPE_CHECKING:
     from app.planning.reports import PlanAnswer
+    from app.planning.run_read import RunRead
 
 GIB = 2**30  # memory in GiB, as `planner plan` and `evaluate` show it
 NO_FEASIBLE = "no feasible layout"
@@ -43,11 +46,14 @@ MEMORY_COLUMNS = (  # the layout's memory settings (issue 13), as the request na
     "activation_offload_modules",
 )
 INVERSE_COLUMNS = ("seq_length_reached", "micro_batch_size_reached", "num_gpus_reached")
-OUTPUT_COLUMNS = (
-    "name",
+RUN_COLUMNS = ("model", "cluster", *CLUSTER_FIELDS, *JOB_FIELDS)
+"""What the plan ran on, named as the input fields: the model, the cluster (the request's preset
+or user cluster, if it named one) and its description as resolved, the job."""
+STACK_COLUMNS = ("cp_comm_type", *JOB_STACK)
+"""The stack settings not among the layout and memory columns (issue 12), as resolved."""
+RESULT_COLUMNS = (
     "rank",
-    *LAYOUT_COLUMNS,
-    *MEMORY_COLUMNS,
+    "dp",
     *INVERSE_COLUMNS,
     "tokens_per_s_per_gpu",
     "mfu",
@@ -59,10 +65,26 @@ OUTPUT_COLUMNS = (
     "megatron_command",
     "error",
 )
+"""The output columns that are not input fields: ``planner batch`` ignores them when it reads an
+output file back as jobs (dp follows from the GPU count and the other axes)."""
+OUTPUT_COLUMNS = (
+    "name",
+    "rank",
+    *RUN_COLUMNS,
+    *LAYOUT_COLUMNS,
+    *MEMORY_COLUMNS,
+    *STACK_COLUMNS,
+    *RESULT_COLUMNS[2:],
+)
 
 
-def rows_for(name: str, result: PlanAnswer | str) -> Iterator[dict[str, Any]]:
-    """The rows of one job: its typed answer, or the error (a message) that stopped it."""
+def rows_for(
+    name: str, result: PlanAnswer | str, request: Mapping[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The rows of one job: its typed answer, or the error (a message) that stopped it.
+
+    ``request`` (the job as submitted) gives the names the user wrote for the model and the
+    cluster; the rest of the run's columns are what the plan was computed for (``plan.run``)."""
     from app.planning.reports import InverseResult
 
     if isinstance(result, str):
@@ -82,7 +104,9 @@ def rows_for(name: str, result: PlanAnswer | str) -> Iterator[dict[str, Any]]:
         yield {
             "name": name,
             "rank": rank,
+            **_run_cells(plan.run, request or {}),
             **{k: _cell(getattr(lay, k)) for k in (*LAYOUT_COLUMNS, *MEMORY_COLUMNS)},
+            "cp_comm_type": _cell(lay.cp_comm_type),
             **{
                 k: getattr(plan, question)
                 for k in INVERSE_COLUMNS
@@ -100,7 +124,24 @@ def rows_for(name: str, result: PlanAnswer | str) -> Iterator[dict[str, Any]]:
         }
 
 
-def rows_for_stored(name: str, stored: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _run_cells(run: RunRead | None, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's columns: the model and cluster as the request named them (a slug or a model
+    file; an inline object is named by the model's name), the rest as the plan resolved them."""
+    if run is None:  # a result stored by an older version
+        return {}
+    cells = {k: _cell(getattr(run, k)) for k in (*CLUSTER_FIELDS, *JOB_FIELDS, *JOB_STACK)}
+    model = request.get("model")
+    cluster = request.get("cluster")
+    return {
+        "model": model if isinstance(model, str) else run.model,
+        "cluster": cluster if isinstance(cluster, str) else "",
+        **cells,
+    }
+
+
+def rows_for_stored(
+    name: str, stored: dict[str, Any], request: Mapping[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
     """The rows of a job's stored JSON (``{"error": ...}`` for a job that did not succeed)."""
     from pydantic import ValidationError
 
@@ -109,7 +150,7 @@ def rows_for_stored(name: str, stored: dict[str, Any]) -> Iterator[dict[str, Any
     if "error" in stored:
         return rows_for(name, str(stored["error"]))
     try:
-        return rows_for(name, plan_answer(stored))
+        return rows_for(name, plan_answer(stored), request)
     except ValidationError as exc:  # stored by an older version: say so, keep the job's JSON
         return rows_for(name, f"stored result has an older shape ({exc.error_count()} fields)")
 

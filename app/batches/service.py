@@ -145,5 +145,5 @@ class BatchService:
                 result = {"error": job.error or f"the job was {job.status}"}
             else:
                 result = {"error": f"still {job.status}"}
-            rows.extend(rows_for_stored(name, result))
+            rows.extend(rows_for_stored(name, result, job.request))
         return rows

@@ -21,6 +21,7 @@ import typer
 from app.batches.rows import (
     LAYOUT_COLUMNS,
     OUTPUT_COLUMNS,
+    RESULT_COLUMNS,
     outcome_counts,
     outcome_line,
     rows_for,
@@ -65,6 +66,7 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
         jobs: list[dict[str, Any]] = []
         for row in csv.DictReader(text.splitlines()):
             job = {k.strip(): v.strip() for k, v in row.items() if k and v and v.strip()}
+            job = {k: v for k, v in job.items() if k not in RESULT_COLUMNS}  # an output read back
             for key in INT_COLUMNS & job.keys():
                 if job[key].isdigit():
                     job[key] = int(job[key])
@@ -82,7 +84,8 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
         data = data["jobs"]
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         fail(f"{path}: expected a list of job objects", field="jobs")
-    return list(data)
+    # an output read back: its result columns go, empty cells are unset
+    return [{k: v for k, v in x.items() if k not in RESULT_COLUMNS and v != ""} for x in data]
 
 
 def _plan_one(
@@ -217,7 +220,9 @@ def _local(
                     err_console.print(f"[red]{names[index]}:[/] {result}", highlight=False)
                 bar.advance(task)
     rows = [
-        row for name, result in zip(names, results, strict=True) for row in rows_for(name, result)
+        row
+        for name, result, job in zip(names, results, items, strict=True)
+        for row in rows_for(name, result, job)
     ]
     _write(rows, output)
     counts = outcome_counts(rows)

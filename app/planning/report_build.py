@@ -18,6 +18,7 @@ from app.planning.reports import (
     PlanResult,
     RankedPlan,
 )
+from app.planning.run_read import run_read
 from app.planning.uncertainty import add_uncertainty
 from planner import ClusterSpec, Layout, ModelSpec, PerformanceProfile, TrainingJob
 from planner.megatron.flags import launch_spec
@@ -67,7 +68,8 @@ def ranked_plan(found: Plan, profile: PerformanceProfile) -> RankedPlan:
     add_uncertainty(doc.get("performance"), found.model, found.cluster, found.job,
                     found.layout, profile)  # fmt: skip
     launch = launch_report(found.model, found.cluster, found.job, found.layout)
-    return RankedPlan.model_validate({**doc, "megatron": launch})
+    run = run_read(found.model, found.cluster, found.job)
+    return RankedPlan.model_validate({**doc, "megatron": launch, "run": run})
 
 
 def plan_report(

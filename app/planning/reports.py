@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from app.planning.run_read import RunRead
 from planner.layout_types import (
     CudaGraphs,
     GradReduceDtype,
@@ -167,6 +168,9 @@ class RankedPlan(_Raw):
     megatron: LaunchRead
     rank: int | None = None
     """Set where plans of several searches are merged (a fan-out)."""
+    run: RunRead | None = None
+    """The model, cluster description and job stack it was planned for (None: stored by an
+    older version)."""
 
 
 class SearchRead(BaseModel):
