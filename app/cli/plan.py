@@ -221,6 +221,8 @@ def _print_funnel(console: Any, result: PlanAnswer) -> None:
     funnel = getattr(result, "funnel", None)  # an inverse answer has none
     if funnel:
         console.print(f"Search: {funnel['sentence']}.", highlight=False)
+        if funnel.get("choices_sentence"):  # the stack settings the request left open
+            console.print(f"The planner chose: {funnel['choices_sentence']}.", highlight=False)
 
 
 def _print_rejections(console: Any, result: PlanAnswer) -> None:

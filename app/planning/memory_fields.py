@@ -73,6 +73,11 @@ class MemoryEvaluationFields(_MemoryCommon):
 class MemoryPlanFields(_MemoryCommon):
     """The memory settings of a search: fixed values, or the values the search may choose."""
 
+    cuda_graphs: CudaGraphs | None = Field(  # type: ignore[assignment]
+        default=None,
+        description=GRAPHS_HELP + "; null = the planner chooses (the fastest mode that fits, "
+        "where it gains at least 1 %)",
+    )
     grad_reduce_dtype: list[GradReduceDtype] | None = Field(
         default=None,
         min_length=1,

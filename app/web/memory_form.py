@@ -15,7 +15,7 @@ from planner.specs import SpecError
 DTYPE_OPTIONS = (("fp32", "fp32"), ("bf16", "bf16 (changes numerics)"),
                  ("fp32,bf16", "search both"))  # fmt: skip
 FP8_GATHER_OPTIONS = {"auto": None, "on": True, "off": False}
-CUDA_GRAPH_OPTIONS = ("none", "partial", "full_iteration")
+CUDA_GRAPH_OPTIONS = ("auto", "none", "partial", "full_iteration")  # auto: the planner chooses
 RECOMPUTE_MODULE_OPTIONS = (
     "core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"
 )  # fmt: skip
@@ -37,7 +37,7 @@ MEMORY_FIELDS = (
 CHECKBOXES = ("allow_numerics_changes", "search_recompute_modules", "auto_pipeline_layout",
               "search_activation_offload")  # fmt: skip
 DEFAULTS: dict[str, Any] = {"grad_reduce_dtype": "fp32", "optimizer_state_dtype": "fp32",
-                            "fp8_param_gather": "auto", "cuda_graphs": "none",
+                            "fp8_param_gather": "auto", "cuda_graphs": "auto",
                             "recompute_modules": [], "activation_offload_modules": [],
                             "question": "best"}  # fmt: skip
 MULTI = {"recompute_modules": RECOMPUTE_MODULE_OPTIONS,
@@ -68,7 +68,9 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
         modules = [m for m in values.get(name) or [] if m in options]
         if modules:
             req[name] = modules
-    req["cuda_graphs"] = str(values.get("cuda_graphs") or "none")
+    graphs = str(values.get("cuda_graphs") or "auto")
+    if graphs != "auto":  # auto: unset, the search chooses (planner.search.stack_choice)
+        req["cuda_graphs"] = graphs
     for name in ("recompute_num_layers", "activation_offload_layers"):
         text = str(values.get(name, "")).strip()
         if text:

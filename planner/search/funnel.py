@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["FUNNEL_STEPS", "Funnel"]
@@ -45,6 +45,10 @@ class Funnel:
     """Of those, the layouts whose speed was estimated (all of them when exhaustive)."""
     ranked: int
     """Of those, the layouts returned as plans (top_k at most)."""
+    choices: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Stack settings the search chose where the request left them open: setting -> value ->
+    layouts (``cp_comm_type`` of the feasible cp > 1 layouts, ``cuda_graphs`` of the best
+    candidates; planner.search.stack_choice)."""
 
     def __post_init__(self) -> None:
         counts = [getattr(self, key) for key, _ in FUNNEL_STEPS]
@@ -52,7 +56,12 @@ class Funnel:
             raise ValueError(f"funnel counts must be >= 0 and shrink step by step: {counts}")
 
     @classmethod
-    def of(cls, counts: Mapping[str, Any], ranked: int) -> Funnel:
+    def of(
+        cls,
+        counts: Mapping[str, Any],
+        ranked: int,
+        choices: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> Funnel:
         """From a search summary (``SearchStats.to_dict()`` or a merged one) and the plans."""
 
         def count(key: str) -> int:
@@ -65,6 +74,7 @@ class Funnel:
             feasible=count("feasible"),
             evaluated=count("evaluated"),
             ranked=ranked,
+            choices=dict(choices or {}),
         )
 
     def steps(self) -> list[dict[str, Any]]:
@@ -77,9 +87,25 @@ class Funnel:
         """The funnel in words: '8 744 enumerated -> 1 120 passed Megatron's rules -> ...'."""
         return " -> ".join(f"{s['count']:,} {s['label']}" for s in self.steps())
 
+    def choices_sentence(self) -> str:
+        """What the search chose, in words: 'cp_comm_type p2p 120, a2a 30; cuda_graphs none
+        64' ('' when the request fixed every stack setting)."""
+        return "; ".join(
+            f"{name} " + ", ".join(f"{value} {n:,}" for value, n in values.items())
+            for name, values in self.choices.items()
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **{key: getattr(self, key) for key, _ in FUNNEL_STEPS},
             "steps": self.steps(),
             "sentence": self.sentence(),
+            **(
+                {
+                    "choices": {k: dict(v) for k, v in self.choices.items()},
+                    "choices_sentence": self.choices_sentence(),
+                }
+                if self.choices
+                else {}
+            ),
         }

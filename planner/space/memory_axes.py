@@ -3,8 +3,9 @@
 :class:`MemoryChoices` is what a user fixes or allows for the memory settings of every candidate.
 Settings with no accuracy cost (recompute modules, offload, CUDA graphs, fp8 parameter gather, a
 pipeline layout) are fixed inputs or, for ``optimizer_offload_fraction``, a tuple the search
-tries. The numerics-changing ones (bf16 gradient reduction, bf16 Adam moments) are searched only
-with ``allow_numerics_changes``; otherwise they stay at what the user fixed (fp32 by default).
+tries; ``cuda_graphs`` left None is chosen by the search (``planner.search.stack_choice``).
+The numerics-changing ones (bf16 gradient reduction, bf16 Adam moments) are searched only with
+``allow_numerics_changes``; otherwise they stay at what the user fixed (fp32 by default).
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ class MemoryChoices:
     selective candidates; they cost replay time, never accuracy."""
     recompute_num_layers: int | None = None
     """Layers per chunk of every full-recompute candidate (block method); None: all."""
-    cuda_graphs: CudaGraphs = "none"
+    cuda_graphs: CudaGraphs | None = None
+    """Every candidate's mode, or None: the search chooses it for its best candidates
+    (``planner.search.stack_choice``; candidates are screened with 'none')."""
     activation_offload_layers: int = 0
     optimizer_offload_fraction: tuple[float, ...] = (0.0,)
     """Values the search tries (0 keeps the optimizer on the GPU)."""
@@ -101,7 +104,7 @@ class MemoryChoices:
                 raise SpecError(
                     f"{name}={values!r}: allowed values are {', '.join(choices)}", field=name
                 )
-        if self.cuda_graphs not in CUDA_GRAPHS_CHOICES:
+        if self.cuda_graphs is not None and self.cuda_graphs not in CUDA_GRAPHS_CHOICES:
             raise SpecError(
                 f"cuda_graphs={self.cuda_graphs!r} is not one of {', '.join(CUDA_GRAPHS_CHOICES)}",
                 field="cuda_graphs",
@@ -184,7 +187,7 @@ def _with_settings(
             else int(choices.fp8_param_gather),
             recompute_modules=np.where(selective, modules_mask(modules), 0),
             recompute_num_layers=np.where(full, choices.recompute_num_layers or 0, 0),
-            cuda_graphs=CUDA_GRAPHS_CHOICES.index(choices.cuda_graphs),
+            cuda_graphs=CUDA_GRAPHS_CHOICES.index(choices.cuda_graphs or "none"),
             activation_offload_layers=choices.activation_offload_layers,
             optimizer_offload_fraction=fraction,
             pipeline_layout=choices.pipeline_layout or "",
