@@ -19,7 +19,7 @@ from planner.search.stack_choice import GRAPH_CANDIDATES, MIN_GRAPH_GAIN
 from planner.space.enumeration import SearchConstraints
 from planner.space.memory_axes import MemoryChoices
 from planner.specs import ClusterSpec, Layout, TrainingJob
-from tests.planner.fixtures import H100, LLAMA_8B
+from tests.planner.fixtures import H100, LLAMA_8B, MIXTRAL_8X7B
 
 CLUSTER = ClusterSpec(name="t", gpu=H100, num_gpus=64)
 SHORT = TrainingJob(seq_length=1024, global_batch_size=64)
@@ -101,3 +101,20 @@ def test_the_cp_type_of_every_long_sequence_layout_is_chosen_and_counted() -> No
             args = launch_spec(LLAMA_8B, cluster, job, p.layout).args
             if p.layout.cp_comm_type != "p2p":
                 assert args[args.index("--cp-comm-type") + 1] == p.layout.cp_comm_type
+
+
+def test_rule_chosen_settings_are_resolved_in_every_plan() -> None:
+    """moe_a2a_overlap and moe_dispatcher left open are resolved per layout by Megatron's rules
+    (planner.space.comm_flags), and tp_comm_overlap=True is on exactly where it is allowed."""
+    gpu = load_gpu("h100-sxm-80gb")
+    cluster = ClusterSpec(name="t", gpu=gpu, num_gpus=64)
+    job = TrainingJob(seq_length=4096, global_batch_size=256)
+    result = plan(MIXTRAL_8X7B, cluster, job, profile=default_profile(gpu), top_k=10)
+    assert result.plans
+    for p in result.plans:
+        assert p.layout.moe_dispatcher in ("alltoall", "flex")
+        assert isinstance(p.layout.moe_a2a_overlap, bool)
+        args = launch_spec(MIXTRAL_8X7B, cluster, job, p.layout).args
+        overlap = "--tp-comm-overlap" in args
+        assert overlap == (p.layout.tp > 1 and bool(p.layout.sequence_parallel))
+        assert ("--overlap-moe-expert-parallel-comm" in args) == p.layout.moe_a2a_overlap
