@@ -188,7 +188,7 @@ def evaluate_bulk(
     threshold = req.memory_threshold
     batch = LayoutBatch.from_columns(**columns)
     violated = np.asarray(check_rules(model, cluster, job, batch), dtype=np.bool_)
-    valid = ~violated.any(axis=1)
+    valid = np.asarray(~violated.any(axis=1), dtype=np.bool_)
     options = MemoryOptions(threshold=threshold)
     # an open --cp-comm-type: the planner's choice, as a single evaluation and the search make it
     batch = choose_open_cp_comm(model, cluster, job, batch, valid, options)
@@ -245,8 +245,8 @@ def json_lines(result: BulkResult) -> Iterator[bytes]:
         key = tuple(names)
         violations[i] = texts.get(key) or texts.setdefault(key, json.dumps(list(key)))
     ok: list[bool] = valid.tolist()
-    names = {i: f'"{c}"' for i, c in enumerate(CP_COMM_TYPES)} | {CP_COMM_AUTO: "null"}
-    cp_types = [names[c] for c in result.cp_comm_type.tolist()]
+    type_text = {i: f'"{c}"' for i, c in enumerate(CP_COMM_TYPES)} | {CP_COMM_AUTO: "null"}
+    cp_types = [type_text[c] for c in result.cp_comm_type.tolist()]
     for start in range(0, n, LINES_PER_CHUNK):
         lines = [
             f'{{"index":{i},"valid":{"true" if ok[i] else "false"},"violations":{violations[i]},'
