@@ -452,7 +452,8 @@ class Layout(MemorySettings):
     cp_comm_type: CpCommType | None = None
     """``--cp-comm-type`` of a cp > 1 layout (mechanisms-facts §1.2-1.5): 'p2p' ring, 'all_gather'
     of K/V, 'a2a' (Ulysses), 'a2a+p2p' (all-to-all inside a node, ring across nodes). None means
-    Megatron's default, p2p; the search tries every variant the rules allow."""
+    the planner's choice: the fastest type the rules allow that fits, in plans and evaluations
+    (:mod:`planner.search.cp_choice`); Megatron's default, p2p, where no ring model applies."""
 
     def __post_init__(self) -> None:
         _positive(self, "tp", "pp", "vpp", "cp", "ep", "etp", "dp", "micro_batch_size")
