@@ -49,7 +49,7 @@ from planner.search.sampling import (
     warm_start,
 )
 from planner.search.screening import Scenario, memory_reason, scenario_axes, scenarios_of, screen
-from planner.search.stack_choice import GRAPH_CANDIDATES, choice_counts, choose_cuda_graphs
+from planner.search.stack_choice import choose_open_stack
 from planner.space import comm_flags
 from planner.space.enumeration import SearchConstraints
 from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
@@ -165,8 +165,6 @@ class PlanResult:
     pool: CandidatePool | None = field(default=None, repr=False, compare=False)
     """Every feasible layout, with tokens/s where evaluated (NaN elsewhere)."""
     scenario_axes: dict[str, IntArray] = field(default_factory=dict, repr=False, compare=False)
-    choices: dict[str, Any] = field(default_factory=dict, compare=False)
-    """Stack settings the search chose, and for how many layouts (planner.search.stack_choice)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -184,6 +182,11 @@ class PlanResult:
             return {}
         why = explain_winner(self.plans[0].to_dict(), self.plans[1].to_dict())
         return {} if why is None else {"winner": why.to_dict()}
+
+    @property
+    def choices(self) -> dict[str, Any]:
+        """Stack settings the search chose, for how many layouts (planner.search.stack_choice)."""
+        return {} if self.pool is None else self.pool.choices
 
     @property
     def funnel(self) -> Funnel:
@@ -277,13 +280,7 @@ def plan(
     timings["search_s"] = time.perf_counter() - t_search
     timings["performance_s"] = perf_time[0]
 
-    done = np.flatnonzero(pool.evaluated)
-    graphs = None
-    if constraints.memory.cuda_graphs is None and len(done):  # the planner's to choose
-        best = done[rank_order(score(done), pool.headroom_bytes[done], pool.num_gpus[done])]
-        chosen = best[: max(GRAPH_CANDIDATES, 4 * top_k)]
-        graphs = choose_cuda_graphs(model, scenarios, pool, profile, threshold, chosen)
-    choices = choice_counts(pool, cp_open=constraints.cp_comm_type is None, graphs=graphs)
+    done = choose_open_stack(model, scenarios, pool, profile, constraints, threshold, top_k, score)
     top, front = _top_and_front(pool, score, done, top_k, pareto)
     built = _build_plans(
         model, scenarios, pool, objective, np.concatenate([top, front]), profile, threshold
@@ -312,7 +309,6 @@ def plan(
         study=study,
         pool=pool,
         scenario_axes=axes,
-        choices=choices,
     )
     if method == "exhaustive" and storage is not None:
         result = dataclasses.replace(

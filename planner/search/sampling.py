@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -82,6 +82,8 @@ class CandidatePool:
     """threshold x HBM - estimated bytes (>= 0 for every feasible layout)."""
     tokens_per_s_per_gpu: FloatArray
     """NaN until the layout's performance is evaluated."""
+    choices: dict[str, Any] = field(default_factory=dict)
+    """Stack settings the search chose and for how many layouts (planner.search.stack_choice)."""
 
     def __len__(self) -> int:
         return len(self.batch)

@@ -21,7 +21,7 @@ choices (:func:`choice_counts`). docs/stack-settings.md has the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,17 +29,25 @@ import numpy as np
 
 from planner.layout_settings import GRAPHS_FULL, GRAPHS_PARTIAL
 from planner.layout_types import CUDA_GRAPHS_CHOICES
-from planner.layouts import CP_COMM_AUTO, IntArray
+from planner.layouts import CP_COMM_AUTO, FloatArray, IntArray
 from planner.memory.estimate import MemoryOptions, estimate_memory
 from planner.performance.step_time import PerformanceProfile, estimate_performance
+from planner.search.ranking import rank_order
 from planner.space.rules import check_rules
 from planner.specs import CP_COMM_TYPES, ModelSpec
 
 if TYPE_CHECKING:
     from planner.search.sampling import CandidatePool
     from planner.search.screening import Scenario
+    from planner.space.enumeration import SearchConstraints
 
-__all__ = ["GRAPH_CANDIDATES", "MIN_GRAPH_GAIN", "choice_counts", "choose_cuda_graphs"]
+__all__ = [
+    "GRAPH_CANDIDATES",
+    "MIN_GRAPH_GAIN",
+    "choice_counts",
+    "choose_cuda_graphs",
+    "choose_open_stack",
+]
 
 GRAPH_CANDIDATES = 64
 """Best candidates (at least 4 x top_k) whose CUDA-graph mode the search chooses."""
@@ -90,6 +98,28 @@ def choose_cuda_graphs(
             pool.headroom_bytes[at] = limit - np.asarray(mem.total_bytes, np.float64)[won]
     codes = np.bincount(settings.cuda_graphs[idx], minlength=len(CUDA_GRAPHS_CHOICES))
     return {CUDA_GRAPHS_CHOICES[i]: int(n) for i, n in enumerate(codes.tolist()) if n}
+
+
+def choose_open_stack(
+    model: ModelSpec,
+    scenarios: Sequence[Scenario],
+    pool: CandidatePool,
+    profile: PerformanceProfile,
+    constraints: SearchConstraints,
+    threshold: float,
+    top_k: int,
+    score: Callable[[IntArray], FloatArray],
+) -> IntArray:
+    """The pool's evaluated layouts, once the search has chosen the CUDA graphs of its best ones
+    (where the request left them open); records what it chose in ``pool.choices``."""
+    done = np.flatnonzero(pool.evaluated)
+    graphs = None
+    if constraints.memory.cuda_graphs is None and len(done):  # the planner's to choose
+        best = done[rank_order(score(done), pool.headroom_bytes[done], pool.num_gpus[done])]
+        chosen = best[: max(GRAPH_CANDIDATES, 4 * top_k)]
+        graphs = choose_cuda_graphs(model, scenarios, pool, profile, threshold, chosen)
+    pool.choices = choice_counts(pool, cp_open=constraints.cp_comm_type is None, graphs=graphs)
+    return done
 
 
 def choice_counts(
