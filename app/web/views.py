@@ -138,6 +138,8 @@ def result_head(result: PlanAnswer) -> dict[str, Any]:
             "elapsed_s": result.search.elapsed_s,
             "proven_optimal": result.search.proven_optimal,
             "winner": (result.winner or {}).get("sentence"),
+            # the stack settings the request left open (planner.search.stack_choice)
+            "chosen": (result.funnel or {}).get("choices_sentence"),
         }
     return {
         "model": result.model,
@@ -147,6 +149,7 @@ def result_head(result: PlanAnswer) -> dict[str, Any]:
         "elapsed_s": None,
         "proven_optimal": None,
         "winner": None,
+        "chosen": None,
     }
 
 
