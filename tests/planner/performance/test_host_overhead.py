@@ -66,6 +66,7 @@ def _mb(graphs: str, dispatcher: str = "alltoall", gpu_fwd: float = 1e-3):  # ty
         cuda_graphs=graphs,  # type: ignore[arg-type]
         dispatcher=dispatcher,
         costs=COSTS,  # type: ignore[arg-type]
+        moe_eager_share=0.5,
     )
 
 
