@@ -270,7 +270,7 @@ def predict(case: GraphCase, profile: PerformanceProfile | None = None) -> dict[
 HOST_KERNEL_SWEEP_S = (2.5e-6, 5e-6, 7.5e-6, 10e-6, 15e-6, 20e-6)
 
 
-def host_rows(profile_for: Any = None) -> list[dict[str, Any]]:
+def host_rows() -> list[dict[str, Any]]:
     """Every case: measured vs predicted speed-up, and its sensitivity to the host cost per
     kernel (the one unsourced number, models_db/host_costs.json)."""
     rows = []
@@ -282,6 +282,7 @@ def host_rows(profile_for: Any = None) -> list[dict[str, Any]]:
             for h in HOST_KERNEL_SWEEP_S
         }
         gain_pred, gain_meas = pred["speedup"] - 1.0, case.measured_speedup - 1.0
+        implied = implied_host_kernel_s(case)
         rows.append(
             {
                 "case": case.label,
@@ -293,6 +294,7 @@ def host_rows(profile_for: Any = None) -> list[dict[str, Any]]:
                 "gpu_scale": round(pred["gpu_scale"], 3),
                 "after_mb_ms": round(pred["after_mb_ms"], 2),
                 "by_host_us_per_kernel": sweep,
+                "implied_host_us_per_kernel": None if implied is None else round(implied * 1e6, 1),
                 "assumed": case.assumed,
             }
         )

@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 from importlib import resources
 
+from models_db.host_costs import load_host_costs
 from planner.performance.profile import PerformanceProfile
 
 HOST_FIELDS = ("host_kernel_s", "host_graph_launch_s", "host_sync_s", "host_micro_batch_s")
+
+
+def test_the_loader_returns_the_four_costs() -> None:
+    assert set(load_host_costs()) == set(HOST_FIELDS)
 
 
 def _data() -> dict[str, object]:
