@@ -24,7 +24,7 @@ import numpy as np
 from models_db import load_model
 from models_db.catalog import load_cluster_preset
 from models_db.profiles import load_profile
-from planner import Layout, LayoutBatch, TrainingJob
+from planner import Layout, LayoutBatch, TrainingJob, estimate_performance
 from planner.layout_types import CudaGraphs
 from planner.model.flops import flops_per_token, padded_vocab
 from planner.performance.context import step_context
@@ -320,3 +320,52 @@ def implied_host_kernel_s(case: GraphCase, hi: float = 200e-6) -> float | None:
                 lo, up = (mid, up) if np.sign(gap(mid)) == np.sign(gaps[i]) else (lo, mid)
             return lo
     return None
+
+
+def kernel_path_rows() -> list[dict[str, Any]]:
+    """Step-level effect of ``moe_grouped_gemm_kernel`` (mechanisms-facts §4.1-4.2) on the
+    layouts of the CUDA-graph cases, eager: the full planner (GPU and host terms), per path."""
+    rows = []
+    for case in CASES:
+        if case.before != EAGER:
+            continue
+        model = case_model(case.model)
+        cluster = load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node)
+        lay = Layout(
+            tp=case.tp,
+            pp=case.pp,
+            vpp=case.vpp,
+            ep=case.ep,
+            etp=case.etp,
+            dp=case.gpus // (case.tp * case.pp),
+            micro_batch_size=case.mbs,
+            moe_dispatcher=case.dispatcher,
+        )
+        steps = {}
+        for path in ("multi_stream", "grouped"):
+            job = TrainingJob(
+                seq_length=case.seq,
+                global_batch_size=case.gbs,
+                precision=case.precision,
+                moe_imbalance=1.0,
+                moe_grouped_gemm_kernel=path,
+            )
+            est = estimate_performance(
+                model, cluster, job, LayoutBatch.from_layouts([lay]), load_profile(cluster.gpu)
+            )
+            steps[path] = float(est.step_time_s[0])
+        local = (model.num_experts or 1) // case.ep
+        # tokens / tp per rank with SP, gathered over the expert-TP group (expert_parallel)
+        routed = case.seq * case.mbs * model.moe_router_topk * case.ep * case.etp
+        rows_per_expert = routed // (case.tp * (model.num_experts or 1))
+        rows.append(
+            {
+                "case": case.label.split(", graphs")[0].split(": graphs")[0],
+                "local_experts": local,
+                "rows_per_expert": rows_per_expert,
+                "multi_stream_s": round(steps["multi_stream"], 3),
+                "grouped_s": round(steps["grouped"], 3),
+                "grouped_speedup": round(steps["multi_stream"] / steps["grouped"], 3),
+            }
+        )
+    return rows
