@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 
 from bench.mechanisms_cases import cross_entropy_rows, moe_gemm_rows
-from bench.mechanisms_host import HOST_KERNEL_SWEEP_S, host_rows, kernel_path_rows
 from bench.mechanisms_cp import cp_speedups, cp_step_table, cp_variants
+from bench.mechanisms_host import HOST_KERNEL_SWEEP_S, host_rows, kernel_path_rows
 from models_db.collectives import load_collective_table
-from planner.performance.collective_bandwidth import bus_factor, group_collective_time
 from models_db.host_costs import load_host_costs
+from planner.performance.collective_bandwidth import bus_factor, group_collective_time
 from planner.performance.ring_attention import AttentionKernel, AttentionShape, ring_p2p
 
 MIB = 2**20

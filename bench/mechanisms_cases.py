@@ -10,12 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from models_db import load_gpu, load_model
-from planner.model.flops import flops_per_token, padded_vocab
+from models_db import load_gpu
 from planner.performance.cross_entropy import CROSS_ENTROPY_IMPLS, cross_entropy_time
 from planner.performance.moe_compute import GemmRate, achieved_flop_per_s, expert_gemm_time
 from planner.performance.profile import default_profile
-from planner.specs import GPUSpec, ModelSpec
+from planner.specs import GPUSpec
 
 A = np.asarray
 

@@ -128,8 +128,7 @@ CASES: tuple[GraphCase, ...] = (
     ),
     GraphCase(
         label="DeepSeek-V3, 256 GB200, TP1 PP8 VPP4 EP32, MXFP8, DeepEP: graphs",
-        source="MLM-DSV3 §4: 610.7 -> 663.3 TFLOP/s (graphs on attn, moe_router, "
-        "moe_preprocess)",
+        source="MLM-DSV3 §4: 610.7 -> 663.3 TFLOP/s (graphs on attn, moe_router, moe_preprocess)",
         model="deepseek-v3",
         cluster="gb200-nvl72",
         gpus=256,
@@ -170,7 +169,9 @@ CASES: tuple[GraphCase, ...] = (
 
 def case_model(slug: str) -> ModelSpec:
     if slug == "gpt-oss-20b":  # not in the catalog (see the case's assumption)
-        return replace(load_model("gpt-oss-120b"), name="gpt-oss-20b", num_layers=24, num_experts=32)
+        return replace(
+            load_model("gpt-oss-120b"), name="gpt-oss-20b", num_layers=24, num_experts=32
+        )
     return load_model(slug)
 
 
@@ -276,9 +277,13 @@ def host_rows() -> list[dict[str, Any]]:
     rows = []
     for case in CASES:
         pred = predict(case)
-        base = load_profile(load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node).gpu)
+        base = load_profile(
+            load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node).gpu
+        )
         sweep = {
-            f"{h * 1e6:g}": round(predict(case, base.with_coefficients(host_kernel_s=h))["speedup"], 3)
+            f"{h * 1e6:g}": round(
+                predict(case, base.with_coefficients(host_kernel_s=h))["speedup"], 3
+            )
             for h in HOST_KERNEL_SWEEP_S
         }
         gain_pred, gain_meas = pred["speedup"] - 1.0, case.measured_speedup - 1.0

@@ -284,7 +284,7 @@ def micro_batch_time(
     share = np.clip(np.asarray(moe_eager_share, np.float64), 0.0, 1.0)
     (_, _), (dc_f, dc_b) = _host_time(dense_kernels, cuda_graphs, costs)
     me_f = me_b = mc_f = mc_b = np.zeros_like(nd)
-    copies = 0.0
+    copies: FloatArray | float = 0.0
     if cuda_graphs == "partial":
         copies = dense_kernels.graphs_per_pass * np.asarray(graph_copy_s, np.float64)
     moe_copies = copies

@@ -6,10 +6,11 @@ loop (segments between the dispatcher's device-to-host syncs, each max(GPU, host
 per-micro-batch cost; ``Layout.cuda_graphs`` removes the launches a graph captures (§3.4). The
 host costs are the profile's ``host_*`` priors, from the facts sheets, not fitted per source.
 
-Stack decisions (stated, not fitted): expert GEMMs launch one cuBLAS GEMM per local expert on
-TE's 4 streams, TE's default ``GroupedLinear`` path on every GPU (mechanisms-facts §4.1); the
-router is unfused (router fusion needs core >= 0.14 and is opt-in, §8); permute fusion is on
-(``--moe-permute-fusion``, NVIDIA's MoE recipes); the flex dispatcher is DeepEP (§3.3).
+Stack decisions (stated, not fitted): expert GEMMs launch as the job's
+``moe_grouped_gemm_kernel`` says (TE's default: one cuBLAS GEMM per local expert on 4 streams;
+or one grouped kernel per linear, mechanisms-facts §4.1); the router is unfused (router fusion
+needs core >= 0.14 and is opt-in, §8); permute fusion is on (``--moe-permute-fusion``, NVIDIA's
+MoE recipes); the flex dispatcher is DeepEP (§3.3).
 """
 
 from __future__ import annotations
