@@ -31,7 +31,7 @@ from planner.performance.context import step_context
 from planner.performance.host_term import host_exposed_time
 from planner.performance.profile import PerformanceProfile
 from planner.performance.step_time import stage_gpu_time
-from planner.specs import ModelSpec
+from planner.specs import ClusterSpec, ModelSpec
 
 Graphs = tuple[CudaGraphs, bool]
 """What a run captures: the cuda_graphs setting and whether shared experts are captured."""
@@ -72,6 +72,21 @@ class GraphCase:
     gpus_per_node: int | None = None
     """NVLink domain size when the job uses part of a rack (64 of an NVL72's 72)."""
 
+
+# MLM-DSV3 §4: 256 GB200, TP1 PP8 VPP4 EP32, MBS 1, GBS 2048, MXFP8, DeepEP (flex)
+DSV3_GB200: dict[str, Any] = {
+    "model": "deepseek-v3",
+    "cluster": "gb200-nvl72",
+    "gpus": 256,
+    "gpus_per_node": 64,
+    "tp": 1,
+    "pp": 8,
+    "vpp": 4,
+    "ep": 32,
+    "gbs": 2048,
+    "precision": "fp8",
+    "dispatcher": "flex",
+}
 
 CASES: tuple[GraphCase, ...] = (
     GraphCase(
@@ -129,17 +144,7 @@ CASES: tuple[GraphCase, ...] = (
     GraphCase(
         label="DeepSeek-V3, 256 GB200, TP1 PP8 VPP4 EP32, MXFP8, DeepEP: graphs",
         source="MLM-DSV3 §4: 610.7 -> 663.3 TFLOP/s (graphs on attn, moe_router, moe_preprocess)",
-        model="deepseek-v3",
-        cluster="gb200-nvl72",
-        gpus=256,
-        gpus_per_node=64,
-        tp=1,
-        pp=8,
-        vpp=4,
-        ep=32,
-        gbs=2048,
-        precision="fp8",
-        dispatcher="flex",
+        **DSV3_GB200,
         measured_speedup=663.3 / 610.7,
         after_tflops=663.3,
         assumed="fp8 for MXFP8; shared experts stay eager (captured in a later row)",
@@ -147,17 +152,7 @@ CASES: tuple[GraphCase, ...] = (
     GraphCase(
         label="DeepSeek-V3, 256 GB200, same: graphs also capture the shared experts",
         source="MLM-DSV3 §4: 797.7 -> 829.9 TFLOP/s",
-        model="deepseek-v3",
-        cluster="gb200-nvl72",
-        gpus=256,
-        gpus_per_node=64,
-        tp=1,
-        pp=8,
-        vpp=4,
-        ep=32,
-        gbs=2048,
-        precision="fp8",
-        dispatcher="flex",
+        **DSV3_GB200,
         before=PARTIAL,
         after=PARTIAL_SHARED,
         measured_speedup=829.9 / 797.7,
@@ -175,6 +170,35 @@ def case_model(slug: str) -> ModelSpec:
     return load_model(slug)
 
 
+def case_cluster(case: GraphCase) -> ClusterSpec:
+    return load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node)
+
+
+def case_job(case: GraphCase, kernel: str = "multi_stream") -> TrainingJob:
+    """Force-balanced routing, as NVIDIA benchmarks (performance-facts §5.3)."""
+    return TrainingJob(
+        seq_length=case.seq,
+        global_batch_size=case.gbs,
+        precision=case.precision,
+        moe_imbalance=1.0,
+        moe_grouped_gemm_kernel=kernel,  # type: ignore[arg-type]
+    )
+
+
+def case_layout(case: GraphCase, graphs: CudaGraphs = "none") -> Layout:
+    return Layout(
+        tp=case.tp,
+        pp=case.pp,
+        vpp=case.vpp,
+        ep=case.ep,
+        etp=case.etp,
+        dp=case.gpus // (case.tp * case.pp),
+        micro_batch_size=case.mbs,
+        cuda_graphs=graphs,
+        moe_dispatcher=case.dispatcher,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Runs:
     gpu_mb: float
@@ -187,29 +211,13 @@ class _Runs:
 
 def _runs(case: GraphCase, profile: PerformanceProfile | None) -> _Runs:
     model = case_model(case.model)
-    cluster = load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node)
+    cluster, job = case_cluster(case), case_job(case)
     prof = profile or load_profile(cluster.gpu)
-    job = TrainingJob(
-        seq_length=case.seq,
-        global_batch_size=case.gbs,
-        precision=case.precision,
-        moe_imbalance=1.0,
-    )
     dp = case.gpus // (case.tp * case.pp)
     ctxs = []
     for graphs, _ in (case.before, case.after):
-        lay = Layout(
-            tp=case.tp,
-            pp=case.pp,
-            vpp=case.vpp,
-            ep=case.ep,
-            etp=case.etp,
-            dp=dp,
-            micro_batch_size=case.mbs,
-            cuda_graphs=graphs,
-            moe_dispatcher=case.dispatcher,
-        )
-        ctxs.append(step_context(model, cluster, job, LayoutBatch.from_layouts([lay]), prof))
+        batch = LayoutBatch.from_layouts([case_layout(case, graphs)])
+        ctxs.append(step_context(model, cluster, job, batch, prof))
     g = stage_gpu_time(ctxs[1])
     measured = None
     if case.after_tflops:
@@ -277,9 +285,7 @@ def host_rows() -> list[dict[str, Any]]:
     rows = []
     for case in CASES:
         pred = predict(case)
-        base = load_profile(
-            load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node).gpu
-        )
+        base = load_profile(case_cluster(case).gpu)
         sweep = {
             f"{h * 1e6:g}": round(
                 predict(case, base.with_coefficients(host_kernel_s=h))["speedup"], 3
@@ -309,7 +315,7 @@ def host_rows() -> list[dict[str, Any]]:
 def implied_host_kernel_s(case: GraphCase, hi: float = 200e-6) -> float | None:
     """The host seconds per kernel at which the predicted speed-up equals the published one
     (None where no value up to ``hi`` reaches it)."""
-    base = load_profile(load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node).gpu)
+    base = load_profile(case_cluster(case).gpu)
 
     def gap(h: float) -> float:
         pred = predict(case, base.with_coefficients(host_kernel_s=h))["speedup"]
@@ -334,29 +340,12 @@ def kernel_path_rows() -> list[dict[str, Any]]:
     for case in CASES:
         if case.before != EAGER:
             continue
-        model = case_model(case.model)
-        cluster = load_cluster_preset(case.cluster).spec(case.gpus, case.gpus_per_node)
-        lay = Layout(
-            tp=case.tp,
-            pp=case.pp,
-            vpp=case.vpp,
-            ep=case.ep,
-            etp=case.etp,
-            dp=case.gpus // (case.tp * case.pp),
-            micro_batch_size=case.mbs,
-            moe_dispatcher=case.dispatcher,
-        )
+        model, cluster = case_model(case.model), case_cluster(case)
+        batch = LayoutBatch.from_layouts([case_layout(case)])
         steps = {}
         for path in ("multi_stream", "grouped"):
-            job = TrainingJob(
-                seq_length=case.seq,
-                global_batch_size=case.gbs,
-                precision=case.precision,
-                moe_imbalance=1.0,
-                moe_grouped_gemm_kernel=path,
-            )
             est = estimate_performance(
-                model, cluster, job, LayoutBatch.from_layouts([lay]), load_profile(cluster.gpu)
+                model, cluster, case_job(case, path), batch, load_profile(cluster.gpu)
             )
             steps[path] = float(est.step_time_s[0])
         local = (model.num_experts or 1) // case.ep
