@@ -1,4 +1,5 @@
-"""Validation cases of the host-cost, MoE-compute and cross-entropy mechanisms.
+"""Validation cases of the MoE-compute and cross-entropy mechanisms (host costs and CUDA graphs:
+:mod:`bench.mechanisms_host`).
 
 Used by :mod:`bench.mechanisms`; each function returns rows of predicted versus the facts sheet.
 """
@@ -9,18 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from models_db import load_gpu, load_model
-from planner.model.flops import flops_per_token, padded_vocab
+from models_db import load_gpu
 from planner.performance.cross_entropy import CROSS_ENTROPY_IMPLS, cross_entropy_time
-from planner.performance.host_overhead import (
-    HostCosts,
-    dense_layer_kernels,
-    micro_batch_time,
-    moe_layer_kernels,
-)
 from planner.performance.moe_compute import GemmRate, achieved_flop_per_s, expert_gemm_time
 from planner.performance.profile import default_profile
-from planner.specs import GPUSpec, ModelSpec
+from planner.specs import GPUSpec
 
 A = np.asarray
 
@@ -114,131 +108,6 @@ def moe_gemm_rows() -> list[dict[str, Any]]:
                 "predicted_efficiency": round(pred, 3),
                 "predicted_on_simumax_dense_scale": round(pred * dense_ratio, 3),
                 "error": round(pred * dense_ratio / eff - 1.0, 3),
-            }
-        )
-    return rows
-
-
-def _layer_flops_per_sequence(model: ModelSpec, seq: int) -> float:
-    """Megatron's model FLOPs of one decoder layer for one sequence (fwd + bwd), output layer
-    (6 h V per token) removed, averaged over the layers."""
-    vocab = padded_vocab(model, 1)
-    per_token = flops_per_token(model, vocab, seq) - 6.0 * model.hidden_size * vocab
-    return per_token * seq / model.num_layers
-
-
-def _graph_ratio(
-    model: ModelSpec,
-    *,
-    seq: int,
-    tp: int,
-    ep: int,
-    pp: int,
-    graphed_tflops: float,
-    dispatcher: str,
-    fp8: bool,
-    costs: HostCosts,
-    shared_captured: bool,
-) -> float:
-    """Predicted eager / graphed time of one micro-batch of one stage: the GPU time per layer
-    comes from the graphed run's measured TFLOP/s (an upper bound of pure GPU time)."""
-    gpu_layer = _layer_flops_per_sequence(model, seq) / tp / (graphed_tflops * 1e12)
-    layers = model.num_layers / pp
-    moe_share = model.num_moe_layers / model.num_layers
-    local = float((model.num_experts or 1) / ep)
-    dense = dense_layer_kernels(tp=A([float(tp)]), cp=A([1.0]), fp8=fp8)
-    moe = moe_layer_kernels(
-        tp=A([float(tp)]),
-        cp=A([1.0]),
-        local_experts=A([local]),
-        router_fusion=False,
-        dispatcher=dispatcher,  # type: ignore[arg-type]
-        shared_experts=bool(model.moe_shared_expert_intermediate_size),
-        capture_shared_experts=shared_captured,
-        fp8=fp8,
-    )
-    kw: dict[str, Any] = {
-        "dense_layers": A([layers * (1 - moe_share)]),
-        "moe_layers": A([layers * moe_share]),
-        "dense_gpu_fwd_s": A([gpu_layer / 3]),
-        "dense_gpu_bwd_s": A([2 * gpu_layer / 3]),
-        "moe_gpu_fwd_s": A([gpu_layer / 3]),
-        "moe_gpu_bwd_s": A([2 * gpu_layer / 3]),
-        "dense_kernels": dense,
-        "moe_kernels": moe,
-        "dispatcher": dispatcher,
-        "costs": costs,
-    }
-    eager = micro_batch_time(cuda_graphs="none", **kw)
-    graphed = micro_batch_time(cuda_graphs="partial", **kw)
-    return float(eager.total_s[0] / graphed.total_s[0])
-
-
-HOST_CASES = (
-    # (label, model, seq, tp, ep, pp, graphed TFLOP/s, dispatcher, fp8, measured eager/graphed)
-    (
-        "Qwen3-30B-A3B, H100, TP2 PP2 EP4 (MB cuda-graphs card)",
-        "qwen3-30b-a3b",
-        4096,
-        2,
-        4,
-        2,
-        274.0,
-        "alltoall",
-        False,
-        623.0 / 484.0,
-    ),
-    (
-        "DeepSeek-V3, GB200, TP1 PP8 EP32, MXFP8 (MLM-DSV3 §4)",
-        "deepseek-v3",
-        4096,
-        1,
-        32,
-        8,
-        663.3,
-        "flex_deepep",
-        True,
-        663.3 / 610.7,
-    ),
-)
-
-
-def host_rows(costs: HostCosts) -> list[dict[str, Any]]:
-    """mechanisms-facts §3.5: CUDA-graph speed-ups, predicted with the host priors, and the
-    host time per kernel that would reproduce each one."""
-    rows: list[dict[str, Any]] = []
-    for label, slug, seq, tp, ep, pp, tf, disp, fp8, measured in HOST_CASES:
-        model = load_model(slug)
-        kw: dict[str, Any] = {
-            "seq": seq,
-            "tp": tp,
-            "ep": ep,
-            "pp": pp,
-            "graphed_tflops": tf,
-            "dispatcher": disp,
-            "fp8": fp8,
-            "shared_captured": False,
-        }
-        pred = _graph_ratio(model, costs=costs, **kw)
-        lo, hi = 0.0, 200e-6  # bisection on the host time per kernel
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            trial = HostCosts(
-                per_kernel_s=mid,
-                per_graph_launch_s=costs.per_graph_launch_s,
-                per_sync_s=costs.per_sync_s,
-                per_micro_batch_s=costs.per_micro_batch_s,
-            )
-            lo, hi = (mid, hi) if _graph_ratio(model, costs=trial, **kw) < measured else (lo, mid)
-        rows.append(
-            {
-                "case": label,
-                "measured_speedup": round(measured, 3),
-                "predicted_speedup": round(pred, 3),
-                "error": round(pred / measured - 1, 3),
-                "implied_host_us_per_kernel": round(lo * 1e6, 1),
-                "assumed": f"seq {seq}, micro-batch 1, GPU time per layer from the graphed "
-                "run's TFLOP/s; router unfused; shared experts eager",
             }
         )
     return rows

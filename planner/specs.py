@@ -399,6 +399,12 @@ class TrainingJob:
     """Busiest expert's routed tokens over the mean (>= 1), on the expert GEMMs and the
     all-to-all: 1.0 is force-balanced routing (``--moe-router-force-load-balancing``, as
     NVIDIA benchmarks); 1.2 an auxiliary-loss run (performance-facts §5.3: 1.1-1.5 [U])."""
+    moe_grouped_gemm_kernel: Literal["multi_stream", "grouped"] = "multi_stream"
+    """How Transformer Engine's ``GroupedLinear`` runs the expert GEMMs (mechanisms-facts §4.1):
+    'multi_stream' = one cuBLAS GEMM per local expert on 4 streams (TE's default path since
+    1.9, still the default in TE 2.18); 'grouped' = one grouped kernel for all experts (CUTLASS
+    on Hopper, ``NVTE_USE_CUTLASS_GROUPED_GEMM=1``, TE >= 2.8; cuBLASLt grouped GEMM,
+    ``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1``, TE >= 2.13)."""
     expandable_segments: bool = False
     """``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` in the launch script: the allocator
     grows segments in place, so most fragmentation goes (mechanisms-facts §6.7; priced by

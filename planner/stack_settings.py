@@ -25,9 +25,11 @@ __all__ = [
     "ATTENTION_BACKEND_CHOICES",
     "CROSS_ENTROPY_FUSION_CHOICES",
     "DEFAULT_MOE_IMBALANCE",
+    "MOE_GROUPED_GEMM_KERNEL_CHOICES",
     "STACK_FIELDS",
     "AttentionBackend",
     "CrossEntropyFusion",
+    "MoeGroupedGemmKernel",
     "check_stack",
 ]
 
@@ -40,6 +42,8 @@ CROSS_ENTROPY_FUSION_CHOICES: tuple[CrossEntropyFusion, ...] = (
     "te",
     "te_fp32_grad",
 )
+MoeGroupedGemmKernel = Literal["multi_stream", "grouped"]
+MOE_GROUPED_GEMM_KERNEL_CHOICES: tuple[MoeGroupedGemmKernel, ...] = ("multi_stream", "grouped")
 DEFAULT_MOE_IMBALANCE = 1.2
 """Busiest expert's routed tokens over the mean under auxiliary-loss routing: no public
 measurement exists; performance-facts §5.3 gives 1.1-1.5 as plausible [U], and 1.2 is the
@@ -49,6 +53,7 @@ STACK_FIELDS: tuple[str, ...] = (
     "attention_backend",
     "cross_entropy_fusion",
     "moe_imbalance",
+    "moe_grouped_gemm_kernel",
 )
 """TrainingJob fields that describe the software stack (measurement rows carry a column each)."""
 
@@ -76,6 +81,13 @@ def check_stack(job: TrainingJob) -> None:
             f"cross_entropy_fusion={job.cross_entropy_fusion!r} is not supported; use "
             f"{', '.join(CROSS_ENTROPY_FUSION_CHOICES)} (unfused = no --cross-entropy-loss-fusion)",
             field="cross_entropy_fusion",
+        )
+    if job.moe_grouped_gemm_kernel not in MOE_GROUPED_GEMM_KERNEL_CHOICES:
+        raise SpecError(
+            f"moe_grouped_gemm_kernel={job.moe_grouped_gemm_kernel!r} is not supported; use "
+            "multi_stream (TE's default: a cuBLAS GEMM per expert on 4 streams) or grouped "
+            "(one grouped kernel: TE >= 2.8 CUTLASS on Hopper, >= 2.13 cuBLASLt)",
+            field="moe_grouped_gemm_kernel",
         )
     value = job.moe_imbalance
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

@@ -22,8 +22,10 @@ from planner.specs import CP_COMM_TYPES, CpCommType
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
+    MOE_GROUPED_GEMM_KERNEL_CHOICES,
     AttentionBackend,
     CrossEntropyFusion,
+    MoeGroupedGemmKernel,
 )
 
 Kind = Literal["bool", "choice", "number"]
@@ -97,6 +99,17 @@ STACK_FIELDS: tuple[StackField, ...] = (
         "in NVIDIA's benchmarks); 1.2 = an auxiliary-loss run (performance-facts 5.3)",
     ),
     StackField(
+        name="moe_grouped_gemm_kernel",
+        kind="choice",
+        choices=MOE_GROUPED_GEMM_KERNEL_CHOICES,
+        label="MoE expert GEMM kernel",
+        flag="NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM",
+        help="multi_stream = TE's default GroupedLinear path (a cuBLAS GEMM per local expert on "
+        "4 streams); grouped = one grouped kernel for all experts (environment "
+        "NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1, cuBLASLt, TE >= 2.13; on Hopper with "
+        "bf16 also NVTE_USE_CUTLASS_GROUPED_GEMM=1, CUTLASS, TE >= 2.8); mechanisms-facts 4.1",
+    ),
+    StackField(
         name="expandable_segments",
         kind="bool",
         label="Expandable allocator segments",
@@ -135,6 +148,7 @@ class StackFields(BaseModel):
     attention_backend: AttentionBackend = _field("attention_backend")
     cross_entropy_fusion: CrossEntropyFusion = _field("cross_entropy_fusion")
     moe_imbalance: float = _field("moe_imbalance")
+    moe_grouped_gemm_kernel: MoeGroupedGemmKernel = _field("moe_grouped_gemm_kernel")
     expandable_segments: bool = _field("expandable_segments")
     cp_comm_type: CpCommType | None = _field("cp_comm_type")
 

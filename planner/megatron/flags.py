@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from planner.megatron.memory_flags import fp8_param_gather_on, memory_args, recompute_args
-from planner.megatron.stack_flags import stack_args
+from planner.megatron.stack_flags import stack_args, stack_env
 from planner.model.flops import VOCAB_DIVISIBLE_BY, padded_vocab
 from planner.model.pipeline import pipeline_flags
 from planner.space import comm_flags
@@ -280,6 +280,7 @@ def launch_spec(
     env = launch_env(cluster, resolved)
     if job.expandable_segments:  # against fragmentation (mechanisms-facts §6.7, MoE README)
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    env.update(stack_env(model, cluster.gpu, job))  # TE's expert-GEMM kernel (§4.1)
     per_node = min(cluster.gpus_per_node, cluster.num_gpus)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     torchrun = (

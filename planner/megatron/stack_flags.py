@@ -2,7 +2,8 @@
 
 ``--tp-comm-overlap`` is emitted by :func:`planner.megatron.flags.megatron_args` itself (it
 depends on the layout); this module covers the attention backend, the cross-entropy kernel and
-force-balanced MoE routing, and reads all four back from an argv.
+force-balanced MoE routing, and reads all four back from an argv; :func:`stack_env` sets the
+environment that selects TE's grouped expert-GEMM kernel.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.specs import ModelSpec, TrainingJob
+from planner.specs import GPUSpec, ModelSpec, TrainingJob
 
-__all__ = ["add_stack_arguments", "parsed_stack_fields", "stack_args"]
+__all__ = ["add_stack_arguments", "parsed_stack_fields", "stack_args", "stack_env"]
 
 FORCE_BALANCE_FLAG = "--moe-router-force-load-balancing"
 """Megatron's benchmark switch: random router logits, so every expert gets the mean load
@@ -31,6 +32,18 @@ def stack_args(model: ModelSpec, job: TrainingJob) -> list[str]:
     if model.is_moe and job.moe_imbalance == 1.0:
         args.append(FORCE_BALANCE_FLAG)
     return args
+
+
+def stack_env(model: ModelSpec, gpu: GPUSpec, job: TrainingJob) -> dict[str, str]:
+    """Environment of the job's stack: the grouped expert-GEMM kernel has no Megatron flag,
+    only Transformer Engine switches (mechanisms-facts §4.1)."""
+    if not model.is_moe or job.moe_grouped_gemm_kernel != "grouped":
+        return {}
+    # cuBLASLt grouped GEMM over the grouped tensor (TE >= 2.13, cuBLASLt >= 13.3)
+    env = {"NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM": "1"}
+    if gpu.architecture == "hopper" and job.precision == "bf16":
+        env["NVTE_USE_CUTLASS_GROUPED_GEMM"] = "1"  # CUTLASS grouped kernel, TE >= 2.8, bf16
+    return env
 
 
 def add_stack_arguments(p: argparse.ArgumentParser) -> None:

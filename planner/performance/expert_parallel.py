@@ -1,9 +1,9 @@
 """Routed-expert work of one MoE layer: grouped expert GEMMs and the per-rank load imbalance.
 
-The expert-parallel terms of the step time. Megatron runs the routed experts of a rank as
-ONE grouped
-GEMM over all its local experts (``--moe-grouped-gemm``, megatron-facts §1), so the two things that
-set its speed are (performance-facts §5.2, §1.4):
+The expert-parallel terms of the step time. Megatron runs the routed experts of a rank through
+TE's ``GroupedLinear`` (``--moe-grouped-gemm``, megatron-facts §1): one cuBLAS GEMM per local
+expert on 4 streams by default, or one grouped kernel (the job's ``moe_grouped_gemm_kernel``,
+:mod:`planner.performance.moe_compute`). Two things set its speed (performance-facts §5.2, §1.4):
 
 * the size of the whole grouped call (local experts x tokens per expert x n x k), which fills the
   SMs; pricing each expert as a separate small GEMM under-counts large fine-grained MoE badly;
@@ -79,9 +79,10 @@ def routed_expert_time(ctx: StepContext) -> FloatArray:
 
     MoE with tp > 1 needs SP (megatron-facts rule 33), so each GPU routes tokens / t tokens;
     the expert-TP group gathers them (x etp) and every token goes to top-k experts. Expert
-    GEMMs run TE's default ``GroupedLinear`` path, one cuBLAS GEMM per local expert on 4
-    streams (mechanisms-facts §4.1: the default on every GPU; the grouped kernels are opt-in),
-    at the tokens per expert of the busiest rank (x ``moe_imbalance``, the job's routing).
+    GEMMs run the job's ``moe_grouped_gemm_kernel``: TE's default ``GroupedLinear`` path, one
+    cuBLAS GEMM per local expert on 4 streams (mechanisms-facts §4.1: the default on every
+    GPU), or one grouped kernel over all local experts (opt-in), at the tokens per expert of
+    the busiest rank (x ``moe_imbalance``, the job's routing).
     Permute / unpermute move ~14 K h bytes per token (~8 K h with flex) at the permute kernels'
     share of HBM (§4.4, performance-facts §5.3).
     """
@@ -111,7 +112,7 @@ def routed_expert_time(ctx: StepContext) -> FloatArray:
             hidden=ctx.hidden,
             expert_ffn=model.expert_ffn_hidden_size / shard,
             gated=model.swiglu,
-            path="multi_stream",
+            path=ctx.job.moe_grouped_gemm_kernel,
             imbalance=ctx.job.moe_imbalance,
         )
         fwd, bwd = np.where(mask, f, fwd), np.where(mask, b, bwd)

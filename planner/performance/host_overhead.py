@@ -188,20 +188,25 @@ def moe_layer_kernels(
 
 def _host_time(
     kernels: LayerKernels, graphs: CudaGraphs, costs: HostCosts
-) -> tuple[FloatArray, FloatArray]:
-    """(forward, backward) host seconds of one layer per micro-batch."""
+) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
+    """Host seconds of one layer per micro-batch: ((eager fwd, bwd), (capturable fwd, bwd)).
+
+    The eager part is what no per-layer graph captures (dispatch, experts, combine); the
+    capturable part is one graph launch per captured region under ``partial`` (§3.4).
+    """
     if graphs == "full_iteration":
         zero = np.zeros_like(kernels.eager_fwd)
-        return zero, zero
+        return (zero, zero), (zero, zero)
+    eager = (
+        np.asarray(kernels.eager_fwd * costs.per_kernel_s, np.float64),
+        np.asarray(kernels.eager_bwd * costs.per_kernel_s, np.float64),
+    )
     if graphs == "partial":
-        g = kernels.graphs_per_pass * costs.per_graph_launch_s
-        return (
-            np.asarray(kernels.eager_fwd * costs.per_kernel_s + g, np.float64),
-            np.asarray(kernels.eager_bwd * costs.per_kernel_s + g, np.float64),
-        )
-    return (
-        np.asarray(kernels.fwd * costs.per_kernel_s, np.float64),
-        np.asarray(kernels.bwd * costs.per_kernel_s, np.float64),
+        g = np.full_like(eager[0], kernels.graphs_per_pass * costs.per_graph_launch_s)
+        return eager, (g, g)
+    return eager, (
+        np.asarray(kernels.capturable_fwd * costs.per_kernel_s, np.float64),
+        np.asarray(kernels.capturable_bwd * costs.per_kernel_s, np.float64),
     )
 
 
@@ -237,12 +242,24 @@ def micro_batch_time(
     cuda_graphs: CudaGraphs,
     dispatcher: DispatchSync,
     costs: HostCosts,
+    moe_eager_share: FloatArray | float,
+    graph_copy_s: FloatArray | float = 0.0,
 ) -> MicroBatchHostTime:
     """Wall time of one micro-batch's layers on one stage with the host in the loop (§3.1).
 
     The forward is split into segments at its D2H syncs (``DISPATCH_SYNCS`` per MoE layer,
-    §3.3); each segment takes max(GPU, host) and each sync its round trip. The backward has no
-    sync. ``full_iteration`` graphs need a sync-free dispatcher (§3.4).
+    §3.3). A sync empties the GPU's queue, so each segment starts with the host launching into
+    an idle GPU, in program order: first the eager part of the MoE layer that synced (dispatch,
+    experts, combine: ``moe_eager_share`` of its GPU time), then the next layer's capturable
+    part (attention, router, preprocessing), then the next sync. Two in-order stages (host
+    launches, GPU runs) take the two-machine flow-shop time max(G_e + G_c, H_e + G_c,
+    H_e + H_c): the GPU idles while the host launches the eager part, and a host-heavy router
+    right before the sync cannot hide behind anything. Without syncs the host runs ahead and
+    the pass takes max(G, H). The backward has no sync (it reuses the host splits).
+
+    ``graph_copy_s``: GPU seconds one captured region spends copying its inputs (and in the
+    backward its output gradients) into the graph's static buffers [inferred from §3.4: static
+    input/output buffers], paid per graph launch under ``partial``.
     """
     if cuda_graphs not in CUDA_GRAPH_CHOICES:
         raise SpecError(
@@ -264,23 +281,39 @@ def micro_batch_time(
             "(drop-and-pad, or HybridEP with --moe-expert-rank-capacity-factor)",
             field="cuda_graphs",
         )
-    dh_f, dh_b = _host_time(dense_kernels, cuda_graphs, costs)
-    mh_f, mh_b = (np.zeros_like(nd), np.zeros_like(nd))
+    share = np.clip(np.asarray(moe_eager_share, np.float64), 0.0, 1.0)
+    (_, _), (dc_f, dc_b) = _host_time(dense_kernels, cuda_graphs, costs)
+    me_f = me_b = mc_f = mc_b = np.zeros_like(nd)
+    copies: FloatArray | float = 0.0
+    if cuda_graphs == "partial":
+        copies = dense_kernels.graphs_per_pass * np.asarray(graph_copy_s, np.float64)
+    moe_copies = copies
     if moe_kernels is not None:
-        mh_f, mh_b = _host_time(moe_kernels, cuda_graphs, costs)
-    g_fwd = nd * dense_gpu_fwd_s + nm * moe_gpu_fwd_s
-    g_bwd = nd * dense_gpu_bwd_s + nm * moe_gpu_bwd_s
-    h_fwd = nd * dh_f + nm * mh_f
-    h_bwd = nd * dh_b + nm * mh_b
+        (me_f, me_b), (mc_f, mc_b) = _host_time(moe_kernels, cuda_graphs, costs)
+        if cuda_graphs == "partial":
+            moe_copies = moe_kernels.graphs_per_pass * np.asarray(graph_copy_s, np.float64)
+    # GPU seconds per pass: the eager part of the MoE layers, and everything capturable
+    ge_f = nm * moe_gpu_fwd_s * share
+    gc_f = nd * (dense_gpu_fwd_s + copies) + nm * (moe_gpu_fwd_s * (1.0 - share) + moe_copies)
+    g_bwd = nd * (dense_gpu_bwd_s + copies) + nm * (moe_gpu_bwd_s + moe_copies)
+    he_f = nm * me_f
+    hc_f = nd * dc_f + nm * mc_f
+    h_bwd = nd * dc_b + nm * (me_b + mc_b)
     fixed = costs.per_micro_batch_s if cuda_graphs == "none" else costs.per_graph_launch_s
     syncs = nm * syncs_per_layer
-    # segments: each MoE layer closes one (its dense neighbours spread evenly over them)
-    segments = np.maximum(nm, 1.0) if syncs_per_layer else np.ones_like(nm)
-    fwd = segments * np.maximum(g_fwd / segments, h_fwd / segments) + syncs * costs.per_sync_s
+    if syncs_per_layer:
+        # one segment per MoE layer; the flow shop of each, summed (every segment alike)
+        fwd = np.maximum(np.maximum(ge_f + gc_f, he_f + gc_f), he_f + hc_f)
+        fwd = np.where(nm > 0, fwd, np.maximum(gc_f, hc_f)) + syncs * costs.per_sync_s
+    else:
+        fwd = np.maximum(ge_f + gc_f, he_f + hc_f)
     bwd = np.maximum(g_bwd, h_bwd)
     return MicroBatchHostTime(
-        gpu_s=np.asarray(g_fwd + g_bwd, np.float64),
-        host_s=np.asarray(h_fwd + h_bwd + fixed, np.float64),
+        gpu_s=np.asarray(
+            nd * (dense_gpu_fwd_s + dense_gpu_bwd_s) + nm * (moe_gpu_fwd_s + moe_gpu_bwd_s),
+            np.float64,
+        ),
+        host_s=np.asarray(he_f + hc_f + h_bwd + fixed, np.float64),
         total_s=np.asarray(fwd + bwd + fixed, np.float64),
         syncs=np.asarray(syncs, np.float64),
     )

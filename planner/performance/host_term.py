@@ -6,10 +6,11 @@ loop (segments between the dispatcher's device-to-host syncs, each max(GPU, host
 per-micro-batch cost; ``Layout.cuda_graphs`` removes the launches a graph captures (§3.4). The
 host costs are the profile's ``host_*`` priors, from the facts sheets, not fitted per source.
 
-Stack decisions (stated, not fitted): expert GEMMs launch one cuBLAS GEMM per local expert on
-TE's 4 streams, TE's default ``GroupedLinear`` path on every GPU (mechanisms-facts §4.1); the
-router is unfused (router fusion needs core >= 0.14 and is opt-in, §8); permute fusion is on
-(``--moe-permute-fusion``, NVIDIA's MoE recipes); the flex dispatcher is DeepEP (§3.3).
+Stack decisions (stated, not fitted): expert GEMMs launch as the job's
+``moe_grouped_gemm_kernel`` says (TE's default: one cuBLAS GEMM per local expert on 4 streams;
+or one grouped kernel per linear, mechanisms-facts §4.1); the router is unfused (router fusion
+needs core >= 0.14 and is opt-in, §8); permute fusion is on (``--moe-permute-fusion``, NVIDIA's
+MoE recipes); the flex dispatcher is DeepEP (§3.3).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from planner.layout_types import CUDA_GRAPHS_CHOICES
 from planner.layouts import FloatArray
 from planner.performance.context import StepContext
+from planner.performance.expert_parallel import routed_expert_time
 from planner.performance.host_overhead import (
     HostCosts,
     dense_layer_kernels,
@@ -39,11 +41,23 @@ def host_costs(ctx: StepContext) -> HostCosts:
     )
 
 
-def host_exposed_time(ctx: StepContext, gpu_mb: FloatArray) -> FloatArray:
+def host_exposed_time(
+    ctx: StepContext,
+    gpu_mb: FloatArray,
+    *,
+    moe_block_fwd: FloatArray | None = None,
+    ep_mb: FloatArray | None = None,
+    capture_shared_experts: bool = True,
+) -> FloatArray:
     """Seconds the host adds to one micro-batch whose stage runs ``gpu_mb`` on the GPU.
 
     The stage's GPU time is spread evenly over its layers (1/3 forward, 2/3 backward,
-    megatron-facts §5); dense and MoE layers launch their own kernel counts (§3.2).
+    megatron-facts §5); dense and MoE layers launch their own kernel counts (§3.2). The part
+    of a MoE layer that runs eager after the dispatch sync (experts, permutes, the exposed
+    all-to-all) is ``moe_block_fwd`` (the compute term's MoE block, forward units) x 3 plus the
+    layer's share of ``ep_mb``; without them it is priced from the routed experts alone.
+    ``capture_shared_experts``: partial graphs capture the shared experts with the router
+    (§3.4: unless shared-expert overlap is on).
     """
     model, batch = ctx.model, ctx.batch
     layers = np.maximum(ctx.layers_per_stage, 1.0)
@@ -51,6 +65,15 @@ def host_exposed_time(ctx: StepContext, gpu_mb: FloatArray) -> FloatArray:
     moe_n = ctx.layers_per_stage * ctx.moe_fraction
     per_layer = np.asarray(gpu_mb, np.float64) / layers
     fwd, bwd = per_layer / 3.0, 2.0 * per_layer / 3.0
+    share = np.zeros_like(per_layer)
+    if model.is_moe:
+        block = routed_expert_time(ctx) if moe_block_fwd is None else moe_block_fwd
+        a2a = np.zeros_like(per_layer) if ep_mb is None else ep_mb / np.maximum(moe_n, 1e-9)
+        share = np.minimum((3.0 * block + a2a) / np.maximum(per_layer, 1e-12), 1.0)
+    # a captured region copies its input (SP-sharded hidden states) into its static buffer,
+    # read + write at HBM speed (mechanisms-facts §3.4: static input/output buffers)
+    sp_div = np.where(ctx.sp > 0, ctx.tp, 1.0)
+    copy_s = 2.0 * ctx.activation_bytes / sp_div / ctx.hbm_bytes_per_s
     sp = bool(np.all(ctx.sp > 0))  # kernel counts differ by 2-4 of ~30: one value per batch
     dense_k = dense_layer_kernels(tp=ctx.tp, cp=ctx.cp, sequence_parallel=sp, fp8=ctx.fp8)
     moe_k = None
@@ -62,6 +85,8 @@ def host_exposed_time(ctx: StepContext, gpu_mb: FloatArray) -> FloatArray:
             cp=ctx.cp,
             local_experts=np.maximum(float(model.num_experts or 1) / ctx.ep, 1.0),
             shared_experts=bool(ctx.shapes.shared_expert_gemms),
+            grouped_gemm=ctx.job.moe_grouped_gemm_kernel,
+            capture_shared_experts=capture_shared_experts,
             fp8=ctx.fp8,
         )
     costs = host_costs(ctx)
@@ -89,6 +114,8 @@ def host_exposed_time(ctx: StepContext, gpu_mb: FloatArray) -> FloatArray:
                 cuda_graphs=graphs,
                 dispatcher="flex_deepep" if is_flex else "alltoall",
                 costs=costs,
+                moe_eager_share=share,
+                graph_copy_s=copy_s,
             )
             out = np.where(mask, t.exposed_s, out)
     return np.asarray(out, np.float64)

@@ -90,10 +90,11 @@ class PerformanceProfile:
     layer_overhead_s: float = 0.0
     """Extra host/launch gap per layer per micro-batch beyond the host model below (0: the
     host_* costs carry it; kept for profiles that fitted one before the host model)."""
-    host_kernel_s: float = 5e-6
-    """Host time of one eager kernel launch: Python, PyTorch dispatch, launch ("a few
-    microseconds", mechanisms-facts §3.1; AIC charges 3 us per memory-bound kernel,
-    performance-facts §8) [U]. Not fitted."""
+    host_kernel_s: float = 10e-6
+    """Host time of one eager kernel launch with the calls around it: Python, PyTorch dispatch,
+    allocations, TE bookkeeping, launch ("a few microseconds" per call, mechanisms-facts §3.1;
+    2-3 calls per kernel) [U]. The assumption and its sensitivity: models_db/host_costs.json.
+    Not fitted."""
     host_graph_launch_s: float = 10e-6
     """One cudaGraphLaunch of a captured region (mechanisms-facts §3.4) [U]. Not fitted."""
     host_sync_s: float = 20e-6

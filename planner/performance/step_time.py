@@ -41,8 +41,8 @@ import numpy as np
 
 from planner.layouts import FloatArray, LayoutBatch
 from planner.model.flops import flops_per_iteration
-from planner.performance.compute import compute_time, recompute_time
-from planner.performance.context import step_context
+from planner.performance.compute import ComputeTimes, compute_time, recompute_time
+from planner.performance.context import StepContext, step_context
 from planner.performance.context_parallel import cp_comm_time, ring_model
 from planner.performance.data_parallel import dp_comm_time, stage_param_counts
 from planner.performance.expert_parallel import ep_all_to_all_time
@@ -54,7 +54,7 @@ from planner.performance.pipeline import pipeline_bubble, pp_p2p_time
 from planner.performance.profile import PerformanceProfile as PerformanceProfile  # re-exported
 from planner.performance.profile import default_profile as default_profile  # re-exported
 from planner.performance.straggler import straggler_time
-from planner.performance.tensor_parallel import tp_comm_time
+from planner.performance.tensor_parallel import TensorParallelComm, tp_comm_time
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
 
 BREAKDOWN_KEYS = (
@@ -85,6 +85,33 @@ class PerformanceEstimate:
     breakdown: dict[str, FloatArray]
 
 
+@dataclass(frozen=True, slots=True)
+class StageGpuTime:
+    """One micro-batch of the busiest stage on the GPU, by term (before host costs)."""
+
+    compute: ComputeTimes
+    recompute_mb: FloatArray
+    tp: TensorParallelComm
+    cp_mb: FloatArray
+    ep_mb: FloatArray
+    ep_unhidden: FloatArray
+    """EP traffic the overlap hid, which the bubble runs unhidden."""
+    gpu_mb: FloatArray
+    """compute + recompute + exposed TP, CP and EP communication."""
+
+
+def stage_gpu_time(ctx: StepContext) -> StageGpuTime:
+    """The GPU terms of one micro-batch (also what bench.mechanisms_host anchors)."""
+    ring = ring_model(ctx)  # CP ring attention step by step (context_parallel), or None
+    compute = compute_time(ctx, ring)
+    recompute_mb = recompute_time(ctx, compute)
+    tp = tp_comm_time(ctx)
+    cp_mb = cp_comm_time(ctx, compute.core, ring)
+    ep_mb, ep_unhidden = ep_all_to_all_time(ctx, compute.compute_mb, tp.hidden_mb)
+    gpu_mb = compute.compute_mb + recompute_mb + tp.exposed_mb + cp_mb + ep_mb
+    return StageGpuTime(compute, recompute_mb, tp, cp_mb, ep_mb, ep_unhidden, gpu_mb)
+
+
 def estimate_performance(
     model: ModelSpec,
     cluster: ClusterSpec,
@@ -95,18 +122,13 @@ def estimate_performance(
     """Step time, tokens/s per GPU, model TFLOP/s per GPU, MFU and the breakdown per layout."""
     ctx = step_context(model, cluster, job, batch, profile)
     m, f = ctx.microbatches, np.float64
-    ring = ring_model(ctx)  # CP ring attention step by step (context_parallel), or None
-    compute = compute_time(ctx, ring)
-    compute_mb = compute.compute_mb
-    recompute_mb = recompute_time(ctx, compute)
-    tp = tp_comm_time(ctx)
-    cp_mb = cp_comm_time(ctx, compute.core, ring)
-    ep_mb, ep_unhidden = ep_all_to_all_time(ctx, compute_mb, tp.hidden_mb)
+    g = stage_gpu_time(ctx)
+    compute, compute_mb, recompute_mb, tp = g.compute, g.compute.compute_mb, g.recompute_mb, g.tp
+    cp_mb, ep_mb, ep_unhidden, gpu_mb = g.cp_mb, g.ep_mb, g.ep_unhidden, g.gpu_mb
     pp_mb = pp_p2p_time(ctx)
-    gpu_mb = compute_mb + recompute_mb + tp.exposed_mb + cp_mb + ep_mb
     # host launches, MoE dispatch syncs and CUDA graphs (host_term, mechanisms-facts §3)
     overhead_mb = (
-        host_exposed_time(ctx, gpu_mb)
+        host_exposed_time(ctx, gpu_mb, moe_block_fwd=compute.replay.moe_block, ep_mb=ep_mb)
         + (ctx.layers_per_stage + ctx.shapes.mtp_layers) * profile.layer_overhead_s
     )
     stage_mb = gpu_mb + pp_mb + overhead_mb

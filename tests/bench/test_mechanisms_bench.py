@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.mechanisms_cases import cross_entropy_rows, host_rows, moe_gemm_rows
+from bench.mechanisms_cases import cross_entropy_rows, moe_gemm_rows
 from bench.mechanisms_cp import cp_speedups, cp_variants
-from planner.performance.host_overhead import HostCosts
+from bench.mechanisms_host import CASES, kernel_path_rows, predict
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +44,22 @@ def test_te_pr_2045_rows_and_cross_entropy_example() -> None:
     assert (unfused["held_gb"], unfused["peak_gb"]) == (4.2, 6.3)
 
 
-def test_graph_cases_run_and_graphs_never_slow_a_micro_batch() -> None:
-    rows = host_rows(HostCosts())
-    assert len(rows) == 2
-    for row in rows:
-        assert row["predicted_speedup"] >= 1.0
-        assert row["implied_host_us_per_kernel"] > 0
+def test_graph_speedup_of_the_launch_bound_h100_run_is_reproduced() -> None:
+    """mechanisms-facts §3.5: Qwen3-30B-A3B TP2 PP2 EP4, 623 -> 484 ms; the host model (10 us
+    per kernel, models_db/host_costs.json) gives the gain within 25 %."""
+    case = CASES[0]
+    gain = predict(case)["speedup"] - 1.0
+    assert abs(gain / (case.measured_speedup - 1.0) - 1.0) <= 0.25
+
+
+def test_graphs_do_not_help_the_gpu_bound_run() -> None:
+    """The EP16 run of the same model: replay 42.00 s vs eager 41.36 s; predicted within 1 % of
+    no change and not faster (the static-buffer copies cost a little)."""
+    case = next(c for c in CASES if c.ep == 16)
+    assert 0.99 <= predict(case)["speedup"] <= 1.0
+
+
+def test_grouped_kernel_gains_most_with_many_small_experts() -> None:
+    rows = kernel_path_rows()
+    by_local = sorted(rows, key=lambda r: -r["local_experts"])
+    assert by_local[0]["grouped_speedup"] > by_local[-1]["grouped_speedup"] >= 1.0

@@ -25,7 +25,7 @@ JOB = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 16, "seq_leng
        "global_batch_size": 64}  # fmt: skip
 LAYOUT = {"tp": 4, "micro_batch_size": 1, "recompute": "selective"}
 STACK = {"tp_comm_overlap": False, "attention_backend": "flash", "cross_entropy_fusion": "te",
-         "moe_imbalance": 1.0}  # fmt: skip
+         "moe_imbalance": 1.0, "moe_grouped_gemm_kernel": "grouped"}  # fmt: skip
 CLUSTER = {"nics_per_node": 2, "nic_bandwidth_bytes_per_s": 50e9, "intra_node_topology": "switch"}
 
 
@@ -38,9 +38,10 @@ def test_descriptors_carry_the_planners_defaults() -> None:
     assert {s.name: defaults[s.name] for s in STACK_FIELDS} == {
         "tp_comm_overlap": True, "attention_backend": "auto", "cross_entropy_fusion": "native",
         "moe_imbalance": 1.2, "expandable_segments": False, "cp_comm_type": None,
+        "moe_grouped_gemm_kernel": "multi_stream",
     }  # fmt: skip
     # an environment variable, not a Megatron flag
-    env = ("moe_imbalance", "expandable_segments")
+    env = ("moe_imbalance", "expandable_segments", "moe_grouped_gemm_kernel")
     assert all("--" in s.help for s in STACK_FIELDS if s.name not in env)
 
 
@@ -101,6 +102,7 @@ BAD = [
     ({"moe_imbalance": 0.5}, "moe_imbalance", "greater than or equal to 1"),
     ({"attention_backend": "flsh"}, "attention_backend", "flash"),
     ({"cross_entropy_fusion": "fused"}, "cross_entropy_fusion", "native"),
+    ({"moe_grouped_gemm_kernel": "cutlass"}, "moe_grouped_gemm_kernel", "multi_stream"),
     ({"intra_node_topology": "ring"}, "intra_node_topology", "mesh"),
     ({"cp": 2, "cp_comm_type": "allgather"}, "cp_comm_type", "all_gather"),
     ({"nics_per_node": 8}, "nic_bandwidth_bytes_per_s", "required with nics_per_node"),

@@ -66,6 +66,7 @@ def _mb(graphs: str, dispatcher: str = "alltoall", gpu_fwd: float = 1e-3):  # ty
         cuda_graphs=graphs,  # type: ignore[arg-type]
         dispatcher=dispatcher,
         costs=COSTS,  # type: ignore[arg-type]
+        moe_eager_share=0.5,
     )
 
 
@@ -104,3 +105,36 @@ def test_bad_settings_name_their_field() -> None:
         _mb("none", "nccl")
     with pytest.raises(SpecError, match="per_kernel_s"):
         HostCosts(per_kernel_s=-1.0)
+
+
+def test_a_sync_exposes_the_eager_experts_launches_even_when_the_gpu_is_slower_overall() -> None:
+    """After the dispatch sync the GPU waits while the host launches the eager experts; the
+    attention behind them cannot start earlier (two-stage flow shop, §3.1/§3.3). Without the
+    sync the same launches hide behind the GPU."""
+    gpu_fwd = 3e-3  # host per layer fwd ~1.7 ms at 10 us/kernel: eager part ~0.85 ms
+    kw = dict(dense_layers=A([0.0]), moe_layers=A([1.0]), dense_gpu_fwd_s=A([0.0]),
+              dense_gpu_bwd_s=A([0.0]), moe_gpu_fwd_s=A([gpu_fwd]),
+              moe_gpu_bwd_s=A([10 * gpu_fwd]),
+              dense_kernels=dense_layer_kernels(tp=A([2.0]), cp=A([1.0])),
+              moe_kernels=moe_layer_kernels(tp=A([2.0]), cp=A([1.0]), local_experts=A([32.0])),
+              costs=HostCosts(per_kernel_s=10e-6), moe_eager_share=0.1)  # fmt: skip
+    synced = micro_batch_time(cuda_graphs="none", dispatcher="alltoall", **kw)  # type: ignore[arg-type]
+    free = micro_batch_time(cuda_graphs="none", dispatcher="sync_free", **kw)  # type: ignore[arg-type]
+    eager_host = 10e-6 * float(kw["moe_kernels"].eager_fwd[0])  # type: ignore[attr-defined]
+    assert eager_host + 0.9 * gpu_fwd > gpu_fwd  # the flow-shop path binds
+    fwd_synced = float(synced.total_s[0]) - 10 * gpu_fwd - 100e-6 - 20e-6
+    assert fwd_synced == pytest.approx(eager_host + 0.9 * gpu_fwd)
+    assert float(free.exposed_s[0]) == pytest.approx(100e-6)
+
+
+def test_graphs_pay_a_static_buffer_copy_per_captured_region() -> None:
+    """GPU-bound layers: graphs remove no visible host time but copy their inputs (§3.4)."""
+    kw = dict(dense_layers=A([4.0]), moe_layers=A([0.0]), dense_gpu_fwd_s=A([5e-3]),
+              dense_gpu_bwd_s=A([1e-2]), moe_gpu_fwd_s=A([0.0]), moe_gpu_bwd_s=A([0.0]),
+              dense_kernels=dense_layer_kernels(tp=A([1.0]), cp=A([1.0])), moe_kernels=None,
+              dispatcher="alltoall", costs=COSTS, moe_eager_share=0.0)  # fmt: skip
+    eager = micro_batch_time(cuda_graphs="none", **kw)  # type: ignore[arg-type]
+    graphed = micro_batch_time(cuda_graphs="partial", graph_copy_s=20e-6, **kw)  # type: ignore[arg-type]
+    assert float(graphed.total_s[0]) - float(eager.total_s[0]) == pytest.approx(
+        4 * 2 * 20e-6 - 100e-6 + 10e-6
+    )
