@@ -22,9 +22,14 @@ intercept-only GLS still moved the attention efficiency by 22 % and doubled the 
 the other H100 campaign (1.8 % -> 4.8 % median); the design effect kept it (2.0 %).
 
 A user's upload from one cluster is one campaign (its rows share a source_id and a GPU type):
-five rows count as ``effective_rows(5)`` for what they say in common about the cluster, so a
-small upload moves the level less than five independent rows would, and the within-upload
-contrasts are still fitted.
+five rows count as ``effective_rows(5)`` (2.3 with the shipped rho), so a small upload pulls
+the coefficients less than five independent rows would. The rows' shared error is partly the
+cluster's own level, which the user's later runs share too; but it is also what the model gets
+wrong for that stack and those layouts, and fitting it fully moved coefficients that then
+predicted the same campaign's other rows worse: five random rows of one campaign (12 draws,
+architecture priors as the prior), the campaign's other rows: dgxc 1.8 % median (priors) ->
+2.8 % fitted as independent rows, 2.1 % with the design effect; NeMo 3.8 -> 3.7 / 2.9 %;
+Korthikanti 10.9 -> 6.3 / 6.4 %.
 """
 
 from __future__ import annotations
