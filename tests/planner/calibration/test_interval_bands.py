@@ -55,6 +55,7 @@ def test_a_regime_of_one_campaign_uses_its_parents_band_however_many_rows() -> N
     table = _table(bands)
     key, band = table.band(MOE)
     assert key == "all" and band.high - band.low > moe["high"] - moe["low"]
+    assert band.weight == bands["all"]["effective_rows"] and band.campaigns == 7
     assert table.band(DENSE)[0] == "dense/multi-node/cp=1/bf16"
     # the earlier rule, every row counted: one campaign's 40 rows made the band
     plain = {k: {x: v for x, v in b.items() if x != "effective_rows"} for k, b in bands.items()}
