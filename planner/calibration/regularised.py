@@ -191,9 +191,7 @@ class Prepared:
     noise: float
     """sigma_w, the within-campaign row noise."""
     shared_noise: float = NOISE_SHARED_LOG_SD
-    """sigma_b, the campaign's shared error."""
-    campaigns: tuple[str, ...] = ()
-    """Each row's campaign (:func:`planner.calibration.noise.campaign_key`)."""
+    """sigma_b, the campaign's shared error (campaigns: :func:`noise.campaign_key` of a row)."""
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -228,7 +226,6 @@ def prepare(
         jacobian=jac,
         noise=noise,
         shared_noise=shared_noise,
-        campaigns=tuple(campaign_key(m) for m in rows),
     )
 
 
@@ -261,7 +258,8 @@ def fit_prepared(
     jac_all = prepared.jacobian[idx]
     coords_all = prepared.coords
     noise = prepared.noise_model
-    groups = campaign_index([prepared.campaigns[int(i)] for i in idx])
+    campaigns = [campaign_key(m) for m in rows]
+    groups = campaign_index(campaigns)
     ident = identify(
         jac_all,
         names=coords_all.names,
@@ -310,7 +308,7 @@ def fit_prepared(
         "shared_noise_log_sd": noise.shared_log_sd,
         "campaigns": {
             c: {"rows": n, "effective_rows": round(noise.effective_rows(n), 2)}
-            for c, n in sorted(Counter(prepared.campaigns[int(i)] for i in idx).items())
+            for c, n in sorted(Counter(campaigns).items())
         },
         "median_ape_before": _nan_none(before_stats.median_ape),
         "median_ape_after": _nan_none(after_stats.median_ape),
