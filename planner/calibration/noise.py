@@ -6,10 +6,11 @@ software stack, one way of reading throughput. Its rows' log errors are modelled
     e_gi = b_g + w_gi,   b_g ~ N(0, shared_log_sd^2),   w_gi ~ N(0, within_log_sd^2)
 
 a one-way random-effects model (Searle, Casella & McCulloch, *Variance Components*, 1992,
-§3.2) with intra-campaign correlation rho = sigma_b^2 / (sigma_b^2 + sigma_w^2). The fit weighs
+ch. 3) with intra-campaign correlation rho = sigma_b^2 / (sigma_b^2 + sigma_w^2). The fit weighs
 each row of a campaign of n rows by 1 / (1 + (n - 1) rho), Kish's design effect (*Survey
-Sampling*, 1965, §8.2): for a shift common to the campaign's rows that gives the information
-n / (sigma_w^2 + n sigma_b^2) of generalised least squares with the block covariance
+Sampling*, 1965, ch. 5: deff = 1 + roh (b - 1)): for a shift common to the campaign's rows that
+gives the information n / (sigma_w^2 + n sigma_b^2) of generalised least squares with the block
+covariance
 sigma_w^2 I + sigma_b^2 J, which tends to 1 / sigma_b^2 however many rows a campaign has, so 68
 rows of one benchmark suite count as ``effective_rows(68)`` (about 3) independent rows, not 68.
 
@@ -128,7 +129,8 @@ def estimate_noise(
     disagree. So: MSW = pooled within-campaign variance (N - G degrees of freedom), MSB = spread
     of campaign means around their stratum's mean (G - T degrees of freedom), and
     sigma_b^2 = (MSB - MSW) / n0 with n0 = (N - sum_t sum_g n_g^2 / N_t) / (G - T)
-    (Searle, Casella & McCulloch 1992, §3.6 eq. 3.6.8, unbalanced data), clipped at 0.
+    (the ANOVA estimator for unbalanced data, Searle, Casella & McCulloch 1992, ch. 3), clipped
+    at 0.
     """
     r = np.asarray(residuals, dtype=np.float64)
     camp = list(campaigns)
