@@ -10,9 +10,9 @@ ch. 3) with intra-campaign correlation rho = sigma_b^2 / (sigma_b^2 + sigma_w^2)
 each row of a campaign of n rows by 1 / (1 + (n - 1) rho), Kish's design effect (*Survey
 Sampling*, 1965, ch. 5: deff = 1 + roh (b - 1)): for a shift common to the campaign's rows that
 gives the information n / (sigma_w^2 + n sigma_b^2) of generalised least squares with the block
-covariance
-sigma_w^2 I + sigma_b^2 J, which tends to 1 / sigma_b^2 however many rows a campaign has, so 68
-rows of one benchmark suite count as ``effective_rows(68)`` (about 3) independent rows, not 68.
+covariance sigma_w^2 I + sigma_b^2 J, which tends to 1 / sigma_b^2 however many rows a campaign
+has, so 68 rows of one benchmark suite count as ``effective_rows(68)`` (about 3) independent
+rows, not 68.
 
 The weight applies to every direction, not only to the common shift (where GLS would give
 within-campaign contrasts, bf16 vs fp8 or 8 vs 64 nodes, their full n / sigma_w^2): a campaign is
