@@ -36,15 +36,22 @@ from planner.calibration.fit import (
     usable,
 )
 from planner.calibration.honest_cv import cross_validate_prepared
+from planner.calibration.interval_bands import build_bands
 from planner.calibration.intervals import (
     REGIME_PARTS,
     TRANSFERRED,
     IntervalTable,
-    fallback_keys,
     regime_parts,
 )
 from planner.calibration.measurements import Measurement
-from planner.calibration.regularised import NOISE_LOG_SD, fit_prepared, fit_regularised, prepare
+from planner.calibration.noise import campaign_key, estimate_noise
+from planner.calibration.regularised import (
+    NOISE,
+    NOISE_LOG_SD,
+    fit_prepared,
+    fit_regularised,
+    prepare,
+)
 from planner.model.params import param_counts
 from planner.performance.step_time import default_profile
 
@@ -53,8 +60,9 @@ RESULTS = ROOT / "bench" / "results"
 TABLE = ROOT / "models_db" / "intervals" / "throughput.json"
 LOW_Q, HIGH_Q = 0.10, 0.90
 MIN_ROWS = 10
-"""Fewest held-out rows a regime needs for its own band (else its parent's): with 10 rows the
-10th and 90th percentiles are each pinned by about one row."""
+"""Fewest effective held-out rows a regime needs for its own band (else its parent's): with 10
+rows the 10th and 90th percentiles are each pinned by about one row; rows of one campaign count
+by the design effect (planner.calibration.interval_bands), so one campaign never suffices."""
 
 
 def _parts(m: Measurement) -> list[str]:
@@ -62,24 +70,16 @@ def _parts(m: Measurement) -> list[str]:
 
 
 def bands_of(rows: list[Measurement], ratios: np.ndarray) -> dict[str, dict[str, Any]]:
-    """Quantiles of measured / predicted for every regime key and every parent of it."""
-    members: dict[str, list[float]] = {}
-    for m, r in zip(rows, ratios, strict=True):
-        for key in fallback_keys(_parts(m)):
-            members.setdefault(key, []).append(float(r))
-    return {key: conformal_band(vals) for key, vals in sorted(members.items())}
-
-
-def conformal_band(values: list[float] | np.ndarray) -> dict[str, Any]:
-    """The split-conformal 10th-90th percentile band of ``values``: the floor((n+1) 0.1)-th and
-    ceil((n+1) 0.9)-th smallest (Lei et al. 2018, JASA 113:1094, eq. 2.2), which covers a new
-    exchangeable row with probability >= 80 % where plain empirical quantiles fall short on few
-    rows."""
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    n = len(ordered)
-    lo = max(int(np.floor((n + 1) * LOW_Q)), 1)
-    hi = min(int(np.ceil((n + 1) * HIGH_Q)), n)
-    return {"n": n, "low": float(ordered[lo - 1]), "high": float(ordered[hi - 1])}
+    """Bands of measured / predicted for every regime key and every parent of it, with the
+    campaigns and effective rows behind each (planner.calibration.interval_bands)."""
+    return build_bands(
+        [_parts(m) for m in rows],
+        ratios,
+        [campaign_key(m) for m in rows],
+        noise=NOISE,
+        low_q=LOW_Q,
+        high_q=HIGH_Q,
+    )
 
 
 def calibrated_range(rows: list[Measurement]) -> dict[str, Any]:
@@ -104,14 +104,54 @@ def calibrated_range(rows: list[Measurement]) -> dict[str, Any]:
 
 
 def coverage(table: IntervalTable, rows: list[Measurement], ratios: np.ndarray) -> dict[str, Any]:
-    """Share of rows whose measured / predicted lies in their regime's band, per regime."""
+    """Share of rows whose measured / predicted lies in their regime's band, per regime, and the
+    median width (high - low) of the bands the rows got."""
     hits: dict[str, list[bool]] = {}
+    widths = []
     for m, r in zip(rows, ratios, strict=True):
         _, band = table.band(_parts(m))
         inside = band.low <= r <= band.high
+        widths.append(band.high - band.low)
         hits.setdefault("all", []).append(inside)
         hits.setdefault("/".join(_parts(m)), []).append(inside)
-    return {k: {"n": len(v), "inside": float(np.mean(v))} for k, v in sorted(hits.items())}
+    out = {k: {"n": len(v), "inside": float(np.mean(v))} for k, v in sorted(hits.items())}
+    out["all"]["median_width"] = float(np.median(widths))
+    return out
+
+
+def _plain_rows(bands: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The same bands with the effective rows dropped: the earlier rule, where every row counted
+    for ``min_rows`` (kept for the before/after comparison, never shipped)."""
+    return {k: {x: v for x, v in b.items() if x != "effective_rows"} for k, b in bands.items()}
+
+
+def nested_coverage(
+    data: dict[str, Any], rows: list[Measurement], ratio: np.ndarray, *, plain: bool = False
+) -> dict[str, Any]:
+    """Each source's rows against a table built without that source: per regime, per held-out
+    source, and the median width of the bands the held-out rows got."""
+    nested: dict[str, list[bool]] = {}
+    per_source: dict[str, dict[str, Any]] = {}
+    widths = []
+    for source in sorted({m.source_id for m in rows}):
+        train = [i for i, m in enumerate(rows) if m.source_id != source]
+        bands = bands_of([rows[i] for i in train], ratio[train])
+        sub = IntervalTable.from_dict({**data, "bands": _plain_rows(bands) if plain else bands})
+        hits: list[bool] = []
+        used: Counter[str] = Counter()
+        for i, m in enumerate(rows):
+            if m.source_id == source:
+                key, band = sub.band(_parts(m))
+                inside = band.low <= ratio[i] <= band.high
+                hits.append(inside)
+                used[key] += 1
+                widths.append(band.high - band.low)
+                nested.setdefault("all", []).append(inside)
+                nested.setdefault("/".join(_parts(m)), []).append(inside)
+        per_source[source] = {"n": len(hits), "inside": float(np.mean(hits)), "bands": dict(used)}
+    out = {k: {"n": len(v), "inside": float(np.mean(v))} for k, v in sorted(nested.items())}
+    out["all"]["median_width"] = float(np.median(widths))
+    return {"regimes": out, "sources": per_source}
 
 
 def _ratios(predictions: dict[str, dict[str, float]], rows: list[Measurement]) -> np.ndarray:
@@ -121,20 +161,52 @@ def _ratios(predictions: dict[str, dict[str, float]], rows: list[Measurement]) -
     )
 
 
+def noise_estimate(rows: list[Measurement]) -> dict[str, Any]:
+    """The documented rule behind regularised.NOISE: the nested ANOVA estimate of sigma_w and
+    sigma_b on the log residuals of the architecture priors (planner.calibration.noise)."""
+    resid = np.empty(len(rows))
+    for gpu_name in sorted({m.cluster.gpu.name for m in rows}):
+        idx = [i for i, m in enumerate(rows) if m.cluster.gpu.name == gpu_name]
+        sub = [rows[i] for i in idx]
+        pred = predict_tokens_per_s(sub, default_profile(sub[0].cluster.gpu))
+        resid[idx] = np.log(pred / np.array([m.tokens_per_s_per_gpu for m in sub]))
+    est = estimate_noise(resid, [campaign_key(m) for m in rows], [m.cluster.gpu.name for m in rows])
+    return {
+        "within_log_sd": est.noise.within_log_sd,
+        "shared_log_sd": est.noise.shared_log_sd,
+        "rho": est.noise.rho,
+        "campaigns": est.campaigns,
+        "strata": est.strata,
+        "shipped": {
+            "within_log_sd": NOISE.within_log_sd,
+            "shared_log_sd": NOISE.shared_log_sd,
+            "rho": NOISE.rho,
+        },
+        "effective_rows": {
+            c: {"rows": n, "effective": NOISE.effective_rows(n)}
+            for c, n in sorted(Counter(campaign_key(m) for m in rows).items())
+        },
+    }
+
+
 def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], dict[str, Any]]:
     t0 = time.perf_counter()
     loso = cross_validate(
         rows, default_profile, group_by="source", coefficients_for=coefficients_for
     )
     logo = cross_validate(rows, default_profile, group_by="gpu", coefficients_for=coefficients_for)
-    ratio = np.array(
-        [loso.predictions[m.row_id]["measured"] / loso.predictions[m.row_id]["after"] for m in rows]
-    )
-    ratio_gpu = np.array(
-        [logo.predictions[m.row_id]["measured"] / logo.predictions[m.row_id]["after"] for m in rows]
-    )
+    ratio = _ratios(loso.predictions, rows)
+    ratio_gpu = _ratios(logo.predictions, rows)
     bands = bands_of(rows, ratio)
-    bands[TRANSFERRED] = conformal_band(ratio_gpu)
+    # one band over every row, with its campaigns and effective rows recorded like the others
+    bands[TRANSFERRED] = build_bands(
+        [[] for _ in rows],
+        ratio_gpu,
+        [campaign_key(m) for m in rows],
+        noise=NOISE,
+        low_q=LOW_Q,
+        high_q=HIGH_Q,
+    )["all"]
     data = {
         "low_quantile": LOW_Q,
         "high_quantile": HIGH_Q,
@@ -148,32 +220,29 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
             "residuals": "measured / predicted tokens/s per GPU, leave-one-source-out CV "
             f"({len(rows)} rows of {data_path().name}); '{TRANSFERRED}': leave-one-GPU-type-out",
             "regime_parts": list(REGIME_PARTS),
+            "min_rows_counts": "effective rows: rows of one campaign (source x GPU type) by the "
+            f"design effect, rho {NOISE.rho:.2f} (planner/calibration/interval_bands.py)",
         },
     }
     table = IntervalTable.from_dict(data)
-    nested: dict[str, list[bool]] = {}
-    for source in sorted({m.source_id for m in rows}):
-        train = [i for i, m in enumerate(rows) if m.source_id != source]
-        sub = IntervalTable.from_dict(
-            {**data, "bands": bands_of([rows[i] for i in train], ratio[train])}
-        )
-        for i, m in enumerate(rows):
-            if m.source_id == source:
-                _, band = sub.band(_parts(m))
-                inside = band.low <= ratio[i] <= band.high
-                nested.setdefault("all", []).append(inside)
-                nested.setdefault("/".join(_parts(m)), []).append(inside)
+    plain = IntervalTable.from_dict({**data, "bands": _plain_rows(bands)})
     transferred_in = float(
         np.mean(
             (ratio_gpu >= bands[TRANSFERRED]["low"]) & (ratio_gpu <= bands[TRANSFERRED]["high"])
         )
     )
+    nested = nested_coverage(data, rows, ratio)
+    nested_plain = nested_coverage(data, rows, ratio, plain=True)
     report = {
         "seconds": time.perf_counter() - t0,
         "loso_after": {"median_ape": loso.after.median_ape, "p90_ape": loso.after.p90_ape},
         "coverage_on_table_rows": coverage(table, rows, ratio),
-        "coverage_nested_by_source": {
-            k: {"n": len(v), "inside": float(np.mean(v))} for k, v in sorted(nested.items())
+        "coverage_nested_by_source": nested["regimes"],
+        "nested_by_held_out_source": nested["sources"],
+        "rows_rule": {  # the earlier rule (every row counts for min_rows), same residuals
+            "coverage_on_table_rows": coverage(plain, rows, ratio),
+            "coverage_nested_by_source": nested_plain["regimes"],
+            "nested_by_held_out_source": nested_plain["sources"],
         },
         "transferred_coverage": transferred_in,
     }
@@ -290,6 +359,7 @@ def run(*, intervals_only: bool = False) -> dict[str, Any]:
         "rows_used": len(rows),
         "rows_by_regime": dict(Counter("/".join(_parts(m)) for m in rows)),
         "noise_log_sd": NOISE_LOG_SD,
+        "noise": noise_estimate(rows),
         "intervals": intervals,
         "table": table,
     }
@@ -371,8 +441,8 @@ def markdown(r: dict[str, Any]) -> str:
         "",
         "The prior is the shipped profile, itself fitted on these rows, so both CV columns are "
         "flattering here; on a user's own rows the prior has not seen them. The row noise the "
-        f"ridge assumes is {r['noise_log_sd']} in log error (the shipped model's "
-        "leave-one-source-out spread, `planner/calibration/regularised.py`).",
+        f"ridge assumes is {r['noise_log_sd']} in log error within a campaign, plus a shared "
+        "per-campaign component (next section; `planner/calibration/regularised.py`).",
         "",
         "## Two bf16 rows",
         "",
@@ -387,33 +457,85 @@ def markdown(r: dict[str, Any]) -> str:
             f"| `{c['name']}` | {c['prior']:.4g} | {c['regularised']:.4g} | "
             f"{c['free_fit']:.4g} | {c['identified']} | {c['information']:.2f} |"
         )
+    nz = r["noise"]
+    lines += [
+        "",
+        "## Row noise: a shared per-campaign component",
+        "",
+        "The regularised fit weighs a row of a campaign of n rows by 1 / (1 + (n - 1) rho) "
+        "(`planner/calibration/noise.py`). Rule for sigma_w and sigma_b: nested one-way ANOVA "
+        "(campaigns = source x GPU type, nested in GPU types) on the log residuals of the "
+        f"architecture priors; on these rows: sigma_w {nz['within_log_sd']:.4f}, sigma_b "
+        f"{nz['shared_log_sd']:.4f}, rho {nz['rho']:.3f} ({nz['campaigns']} campaigns in "
+        f"{nz['strata']} GPU types); shipped in `regularised.py`: sigma_w "
+        f"{nz['shipped']['within_log_sd']}, sigma_b {nz['shipped']['shared_log_sd']}, rho "
+        f"{nz['shipped']['rho']:.3f}. Rows and what they count as:",
+        "",
+        "| campaign | rows | effective rows |",
+        "|---|---|---|",
+    ]
+    for camp, c in nz["effective_rows"].items():
+        lines.append(f"| {camp} | {c['rows']} | {c['effective']:.1f} |")
     lines += [
         "",
         "## Prediction intervals (10th-90th percentile of measured / predicted)",
         "",
         "Bands from leave-one-source-out residuals per regime "
         "(`models_db/intervals/throughput.json`); a regime with fewer than "
-        f"{r['table']['min_rows']} rows uses its parent. Transferred GPU profiles use the "
+        f"{r['table']['min_rows']} *effective* rows uses its parent: rows of one campaign "
+        "(a source on one GPU type) share errors, so they count by the design effect with the "
+        f"fit's rho ({r['noise']['shipped']['rho']:.2f}; one campaign is worth at most "
+        f"{1 / r['noise']['shipped']['rho']:.1f} rows), and a band must rest on rows of several "
+        "campaigns (`planner/calibration/interval_bands.py`). Transferred GPU profiles use the "
         "leave-one-GPU-type-out band.",
         "",
-        "| regime | rows | low | high |",
-        "|---|---|---|---|",
+        "| regime | rows | campaigns | effective rows | own band | low | high |",
+        "|---|---|---|---|---|---|---|",
     ]
     for key, b in r["table"]["bands"].items():
-        lines.append(f"| {key} | {b['n']} | {b['low']:.3f} | {b['high']:.3f} |")
+        eff = b.get("effective_rows", b["n"])
+        own = "yes" if eff >= r["table"]["min_rows"] or key == "all" else "parent's"
+        lines.append(
+            f"| {key} | {b['n']} | {b.get('campaigns', '-')} | {eff} | {own} | "
+            f"{b['low']:.3f} | {b['high']:.3f} |"
+        )
+    before = iv["rows_rule"]
     lines += [
         "",
         "Coverage (share of held-out rows inside their band; the target is 80 %). *Table rows*: "
         "the rows the table was built from; *nested*: each source's rows against a table built "
-        "without that source (the honest figure).",
+        "without that source (the honest figure). *Before*: the same residuals with the "
+        "earlier rule (every row counts for the minimum, so one campaign's rows made a band).",
         "",
-        "| regime | rows | on table rows | nested by source |",
-        "|---|---|---|---|",
+        "| regime | rows | on table rows (before) | on table rows | nested (before) | nested |",
+        "|---|---|---|---|---|---|",
     ]
     nested = iv["coverage_nested_by_source"]
     for key, c in iv["coverage_on_table_rows"].items():
         ns = nested.get(key, {"inside": float("nan")})
-        lines.append(f"| {key} | {c['n']} | {_p(c['inside'])} | {_p(ns['inside'])} |")
+        bt = before["coverage_on_table_rows"].get(key, {"inside": float("nan")})
+        bn = before["coverage_nested_by_source"].get(key, {"inside": float("nan")})
+        lines.append(
+            f"| {key} | {c['n']} | {_p(bt['inside'])} | {_p(c['inside'])} | "
+            f"{_p(bn['inside'])} | {_p(ns['inside'])} |"
+        )
+    lines += [
+        "",
+        "Median band width (high - low of measured / predicted) over the rows: on the table "
+        f"{before['coverage_on_table_rows']['all']['median_width']:.3f} before, "
+        f"{iv['coverage_on_table_rows']['all']['median_width']:.3f} now; nested "
+        f"{before['coverage_nested_by_source']['all']['median_width']:.3f} before, "
+        f"{nested['all']['median_width']:.3f} now.",
+        "",
+        "Nested coverage per held-out source (the band each of its rows fell back to):",
+        "",
+        "| held-out source | rows | before | now | bands used now |",
+        "|---|---|---|---|---|",
+    ]
+    for src, c in iv["nested_by_held_out_source"].items():
+        b = before["nested_by_held_out_source"][src]
+        used = ", ".join(f"{k} x{n}" for k, n in c["bands"].items())
+        lines.append(f"| {src} | {c['n']} | {_p(b['inside'])} | {_p(c['inside'])} | {used} |")
     lines += [
         "",
         f"Transferred-profile band on the leave-one-GPU-type-out residuals: "

@@ -103,6 +103,20 @@ def fit_json(fit: RegularisedFit) -> dict[str, Any]:
         "coefficients_after": {c.name: c.fitted for c in fit.coefficients},
         "success": True,
         "prediction_calls": fit.iterations,
+        "noise": noise_json(fit),
+    }
+
+
+def noise_json(fit: RegularisedFit) -> dict[str, Any]:
+    """The row noise the fit assumed: rows of one campaign (a source on one GPU type) share an
+    error, so they count as fewer independent rows (planner.calibration.noise)."""
+    prov = fit.profile.provenance
+    within, shared = float(prov["noise_log_sd"]), float(prov["shared_noise_log_sd"])
+    return {
+        "within_log_sd": within,
+        "shared_log_sd": shared,
+        "rho": round(shared**2 / (shared**2 + within**2), 4),
+        "campaigns": prov["campaigns"],
     }
 
 

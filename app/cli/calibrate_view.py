@@ -78,6 +78,14 @@ def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: b
             for c in moved
         )
         console.print(f"[bold]{gpu}[/]: moved {changes or 'nothing'}", highlight=False)
+        if campaigns := item.get("fit", {}).get("noise", {}).get("campaigns"):
+            counted = ", ".join(
+                f"{v['rows']} as {v['effective_rows']:.1f}" for v in campaigns.values()
+            )
+            console.print(
+                f"  rows of one campaign share errors; counted as independent rows: {counted}",
+                highlight=False,
+            )
         if decision := item.get("decision"):
             console.print(f"  {decision['reason']}", highlight=False)
         if kept:

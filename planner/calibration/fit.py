@@ -292,6 +292,7 @@ def _profile_for(
     base_for: Callable[[GPUSpec], PerformanceProfile],
     names_for: Callable[[GPUSpec], Sequence[str]],
     noise: float,
+    shared_noise: float,
 ) -> PerformanceProfile:
     """Fitted on the training rows of this GPU type; with none, transferred from the GPU type
     with the most training rows (planner.calibration.transfer), as an unmeasured GPU is shipped.
@@ -305,7 +306,9 @@ def _profile_for(
 
     same = [m for m in train if m.cluster.gpu.name == gpu.name]
     if same:
-        return fit_regularised(same, base_for(gpu), candidates=names_for(gpu), noise=noise).profile
+        return fit_regularised(
+            same, base_for(gpu), candidates=names_for(gpu), noise=noise, shared_noise=shared_noise
+        ).profile
     counts: dict[str, list[Measurement]] = {}
     for m in train:
         counts.setdefault(m.cluster.gpu.name, []).append(m)
@@ -313,7 +316,13 @@ def _profile_for(
         return base_for(gpu)
     donor_rows = max(counts.values(), key=len)
     donor = donor_rows[0].cluster.gpu
-    fit = fit_regularised(donor_rows, base_for(donor), candidates=names_for(donor), noise=noise)
+    fit = fit_regularised(
+        donor_rows,
+        base_for(donor),
+        candidates=names_for(donor),
+        noise=noise,
+        shared_noise=shared_noise,
+    )
     identified = [c.name for c in fit.coefficients if c.identified]
     return transfer_profile(fit.profile, donor, gpu, base_for=base_for, only=identified)
 
@@ -326,6 +335,7 @@ def cross_validate(
     coefficients: Sequence[str] = DEFAULT_COEFFICIENTS,
     coefficients_for: Callable[[GPUSpec], Sequence[str]] | None = None,
     noise: float | None = None,
+    shared_noise: float | None = None,
 ) -> CVReport:
     """Leave-one-group-out: fit each GPU type's profile without the group, predict the group.
 
@@ -333,11 +343,13 @@ def cross_validate(
     ``gpu``) gets the profile an unmeasured GPU is shipped with: its priors plus the
     coefficients transferred from the fitted GPU type with the most rows.
     ``coefficients_for`` (optional) chooses the fitted coefficients per GPU type; ``noise``
-    is the row log noise of the regularised fit (default: its ``NOISE_LOG_SD``).
+    and ``shared_noise`` are the within-campaign and shared log noise of the regularised fit
+    (defaults: its ``NOISE_LOG_SD`` and ``NOISE_SHARED_LOG_SD``).
     """
-    from planner.calibration.regularised import NOISE_LOG_SD  # builds on this module
+    from planner.calibration.regularised import NOISE_LOG_SD, NOISE_SHARED_LOG_SD
 
     row_noise = NOISE_LOG_SD if noise is None else noise
+    shared = NOISE_SHARED_LOG_SD if shared_noise is None else shared_noise
     if group_by not in GROUPINGS:
         raise ValueError(f"group_by must be one of {', '.join(GROUPINGS)}")
     rows = usable(measurements)
@@ -355,7 +367,7 @@ def cross_validate(
         for gpu_name in sorted({rows[i].cluster.gpu.name for i in held}):
             idx = [i for i in held if rows[i].cluster.gpu.name == gpu_name]
             gpu = rows[idx[0]].cluster.gpu
-            fitted = _profile_for(gpu, train, base_for, names_for, row_noise)
+            fitted = _profile_for(gpu, train, base_for, names_for, row_noise, shared)
             subset = [rows[i] for i in idx]
             before[idx] = predict_tokens_per_s(subset, base_for(gpu))
             after[idx] = predict_tokens_per_s(subset, fitted)

@@ -99,9 +99,20 @@ def identify(
     names: Sequence[str] = (),
     noise: float,
     min_information: float = MIN_INFORMATION,
+    whitened: FloatArray | None = None,
 ) -> Identification:
-    """Which columns of ``jacobian`` (d log pred / dz) the rows identify; with reasons."""
-    info = np.sum(jacobian**2, axis=0) / noise**2 if len(jacobian) else np.zeros(jacobian.shape[1])
+    """Which columns of ``jacobian`` (d log pred / dz) the rows identify; with reasons.
+
+    ``whitened``: the Jacobian already multiplied by Sigma^-1/2 of correlated row noise
+    (:mod:`planner.calibration.noise`); the information is then diag(J' Sigma^-1 J) and
+    ``noise`` is not used for it.
+    """
+    if not len(jacobian):
+        info = np.zeros(jacobian.shape[1])
+    elif whitened is not None:
+        info = np.sum(whitened**2, axis=0)
+    else:
+        info = np.sum(jacobian**2, axis=0) / noise**2
     peak = np.max(np.abs(jacobian), axis=0) if len(jacobian) else np.zeros(jacobian.shape[1])
     identified = info >= min_information
     reasons = []

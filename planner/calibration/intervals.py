@@ -5,7 +5,9 @@ The table is data (``models_db/intervals/throughput.json``, written by ``bench/c
 from leave-one-source-out residuals, never in-sample ones); this module only reads it. A band is
 the 10th-90th percentile of measured / predicted tokens/s per GPU among held-out rows of the same
 regime (dense or MoE, one node or several, cp > 1, fp8); a regime with fewer than
-``min_rows`` rows falls back to its parent (the key with its last part dropped), up to all rows.
+``min_rows`` effective rows (rows of one campaign share errors, so they count by the design
+effect: :mod:`planner.calibration.interval_bands`) falls back to its parent (the key with its
+last part dropped), up to all rows.
 A GPU whose profile is transferred rather than fitted takes the leave-one-GPU-type-out band,
 which measures exactly that procedure.
 """
@@ -50,6 +52,15 @@ class Band:
     """10th percentile of measured / predicted."""
     high: float
     """90th percentile of measured / predicted."""
+    campaigns: int = 0
+    """Campaigns (a source on one GPU type) among the rows (0: not recorded)."""
+    effective_rows: float | None = None
+    """Independent rows the rows are worth (None: not recorded, the rows count)."""
+
+    @property
+    def weight(self) -> float:
+        """The rows the ``min_rows`` rule counts: effective rows where recorded."""
+        return float(self.n if self.effective_rows is None else self.effective_rows)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,7 +107,7 @@ class IntervalTable:
         keys = ([TRANSFERRED] if transferred else []) + fallback_keys(parts)
         for key in keys:
             band = self.bands.get(key)
-            if band is not None and band.n >= self.min_rows:
+            if band is not None and band.weight >= self.min_rows:
                 return key, band
         return "all", self.bands["all"]
 
@@ -131,6 +142,7 @@ def uncertainty(
             "percentile of leave-one-source-out residuals",
             "regime": key,
             "rows": band.n,
+            "effective_rows": band.weight,
         },
         "extrapolation": extrapolation(table.calibrated, model, cluster, job, layout, profile),
     }

@@ -5,10 +5,13 @@ The fit is a maximum a-posteriori estimate. Each coefficient lives in a standard
 positive (efficiencies, overheads: a ratio change is what a row sees), linearly where it is zero
 (``attention_score_bytes`` with flash attention). The cost is
 
-    sum_rows (log(pred / measured) / NOISE_LOG_SD)^2 + sum_coefficients z^2
+    sum_rows w_i log(pred_i / measured_i)^2 + sum_coefficients z^2
 
 that is Gaussian row noise plus a Gaussian prior of one ``BOUNDS`` width per coefficient (a ridge
 in log space whose strength is the ratio of the two variances; Bishop, PRML §3.3, eq. 3.55).
+The row weight w_i is 1 / (sigma^2 (1 + (n - 1) rho)): rows of one campaign (a source on one GPU
+type, n rows) share an error component (:mod:`planner.calibration.noise`), so 68 rows of one
+benchmark suite pull the coefficients about as hard as 3 independent rows would, not 68.
 
 Identification (:mod:`planner.calibration.identify`) keeps a coefficient at its prior unless the
 rows carry at least as much information about it as the prior does: two bf16 rows have zero
@@ -23,6 +26,7 @@ measured values, so the cross-validation folds reuse it without seeing the held-
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -33,13 +37,20 @@ from planner.calibration import fit as _fit
 from planner.calibration.fit import ErrorStats, usable
 from planner.calibration.identify import Coordinates, identify, sensitivity
 from planner.calibration.measurements import Measurement
+from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
 from planner.layouts import FloatArray
 from planner.performance.profile import PerformanceProfile
 
-NOISE_LOG_SD = 0.065
-"""Standard deviation of one row's log error the fit expects: the leave-one-source-out CV of the
-shipped model (bench/results/accuracy.md: median APE 4.3 %, p90 11.3 %) is a normal of sd
-0.064-0.069 in log error (median |e| = 0.674 sd, p90 = 1.645 sd)."""
+NOISE_LOG_SD = 0.066
+"""sigma_w: standard deviation of one row's log error around its campaign's shift."""
+NOISE_SHARED_LOG_SD = 0.043
+"""sigma_b: standard deviation of a campaign's shift shared by all its rows.
+
+Both by :func:`planner.calibration.noise.estimate_noise` (ANOVA, campaigns nested in GPU types)
+on the log residuals of the architecture priors (no row fitted, so none has seen its own
+campaign) of the 101 usable shared rows, 4 campaigns: sigma_w 0.0662, sigma_b 0.0426, rho 0.29
+(``bench/calibration.py`` recomputes and reports it). One value for every campaign."""
+NOISE = NoiseModel(within_log_sd=NOISE_LOG_SD, shared_log_sd=NOISE_SHARED_LOG_SD)
 ITERATIONS = 6
 """Gauss-Newton steps; each costs one prediction of the rows (the fit converges in 3-5)."""
 MOVED_REL = 0.005
@@ -113,31 +124,41 @@ def solve(
     *,
     noise: float = NOISE_LOG_SD,
     iterations: int = ITERATIONS,
+    groups: np.ndarray | None = None,
+    shared_noise: float = NOISE_SHARED_LOG_SD,
 ) -> tuple[FloatArray, int]:
     """MAP coordinates z of the identified coefficients (see the module docstring).
 
     ``jacobian`` is d log(pred) / dz at z = 0 for the rows of ``problem``, columns of the
-    identified coefficients only. Returns (z, prediction calls spent).
+    identified coefficients only. ``groups``: each row's campaign (0..G-1; None: all rows one
+    campaign); ``noise`` and ``shared_noise``: sigma_w and sigma_b. Returns (z, prediction calls
+    spent).
     """
     k = jacobian.shape[1]
     z = np.zeros(k)
     if k == 0 or len(measured) == 0:
         return z, 0
+    model = NoiseModel(within_log_sd=noise, shared_log_sd=shared_noise)
+    g = np.zeros(len(measured), dtype=np.intp) if groups is None else np.asarray(groups)
+
+    def whiten(x: FloatArray) -> FloatArray:
+        return model.whiten(x, g)
+
     log_meas = np.log(measured)
     jac = jacobian.copy()
     log_pred = np.log(np.maximum(problem.predict(coords.profile(z)), 1e-12))
     calls = 1
-    cost = _cost(log_pred - log_meas, z, noise)
+    cost = _cost(whiten(log_pred - log_meas), z)
     for _ in range(iterations):
-        r = (log_pred - log_meas) / noise
-        j = jac / noise
+        r = whiten(log_pred - log_meas)
+        j = whiten(jac)
         step = -np.linalg.solve(j.T @ j + np.eye(k), j.T @ r + z)
         accepted = False
         for scale in (1.0, 0.5, 0.25):  # backtracking: the Jacobian is an approximation
             z_new = coords.clip(z + scale * step)
             new_pred = np.log(np.maximum(problem.predict(coords.profile(z_new)), 1e-12))
             calls += 1
-            new_cost = _cost(new_pred - log_meas, z_new, noise)
+            new_cost = _cost(whiten(new_pred - log_meas), z_new)
             if new_cost < cost:
                 accepted = True
                 break
@@ -153,8 +174,8 @@ def solve(
     return z, calls
 
 
-def _cost(log_err: FloatArray, z: FloatArray, noise: float) -> float:
-    return float(np.sum((log_err / noise) ** 2) + np.sum(z**2))
+def _cost(white_err: FloatArray, z: FloatArray) -> float:
+    return float(np.sum(white_err**2) + np.sum(z**2))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,6 +189,13 @@ class Prepared:
     base_pred: FloatArray
     jacobian: FloatArray
     noise: float
+    """sigma_w, the within-campaign row noise."""
+    shared_noise: float = NOISE_SHARED_LOG_SD
+    """sigma_b, the campaign's shared error (campaigns: :func:`noise.campaign_key` of a row)."""
+
+    @property
+    def noise_model(self) -> NoiseModel:
+        return NoiseModel(within_log_sd=self.noise, shared_log_sd=self.shared_noise)
 
 
 def prepare(
@@ -176,8 +204,10 @@ def prepare(
     *,
     candidates: Sequence[str] | None = None,
     noise: float = NOISE_LOG_SD,
+    shared_noise: float = NOISE_SHARED_LOG_SD,
 ) -> Prepared:
-    """The usable rows with their prediction and sensitivity at ``prior``."""
+    """The usable rows with their prediction and sensitivity at ``prior``; ``noise`` and
+    ``shared_noise`` are sigma_w and sigma_b (``shared_noise=0``: independent rows)."""
     rows = tuple(usable(measurements))
     names = tuple(candidates) if candidates is not None else default_candidates()
     for name in names:
@@ -195,6 +225,7 @@ def prepare(
         base_pred=base_pred,
         jacobian=jac,
         noise=noise,
+        shared_noise=shared_noise,
     )
 
 
@@ -204,12 +235,14 @@ def fit_regularised(
     *,
     candidates: Sequence[str] | None = None,
     noise: float = NOISE_LOG_SD,
+    shared_noise: float = NOISE_SHARED_LOG_SD,
     iterations: int = ITERATIONS,
 ) -> RegularisedFit:
     """Fit the coefficients ``measurements`` identify, regularised toward ``prior``."""
-    return fit_prepared(
-        prepare(measurements, prior, candidates=candidates, noise=noise), iterations=iterations
+    prepared = prepare(
+        measurements, prior, candidates=candidates, noise=noise, shared_noise=shared_noise
     )
+    return fit_prepared(prepared, iterations=iterations)
 
 
 def fit_prepared(
@@ -224,13 +257,27 @@ def fit_prepared(
     measured = prepared.measured[idx]
     jac_all = prepared.jacobian[idx]
     coords_all = prepared.coords
-    noise = prepared.noise
-    ident = identify(jac_all, names=coords_all.names, noise=noise)
+    noise = prepared.noise_model
+    campaigns = [campaign_key(m) for m in rows]
+    groups = campaign_index(campaigns)
+    ident = identify(
+        jac_all,
+        names=coords_all.names,
+        noise=noise.within_log_sd,
+        whitened=noise.whiten(jac_all, groups),
+    )
     problem = _fit._Groups(rows)
     keep = np.flatnonzero(ident.identified)
     coords = coords_all.subset(keep)
     z, calls = solve(
-        problem, measured, coords, jac_all[:, keep], noise=noise, iterations=iterations
+        problem,
+        measured,
+        coords,
+        jac_all[:, keep],
+        noise=noise.within_log_sd,
+        iterations=iterations,
+        groups=groups,
+        shared_noise=noise.shared_log_sd,
     )
     fitted = coords.profile(z)
     after = problem.predict(fitted) if rows else np.empty(0)
@@ -250,13 +297,19 @@ def fit_prepared(
     after_stats = ErrorStats.of(after, measured)
     provenance = {
         "kind": "fitted",
-        "method": "regularised (MAP, log-space ridge toward the prior; identified coefficients)",
+        "method": "regularised (MAP, log-space ridge toward the prior; identified coefficients; "
+        "rows of one campaign share an error component)",
         "fitted_on": sorted({m.source_id for m in rows}),
         "rows": [m.row_id for m in rows],
         "n_rows": len(rows),
         "coefficients": [c.name for c in changes if c.identified],
         "not_identified": [c.name for c in changes if not c.identified],
-        "noise_log_sd": noise,
+        "noise_log_sd": noise.within_log_sd,
+        "shared_noise_log_sd": noise.shared_log_sd,
+        "campaigns": {
+            c: {"rows": n, "effective_rows": round(noise.effective_rows(n), 2)}
+            for c, n in sorted(Counter(campaigns).items())
+        },
         "median_ape_before": _nan_none(before_stats.median_ape),
         "median_ape_after": _nan_none(after_stats.median_ape),
         "p90_ape_after": _nan_none(after_stats.p90_ape),

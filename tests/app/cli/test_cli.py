@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -214,14 +215,21 @@ def test_calibrate_reports_cross_validated_error(tmp_path: Path) -> None:
         writer.writeheader()
         writer.writerows(rows)
     out = tmp_path / "profile.json"
+    start = time.perf_counter()
     code, stdout, _ = run(
         "calibrate", "--measurements", str(subset), "--json", "--output", str(out)
     )
+    seconds = time.perf_counter() - start
     assert code == 0
+    assert seconds < 60  # seconds, not minutes (about 2 s alone; the bound allows a busy box)
     report = json.loads(stdout)
     assert "h100-sxm-80gb" in report["gpus"]
     cv = report["gpus"]["h100-sxm-80gb"]["cross_validation"]
     assert 0 <= cv["median_ape_after"] < 1
+    # one source on one GPU type: one campaign, whose 11 rows count as fewer independent ones
+    noise = report["gpus"]["h100-sxm-80gb"]["fit"]["noise"]
+    (campaign,) = noise["campaigns"].values()
+    assert campaign["rows"] == len(rows) and 1 < campaign["effective_rows"] < len(rows) / 2
     assert "h100-sxm-80gb" in json.loads(out.read_text())
 
 

@@ -151,6 +151,7 @@ def test_leave_one_gpu_out_transfers_the_software_fit_but_not_chip_efficiency() 
         group_by="gpu",
         coefficients=("layer_overhead_s", "gemm_efficiency"),
         noise=1e-3,  # exact synthetic rows: a weak prior lets them move 8 widths
+        shared_noise=0.0,  # and no campaign error for them to share
     )
     held = cv.per_group["b200-sxm-180gb"]
     assert held["median_ape"] < 0.02 < held["median_ape_before"]

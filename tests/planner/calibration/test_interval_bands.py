@@ -1,0 +1,67 @@
+"""Building the prediction bands from held-out residuals (planner.calibration.interval_bands)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.calibration.interval_bands import build_bands, conformal_band, effective_rows
+from planner.calibration.intervals import IntervalTable
+from planner.calibration.noise import NoiseModel
+from tests.planner.calibration.test_intervals import CALIBRATED
+
+NOISE = NoiseModel(within_log_sd=0.066, shared_log_sd=0.043)  # rho 0.30
+DENSE = ["dense", "multi-node", "cp=1", "bf16"]
+MOE = ["moe", "multi-node", "cp=1", "bf16"]
+
+
+def test_conformal_band_widens_on_few_values() -> None:
+    values = np.arange(1, 20, dtype=float)  # 19 values: (n + 1) 0.1 = 2, (n + 1) 0.9 = 18
+    assert conformal_band(values, 0.1, 0.9) == {"n": 19, "low": 2.0, "high": 18.0}
+    few = conformal_band([3.0, 1.0, 2.0], 0.1, 0.9)  # too few: the band is min to max
+    assert (few["low"], few["high"]) == (1.0, 3.0)
+
+
+def test_effective_rows_count_each_campaign_by_the_design_effect() -> None:
+    assert effective_rows(["a"] * 68, NOISE) == pytest.approx(NOISE.effective_rows(68))
+    assert effective_rows(["a"] * 68, NOISE) < 1 / NOISE.rho
+    assert effective_rows(["a", "b", "c"], NOISE) == pytest.approx(3.0)
+
+
+def _table(bands: dict) -> IntervalTable:
+    return IntervalTable.from_dict(
+        {
+            "low_quantile": 0.1,
+            "high_quantile": 0.9,
+            "min_rows": 10,
+            "bands": bands,
+            "calibrated": CALIBRATED,
+        }
+    )
+
+
+def test_a_regime_of_one_campaign_uses_its_parents_band_however_many_rows() -> None:
+    """40 MoE rows of one benchmark suite measure that suite's errors: their regime falls back
+    to the band over every campaign, which a new cluster's shift is exchangeable with."""
+    rng = np.random.default_rng(3)
+    parts = [MOE] * 40 + [DENSE] * 60
+    campaigns = ["suite"] * 40 + [f"paper{i % 6}" for i in range(60)]
+    ratios = np.exp(np.concatenate([rng.normal(0, 0.01, 40), rng.normal(0, 0.08, 60)]))
+    bands = build_bands(parts, ratios, campaigns, noise=NOISE, low_q=0.1, high_q=0.9)
+    moe = bands["moe/multi-node/cp=1/bf16"]
+    assert moe["n"] == 40 and moe["campaigns"] == 1
+    assert moe["effective_rows"] < 10
+    assert bands["dense"]["campaigns"] == 6 and bands["dense"]["effective_rows"] >= 10
+    table = _table(bands)
+    key, band = table.band(MOE)
+    assert key == "all" and band.high - band.low > moe["high"] - moe["low"]
+    assert band.weight == bands["all"]["effective_rows"] and band.campaigns == 7
+    assert table.band(DENSE)[0] == "dense/multi-node/cp=1/bf16"
+    # the earlier rule, every row counted: one campaign's 40 rows made the band
+    plain = {k: {x: v for x, v in b.items() if x != "effective_rows"} for k, b in bands.items()}
+    assert _table(plain).band(MOE)[0] == "moe/multi-node/cp=1/bf16"
+
+
+def test_build_bands_refuses_misaligned_inputs() -> None:
+    with pytest.raises(ValueError, match="one entry per row"):
+        build_bands([DENSE], [1.0, 1.1], ["a"], noise=NOISE, low_q=0.1, high_q=0.9)
