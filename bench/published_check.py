@@ -41,15 +41,16 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from bench.accuracy import commit, data_path
+from bench.published_sensitivity import sensitivity_markdown, sensitivity_rows
 from models_db.catalog import cluster_spec, load_gpu, load_model, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.measurement_stacks import annotate_rows, stack_notes
 from models_db.profiles import load_profile
 from planner.calibration.measurements import parse_rows, read_rows
+from planner.search.evaluate import evaluate_layouts
 from planner.search.planning import plan
 from planner.space.enumeration import SearchConstraints
 from planner.space.memory_axes import MemoryChoices
-from planner.search.evaluate import evaluate_layouts
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 RESULTS = Path(__file__).parent / "results"
@@ -137,7 +138,7 @@ def csv_cases() -> list[Case]:
             tp=stated("tp", m.layout.tp),
             pp=stated("pp", m.layout.pp),
             vpp=stated("vpp", m.layout.vpp),
-            cp=_stated_cp(row, m.layout.cp),
+            cp=stated_cp(row, m.layout.cp),
             micro_batch_size=mbs,
             # dgxc rows: the README's NVIDIA-recipe default (no recompute)
             recompute=("none", "selective", "full") if free_recompute else (m.layout.recompute,),
@@ -169,7 +170,7 @@ def csv_cases() -> list[Case]:
     return cases
 
 
-def _stated_cp(row: dict[str, str], cp: int) -> int | None:
+def stated_cp(row: dict[str, str], cp: int) -> int | None:
     """cp as the row states it: a cp column, or a stated dp with tp x pp x dp = GPUs (then
     nothing is left for cp: the README's 'DP = 48'); None (free) where neither is given."""
     if row.get("cp"):
@@ -191,7 +192,7 @@ def _stated_text(row: dict[str, str], c: SearchConstraints) -> str:
         axes.append("mbs")
     if row.get("recompute"):
         axes.append("recompute")
-    return ", ".join(axes + ["GBS", "s"])
+    return ", ".join([*axes, "GBS", "s"])
 
 
 def _free_text(c: SearchConstraints) -> str:
@@ -546,6 +547,7 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
             f"Free: {r['free'] or 'see assumed'}. Stack: {r['stack'] or 'not recorded'}. "
             f"Assumed: {r['assumed'] or 'nothing'}."
         )
+    lines += sensitivity_markdown(payload.get("sensitivity", []))
     if READING.exists():  # the hand-written reading of these numbers (dated inside)
         lines += ["", READING.read_text(encoding="utf-8").rstrip()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -559,6 +561,7 @@ def main() -> int:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "summary": summarise(results),
         "results": results,
+        "sensitivity": sensitivity_rows(cases, results),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "published_check.json").write_text(json.dumps(payload, indent=1) + "\n")
