@@ -289,6 +289,25 @@ MLM_DSV3 = (
 MB_CARD = "mechanisms-facts §3.5: MB MoE workflow card = MOE-TR abstract (DSv3, 256 GB200) [V]"
 
 
+def pinned(layout: Layout) -> SearchConstraints:
+    """Constraints that admit only ``layout`` (every axis and memory setting it states)."""
+    return SearchConstraints(
+        tp=layout.tp,
+        pp=layout.pp,
+        vpp=layout.vpp,
+        cp=layout.cp,
+        ep=layout.ep,
+        micro_batch_size=layout.micro_batch_size,
+        recompute=(layout.recompute,),
+        moe_dispatcher=layout.moe_dispatcher,
+        memory=MemoryChoices(
+            cuda_graphs=layout.cuda_graphs,
+            pipeline_layout=layout.pipeline_layout,
+            recompute_modules=layout.recompute_modules,
+        ),
+    )
+
+
 def dsv3_gb200_cases() -> list[Case]:
     """DeepSeek-V3 on 256 GB200 where the sources state the layout and the stack.
 
@@ -300,25 +319,6 @@ def dsv3_gb200_cases() -> list[Case]:
     256 GB200; its layout is taken from MLM-DSV3 (same team and system) [inferred].
     """
     dsv3 = replace(load_model("deepseek-v3"), mtp_num_layers=0)
-    constraints = SearchConstraints(
-        tp=1,
-        pp=8,
-        vpp=4,
-        cp=1,
-        ep=32,
-        micro_batch_size=1,
-        recompute=("selective",),
-        moe_dispatcher="flex",
-        memory=MemoryChoices(
-            cuda_graphs="partial", pipeline_layout="Et|(tt|)*30L", recompute_modules=("mlp",)
-        ),
-    )
-    stated = "tp 1, pp 8, vpp 4, cp 1, ep 32, mbs 1, layout Et|(tt|)*30L (no MTP), GBS 2048"
-    stack = (
-        "MXFP8 (stated); moe_dispatcher=flex/HybridEP (stated); cuda_graphs=partial: attn, "
-        "moe_router, moe_preprocess, shared experts (stated); recompute mlp (stated); "
-        "moe_imbalance=1.0 (NVIDIA benchmarks force balance [inferred])"
-    )
     layout = Layout(
         tp=1,
         pp=8,
@@ -333,13 +333,19 @@ def dsv3_gb200_cases() -> list[Case]:
         cuda_graphs="partial",
         pipeline_layout="Et|(tt|)*30L",
     )
+    stated = "tp 1, pp 8, vpp 4, cp 1, ep 32, mbs 1, layout Et|(tt|)*30L (no MTP), GBS 2048"
+    stack = (
+        "MXFP8 (stated); moe_dispatcher=flex/HybridEP (stated); cuda_graphs=partial: attn, "
+        "moe_router, moe_preprocess, shared experts (stated); recompute mlp (stated); "
+        "moe_imbalance=1.0 (NVIDIA benchmarks force balance [inferred])"
+    )
     common: dict[str, Any] = {
         "stated_layout": layout,
+        "constraints": pinned(layout),
         "series": "moe_blackwell_stated_layout",
         "model": dsv3,
         "cluster": cluster_spec("gb200-186gb", 256, gpus_per_node=64),
         "job": TrainingJob(seq_length=4096, global_batch_size=2048, precision="fp8"),
-        "constraints": constraints,
         "metric": "model_tflops_per_gpu",
         "force_balanced": True,
         "stated": stated,
