@@ -164,7 +164,7 @@ def csv_cases() -> list[Case]:
                 sweep=True,
                 stated=_stated_text(row, constraints),
                 free=_free_text(constraints),
-                stack=stack_text(row["source_id"], row["sweep_id"]),
+                stack=stack_text(row["source_id"], row["sweep_id"], moe=m.model.is_moe),
             )
         )
     return cases
@@ -204,9 +204,16 @@ def _free_text(c: SearchConstraints) -> str:
     return " ".join(free) or "nothing"
 
 
-def stack_text(source_id: str, sweep_id: str = "*") -> str:
-    """The stack fields models_db.measurement_stacks gives a source: value and basis."""
-    notes = [n for n in stack_notes() if n.source_id == source_id and n.sweep_id in ("*", sweep_id)]
+def stack_text(source_id: str, sweep_id: str = "*", *, moe: bool = True) -> str:
+    """The stack fields models_db.measurement_stacks gives a source: value and basis (the MoE
+    ones only for an MoE model)."""
+    notes = [
+        n
+        for n in stack_notes()
+        if n.source_id == source_id
+        and n.sweep_id in ("*", sweep_id)
+        and (moe or not n.field.startswith("moe_"))
+    ]
     return "; ".join(f"{n.field}={n.value} ({n.basis.replace('_', ' ')})" for n in notes)
 
 
@@ -349,7 +356,7 @@ def dsv3_gb200_cases() -> list[Case]:
         "metric": "model_tflops_per_gpu",
         "force_balanced": True,
         "stated": stated,
-        "free": "nothing (s = 4096: DSv3's pre-training length, catalog-facts; not in MLM-DSV3)",
+        "free": "nothing",
         "stack": stack,
     }
     return [
