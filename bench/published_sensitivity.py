@@ -19,7 +19,7 @@ from models_db.profiles import load_profile
 from planner.search.planning import plan
 
 if TYPE_CHECKING:
-    from bench.published_check import Case
+    from bench.published_cases import Case
 
 MICRO_BATCHES = (1, 2, 4)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from bench.published_cases import dsv3_gb200_cases
 from bench.published_check import (
     csv_cases,
-    dsv3_gb200_cases,
     run_case,
     stack_text,
     stated_cp,
