@@ -32,7 +32,7 @@ case fills in beyond the source (a Megatron default, a GBS) is in its ``assumed`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,36 +41,21 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from bench.accuracy import commit, data_path
-from models_db.catalog import cluster_spec, load_gpu, load_model, network_bytes_per_s
+from bench.published_cases import Case, external_cases
+from bench.published_sensitivity import sensitivity_markdown, sensitivity_rows
+from models_db.catalog import load_gpu, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
-from models_db.measurement_stacks import annotate_rows
+from models_db.measurement_stacks import annotate_rows, stack_notes
 from models_db.profiles import load_profile
 from planner.calibration.measurements import parse_rows, read_rows
+from planner.search.evaluate import evaluate_layouts
 from planner.search.planning import plan
 from planner.space.enumeration import SearchConstraints
-from planner.specs import ClusterSpec, ModelSpec, TrainingJob
+from planner.specs import TrainingJob
 
 RESULTS = Path(__file__).parent / "results"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Case:
-    case_id: str
-    series: str
-    model: ModelSpec
-    cluster: ClusterSpec
-    job: TrainingJob
-    constraints: SearchConstraints
-    metric: str
-    """Published quantity compared: tokens_per_s_per_gpu, model_tflops_per_gpu or mfu."""
-    published: float
-    source: str
-    assumed: str = ""
-    force_balanced: bool = False
-    sweep: bool = False
-    """Rows of one source's sweep: Spearman's rho is meaningful within them."""
-    headline: bool = True
-    """False for figures recalled from outside the reference sheets ([U])."""
+READING = Path(__file__).with_name("published_check_reading.md")
+"""Why the check misses where it misses: appended to the results page by :func:`write_markdown`."""
 
 
 # --- rows of the shared CSV whose layout is only partly stated ----------------------------------
@@ -124,7 +109,7 @@ def csv_cases() -> list[Case]:
             tp=stated("tp", m.layout.tp),
             pp=stated("pp", m.layout.pp),
             vpp=stated("vpp", m.layout.vpp),
-            cp=m.layout.cp if row.get("cp") or row["source_id"] != "megatron_readme_h100" else None,
+            cp=stated_cp(row, m.layout.cp),
             micro_batch_size=mbs,
             # dgxc rows: the README's NVIDIA-recipe default (no recompute)
             recompute=("none", "selective", "full") if free_recompute else (m.layout.recompute,),
@@ -148,76 +133,75 @@ def csv_cases() -> list[Case]:
                 source=f"{row['source_id']}: {row['source_ref'][:90]}",
                 assumed="; ".join(assumed),
                 sweep=True,
+                stated=_stated_text(row, constraints),
+                free=_free_text(constraints),
+                stack=stack_text(row["source_id"], row["sweep_id"], moe=m.model.is_moe),
             )
         )
     return cases
 
 
-# --- published figures outside the data folder ---------------------------------------------------
+def stated_cp(row: dict[str, str], cp: int) -> int | None:
+    """cp as the row states it: a cp column, or a stated dp with tp x pp x dp = GPUs (then
+    nothing is left for cp: the README's 'DP = 48'); None (free) where neither is given."""
+    if row.get("cp"):
+        return cp
+    sizes = [row.get(k, "") for k in ("tp", "pp", "dp")]
+    if all(sizes) and int(sizes[0]) * int(sizes[1]) * int(sizes[2]) == int(row["num_gpus"]):
+        return 1
+    return None if row["source_id"] == "megatron_readme_h100" else cp
 
-LLAMA3_PAPER = (
-    "Llama 3 paper (Grattafiori et al. 2024, arXiv 2407.21783) Table 4: Llama 3 405B pre-training "
-    "on H100, BF16, TFLOP/s per GPU [U: recalled for this benchmark; Meta's own 4D-parallel "
-    "stack, not Megatron-LM]"
-)
-MOE_TR = "performance-facts §1.7: Megatron Core MoE report (MOE-TR abstract) [V]"
-MB = "performance-facts §1.7: Megatron-Bridge 26.08 performance summary (MB) [V]"
+
+def _stated_text(row: dict[str, str], c: SearchConstraints) -> str:
+    """The axes the row pins (their values are the row's, in the table)."""
+    axes = [k for k in ("tp", "pp", "vpp") if getattr(c, k)]
+    if c.cp and not row.get("cp"):
+        axes.append("cp 1 (tp x pp x the stated dp = GPUs)")
+    elif c.cp:
+        axes.append("cp")
+    if c.micro_batch_size:
+        axes.append("mbs")
+    if row.get("recompute"):
+        axes.append("recompute")
+    return ", ".join([*axes, "GBS", "s"])
 
 
-def external_cases() -> list[Case]:
-    llama = load_model("llama3.1-405b")
-    cases = []
-    for case_id, gpus, seq, gbs, cp, published in (
-        ("llama3-405b-8k-gpus", 8192, 8192, 2048, 1, 430.0),
-        ("llama3-405b-16k-gpus", 16384, 8192, 2048, 1, 400.0),
-        ("llama3-405b-16k-gpus-128k-seq", 16384, 131072, 128, 16, 380.0),
-    ):
-        cases.append(
-            Case(
-                case_id=case_id,
-                series="llama3_paper_table4",
-                model=llama,
-                cluster=cluster_spec("dgx-h100", gpus),
-                job=TrainingJob(seq_length=seq, global_batch_size=gbs, precision="bf16"),
-                constraints=SearchConstraints(tp=8, pp=16, cp=cp),
-                metric="model_tflops_per_gpu",
-                published=published,
-                source=LLAMA3_PAPER,
-                assumed="16M tokens per batch as the paper states; micro-batch, vpp, recompute "
-                "free; 8 GPUs per NVLink domain; Meta's FLOP convention unknown (ours halves "
-                "causal attention: 4 % fewer FLOPs per token at 8k, 1.4x fewer at 128k)",
-                headline=False,
-            )
-        )
-    moe = (
-        ("deepseek-v3-gb200-mb", "deepseek-v3", "gb200-186gb", 1276.0, MB),
-        ("deepseek-v3-gb200-moe-report", "deepseek-v3", "gb200-186gb", 1048.0, MOE_TR),
-        ("deepseek-v3-gb300-moe-report", "deepseek-v3", "gb300-288gb", 1233.0, MOE_TR),
-        ("qwen3-235b-gb200-moe-report", "qwen3-235b-a22b", "gb200-186gb", 919.0, MOE_TR),
-        ("qwen3-235b-gb300-moe-report", "qwen3-235b-a22b", "gb300-288gb", 974.0, MOE_TR),
-    )
-    for case_id, model, gpu, published, source in moe:
-        cases.append(
-            Case(
-                case_id=case_id,
-                series="moe_blackwell",
-                model=load_model(model),
-                cluster=cluster_spec(gpu, 256, gpus_per_node=64),
-                job=TrainingJob(seq_length=4096, global_batch_size=8192, precision="fp8"),
-                constraints=SearchConstraints(),
-                metric="model_tflops_per_gpu",
-                published=published,
-                source=source,
-                assumed="256 GPUs in 64-GPU NVLink domains, s = 4096, GBS 8192 (the report's "
-                "GPU count and batch are not in our sheets) [U]; layout free; fp8 stands for "
-                "MXFP8; force-balanced routing as NVIDIA benchmarks it (moe_imbalance 1.0)",
-                force_balanced=True,
-            )
-        )
-    return cases
+def _free_text(c: SearchConstraints) -> str:
+    free = [k for k in ("tp", "pp", "vpp", "cp") if getattr(c, k) is None]
+    if c.micro_batch_size is None:
+        free.append("mbs")
+    if len(c.recompute) > 1:
+        free.append("recompute")
+    return " ".join(free) or "nothing"
+
+
+def stack_text(source_id: str, sweep_id: str = "*", *, moe: bool = True) -> str:
+    """The stack fields models_db.measurement_stacks gives a source: value and basis (the MoE
+    ones only for an MoE model)."""
+    notes = [
+        n
+        for n in stack_notes()
+        if n.source_id == source_id
+        and n.sweep_id in ("*", sweep_id)
+        and (moe or not n.field.startswith("moe_"))
+    ]
+    return "; ".join(f"{n.field}={n.value} ({n.basis.replace('_', ' ')})" for n in notes)
 
 
 # --- run ---------------------------------------------------------------------------------------
+
+
+def _best(case: Case, job: TrainingJob, profile: Any, threshold: float) -> Any:
+    result = plan(
+        case.model,
+        case.cluster,
+        job,
+        constraints=case.constraints,
+        profile=profile,
+        top_k=1,
+        threshold=threshold,
+    )
+    return result.plans[0] if result.plans else None
 
 
 def run_case(case: Case) -> dict[str, Any]:
@@ -225,18 +209,14 @@ def run_case(case: Case) -> dict[str, Any]:
     job = replace(case.job, moe_imbalance=1.0) if case.force_balanced else case.job
 
     def best(threshold: float) -> Any:
-        result = plan(
-            case.model,
-            case.cluster,
-            job,
-            constraints=case.constraints,
-            profile=profile,
-            top_k=1,
-            threshold=threshold,
-        )
-        return result.plans[0] if result.plans else None
+        return _best(case, job, profile, threshold)
 
     whole, rule = best(1.0), best(0.8)
+    # the unstated interleaving brackets the ratio: the search's best vpp vs none at all
+    no_interleave = None
+    if case.constraints.vpp is None and case.constraints.pp != 1 and case.sweep:
+        case_v1 = replace(case, constraints=replace(case.constraints, vpp=1))
+        no_interleave = _best(case_v1, job, profile, 1.0)
     out: dict[str, Any] = {
         "case": case.case_id,
         "series": case.series,
@@ -249,11 +229,27 @@ def run_case(case: Case) -> dict[str, Any]:
         "assumed": case.assumed,
         "sweep": case.sweep,
         "headline": case.headline,
+        "headline_note": case.headline_note,
         "predicted": None,
         "ratio": None,
         "layout": None,
         "ratio_under_80pct_rule": None,
+        "ratio_vpp1": None,
+        "stated": case.stated,
+        "free": case.free,
+        "stack": case.stack,
     }
+    if no_interleave is not None:
+        out["ratio_vpp1"] = float(no_interleave.performance[case.metric]) / case.published
+    if whole is None and case.stated_layout is not None:
+        # our memory estimate rejects what the source ran: price the stated layout anyway
+        (ev,) = evaluate_layouts(
+            case.model, case.cluster, job, [case.stated_layout], profile, threshold=1.0
+        )
+        if ev["performance"] is not None:
+            value = float(ev["performance"][case.metric])
+            out["ratio_over_hbm"] = value / case.published
+            out["memory_utilization_over_hbm"] = float(ev["memory"]["utilization"])
     if whole is None:
         return out  # our memory estimate puts every agreeing layout over the whole card
     lay = whole.layout
@@ -286,6 +282,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         series[name] = {
             "rows": len(rows),
             "headline": rows[0]["headline"],
+            "headline_note": rows[0]["headline_note"],
             "median_ape": float(np.median([abs(r["ratio"] - 1) for r in rows])),
             "median_ratio": float(np.median([r["ratio"] for r in rows])),
             "spearman": rho,
@@ -337,30 +334,47 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
     for name, v in s["series"].items():
         rho = "n/a" if v["spearman"] is None else f"{v['spearman']:.2f}"
         lines.append(
-            f"| {name} | {v['rows']} | {'yes' if v['headline'] else 'no [U]'} | "
+            f"| {name} | {v['rows']} | {'yes' if v['headline'] else 'no ' + v['headline_note']} | "
             f"{100 * v['median_ape']:.1f} % | {v['median_ratio']:.3f} | {rho} |"
         )
     lines += [
         "",
+        "*no vpp*: the best ratio when the search may not interleave (vpp 1), for sweep rows "
+        "whose source leaves vpp unstated: with the search's best vpp it brackets what the "
+        "unstated interleaving alone can move. *free*: the axes the source leaves to the search.",
+        "",
         "| case | model | GPUs | metric | published | planner best | ratio | 80 % rule | "
-        "planner's layout |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "no vpp | free | planner's layout |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in payload["results"]:
         pred = "over HBM" if r["predicted"] is None else f"{r['predicted']:.4g}"
+        if r.get("ratio_over_hbm") is not None:
+            pred += (
+                f" (stated layout at {100 * r['memory_utilization_over_hbm']:.0f} % of HBM: "
+                f"ratio {r['ratio_over_hbm']:.3f})"
+            )
         lines.append(
             f"| {r['case']} | {r['model']} ({r['gpu']}) | {r['num_gpus']} | {r['metric']} | "
             f"{r['published']:.4g} | {pred} | {_ratio(r['ratio'])} | "
-            f"{_ratio(r['ratio_under_80pct_rule'])} | {r['layout'] or ''} |"
+            f"{_ratio(r['ratio_under_80pct_rule'])} | {_ratio(r['ratio_vpp1'])} | {r['free']} | "
+            f"{r['layout'] or ''} |"
         )
     lines += ["", "## Sources and what each case assumes", ""]
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     for r in payload["results"]:
-        key = (r["source"], r["assumed"])
+        key = (r["source"], r["assumed"], r["stack"])
         if key in seen:
             continue
         seen.add(key)
-        lines.append(f"- {r['series']}: {r['source']}. Assumed: {r['assumed'] or 'nothing'}.")
+        lines.append(
+            f"- {r['series']}: {r['source']}. Stated: {r['stated'] or 'see source'}. "
+            f"Free: {r['free'] or 'see assumed'}. Stack: {r['stack'] or 'not recorded'}. "
+            f"Assumed: {r['assumed'] or 'nothing'}."
+        )
+    lines += sensitivity_markdown(payload.get("sensitivity", []))
+    if READING.exists():  # the hand-written reading of these numbers (dated inside)
+        lines += ["", READING.read_text(encoding="utf-8").rstrip()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -372,6 +386,7 @@ def main() -> int:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "summary": summarise(results),
         "results": results,
+        "sensitivity": sensitivity_rows(cases, results),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "published_check.json").write_text(json.dumps(payload, indent=1) + "\n")
