@@ -16,7 +16,8 @@ stack) stands for a user's cluster. For each campaign with at least ``MIN_ROWS``
    Spearman inside each sweep that keeps >= 3 scored rows; "before" = the starting profile on
    the same scored rows.
 
-The five rows are chosen (a) at random, ``SEEDS`` seeds, and (b) as ``--suggest 5`` proposes them
+The five rows are chosen (a) at random, ``SEEDS`` seeds (also onto a harder start fitted on no
+row of the campaign's GPU type, the profile an unmeasured GPU is shipped with), and (b) as ``--suggest 5`` proposes them
 for a representative plan of the campaign, each suggested run mapped to the nearest measured row
 (suggest proposes short runs on 1-4 nodes that are not in the data). The report and the issue's
 scoreboard are in :mod:`bench.five_runs_report`.
@@ -215,15 +216,13 @@ def suggested_ids(
         free = [m for m in group if m.row_id not in taken]
         near = min(free, key=lambda m: distance(run, m))
         taken.append(near.row_id)
-        lay = near.layout
         mapping.append(
             {
                 "suggested": run.change,
                 "suggested_gpus": run.cluster.num_gpus,
                 "variance_reduction": run.variance_reduction,
                 "row": near.row_id,
-                "row_layout": f"{near.model.name}, {near.cluster.num_gpus} GPUs, tp{lay.tp} "
-                f"pp{lay.pp} vpp{lay.vpp} cp{lay.cp} ep{lay.ep} mbs{lay.micro_batch_size}",
+                "row_layout": describe(near),
                 "distance": distance(run, near),
             }
         )
@@ -232,12 +231,17 @@ def suggested_ids(
         free = [m for m in group if m.row_id not in taken]
         near = min(free, key=lambda m: _layout_gap(plan, m))
         taken.append(near.row_id)
-        mapping.append({"suggested": "(filler: nearest to the plan)", "row": near.row_id})
+        mapping.append(
+            {
+                "suggested": "(none: nearest to the plan)",
+                "row": near.row_id,
+                "row_layout": describe(near),
+            }
+        )
     lay = plan.layout
     info = {
         "plan_row": plan.row_id,
-        "plan": f"{plan.model.name} {plan.job.precision}, {plan.cluster.num_gpus} GPUs, "
-        f"tp{lay.tp} pp{lay.pp} vpp{lay.vpp} cp{lay.cp} ep{lay.ep} mbs{lay.micro_batch_size}",
+        "plan": f"{describe(plan)}, {plan.job.precision}",
         "suggested": len(sugg.runs),
         "plan_model_parallel_gpus": lay.tp * lay.pp * lay.cp,
         "max_nodes": MAX_NODES,
@@ -247,6 +251,14 @@ def suggested_ids(
         "mapping": mapping,
     }
     return taken, info
+
+
+def describe(m: Measurement) -> str:
+    lay = m.layout
+    return (
+        f"{m.model.name}, {m.cluster.num_gpus} GPUs, tp{lay.tp} pp{lay.pp} vpp{lay.vpp} "
+        f"cp{lay.cp} ep{lay.ep} mbs{lay.micro_batch_size}"
+    )
 
 
 def _layout_gap(plan: Measurement, m: Measurement) -> float:
@@ -294,12 +306,19 @@ def campaign_result(
     start = starting_profile(gpu, train)
     runs = [simulate(make_split(rows, key, random_ids(group, s)), start) for s in range(SEEDS)]
     ids, info = suggested_ids(group, start)
+    # a harder start, nearer a cluster the fit never saw: no row of the GPU type at all (its
+    # profile is the transfer an unmeasured GPU is shipped with), the same uploads
+    foreign = [m for m in train if m.cluster.gpu.name != gpu.name]
+    hard = starting_profile(gpu, foreign)
+    hard_runs = [simulate(make_split(rows, key, random_ids(group, s)), hard) for s in range(SEEDS)]
     return {
         "rows": len(group),
         "sweeps": dict(Counter(m.sweep_id or "(no sweep id)" for m in group)),
         "start_fit_rows": sum(m.cluster.gpu.name == gpu.name for m in train),
         "random": summarise(runs),
         "random_runs": runs,
+        "random_gpu_out": summarise(hard_runs),
+        "gpu_out_start": str(hard.provenance.get("kind", "?")),
         "suggest": {**info, **simulate(make_split(rows, key, ids), start)},
     }
 

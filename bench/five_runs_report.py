@@ -152,6 +152,19 @@ def _five_run_bars(res: dict[str, Any]) -> list[dict[str, Any]]:
                 else "",
             )
         )
+        h = c["random_gpu_out"]
+        hard = h["after_median_ape"]["median"]
+        out.append(
+            _bar(
+                "after five runs: median <= 7 %, harder start",
+                f"as above, the start fitted on no row of {key.split(' x ')[1]} "
+                f"({c['gpu_out_start']}: the profile an unmeasured GPU is shipped with)",
+                f"{_pct(hard)} (seeds {_pct(h['after_median_ape']['min'])} - "
+                f"{_pct(h['after_median_ape']['max'])}; before "
+                f"{_pct(h['before_median_ape']['median'])})",
+                None if hard is None else hard <= FIVE_MEDIAN,
+            )
+        )
     return out
 
 
@@ -214,7 +227,7 @@ def readme_lines() -> list[str]:
 
 
 def _campaign_lines(key: str, c: dict[str, Any], upload: int) -> list[str]:
-    r, s = c["random"], c["suggest"]
+    r, s, h = c["random"], c["suggest"], c["random_gpu_out"]
 
     def span(d: dict[str, Any], fmt: Any) -> str:
         return f"{fmt(d['median'])} ({fmt(d['min'])} - {fmt(d['max'])})"
@@ -235,6 +248,12 @@ def _campaign_lines(key: str, c: dict[str, Any], upload: int) -> list[str]:
         f"{span(r['before_min_spearman'], _rho)} | {span(r['after_min_spearman'], _rho)} "
         f"({_rho(r['after_min_spearman_clean']['median'])}) | "
         f"{r['seeds'] - r['kept_prior']} / {r['kept_prior']} |",
+        f"| random, start without the GPU type ({c['gpu_out_start']}) | {c['rows'] - upload} | "
+        f"{span(h['before_median_ape'], _pct)} | {span(h['after_median_ape'], _pct)} | "
+        f"{span(h['before_p90_ape'], _pct)} | {span(h['after_p90_ape'], _pct)} | "
+        f"{span(h['before_min_spearman'], _rho)} | {span(h['after_min_spearman'], _rho)} "
+        f"({_rho(h['after_min_spearman_clean']['median'])}) | "
+        f"{h['seeds'] - h['kept_prior']} / {h['kept_prior']} |",
         f"| suggest 5 | {s['after']['n']} | {_pct(s['before']['median_ape'])} | "
         f"{_pct(s['after']['median_ape'])} | {_pct(s['before']['p90_ape'])} | "
         f"{_pct(s['after']['p90_ape'])} | {_rho(s['before']['min_spearman'])} | "
@@ -260,8 +279,9 @@ def _campaign_lines(key: str, c: dict[str, Any], upload: int) -> list[str]:
     for m in s["mapping"]:
         lines.append(
             f"| {m['suggested']} | {m.get('suggested_gpus', '')} | "
-            f"{_pct(m.get('variance_reduction'))} | {m['row']} | {m.get('row_layout', '')} | "
-            f"{m.get('distance', 0.0):.1f} |"
+            f"{_pct(m.get('variance_reduction'))} | {m['row']} | {m['row_layout']} | "
+            + ("" if m.get("distance") is None else f"{m['distance']:.1f}")
+            + " |"
         )
     return [*lines, ""]
 
@@ -303,6 +323,11 @@ def markdown(res: dict[str, Any]) -> str:
         "sweep that keeps >= 3 scored rows; *clean* sweeps are those whose measured rows differ "
         "by >= 3 % (below that the order is run-to-run noise).",
         "",
+        "*start without the GPU type*: the same random uploads onto a harder start, fitted on "
+        "no row of the campaign's GPU type (its architecture priors plus what the other GPU "
+        "type's rows identified, `planner.calibration.transfer`), nearer to a cluster and stack "
+        "the fit never saw.",
+        "",
         "*suggest 5*: `planner calibrate --suggest 5` (`suggest_runs`, starting profile, nothing "
         "measured yet) for the campaign's most measured (model, precision) at its largest GPU "
         "count. It proposes short runs on 1-4 nodes, mostly layer-reduced proxies, none of "
@@ -316,6 +341,35 @@ def markdown(res: dict[str, Any]) -> str:
         *[f"- {k}: {why}" for k, why in res["excluded"].items()],
         "",
     ]
+    lines += _reading(res)
     for key, c in res["campaigns"].items():
         lines += _campaign_lines(key, c, res["upload"])
     return "\n".join(lines) + "\n"
+
+
+def _reading(res: dict[str, Any]) -> list[str]:
+    """What the numbers say, computed from them (so a re-run after a merge stays true)."""
+    out = ["## Reading", ""]
+    for key, c in res["campaigns"].items():
+        r, h = c["random"], c["random_gpu_out"]
+        out.append(
+            f"- {key}: median {_pct(r['before_median_ape']['median'])} before -> "
+            f"{_pct(r['after_median_ape']['median'])} after 5 random runs (better in "
+            f"{r['median_better']}, worse in {r['median_worse']}, prior kept in "
+            f"{r['kept_prior']} of {r['seeds']} seeds); from the harder start without the GPU "
+            f"type {_pct(h['before_median_ape']['median'])} -> "
+            f"{_pct(h['after_median_ape']['median'])} (better in {h['median_better']}, worse "
+            f"in {h['median_worse']})."
+        )
+    out += [
+        "",
+        "The campaign-out start is already near the bar: each campaign shares its GPU type and "
+        "a similar NVIDIA stack with the rows that fit it, unlike the other clusters and stacks "
+        "the issue's 'about 30 %' refers to, so these campaigns cannot show the gain of an "
+        "upload from there. Where they have few rows or one sweep, five rows move a GEMM or "
+        "overlap coefficient that the other rows did not need moved, and the 5-row CV inside "
+        "`fit_decision` (one group: 5-fold over rows) does not always catch it: count the "
+        "'worse' seeds above.",
+        "",
+    ]
+    return out

@@ -91,8 +91,10 @@ def test_campaign_result_fits_without_the_campaign_and_scores_only_other_rows(
     five_runs.campaign_result(DATA, CAMPAIGN, group)
 
     campaign_ids = {m.row_id for m in group}
-    assert seen["start"] == [{m.row_id for m in DATA} - campaign_ids]
-    assert len(seen["upload"]) == five_runs.SEEDS + 1
+    # the campaign-out start sees every other row; the GPU-out start fewer; none sees the campaign
+    assert seen["start"][0] == {m.row_id for m in DATA} - campaign_ids
+    assert all(not train & campaign_ids for train in seen["start"])
+    assert len(seen["upload"]) == 2 * five_runs.SEEDS + 1
     # score is called twice per upload (before and after), on the same held-out rows
     for i, up in enumerate(seen["upload"]):
         assert len(up) == five_runs.UPLOAD and up <= campaign_ids
