@@ -339,10 +339,11 @@ def _no_suggestion(s: dict[str, Any]) -> list[str]:
     if s["suggested"] >= len(s["mapping"]):
         return []
     return [
-        f"Suggest proposed {s['suggested']} runs: it only proposes runs on 1-{s['max_nodes']} "
-        "nodes that keep the plan's model-parallel group (tp x pp x cp = "
-        f"{s['plan_model_parallel_gpus']} GPUs here) or halve one degree; the missing uploads "
-        "are the campaign's rows nearest the plan (same model, closest GPU count).",
+        f"Suggest proposed {s['suggested']} runs ({s['candidates']} feasible candidates): it "
+        f"only proposes runs on 1-{s['max_nodes']} nodes that keep the plan's model-parallel "
+        f"group (tp x pp x cp = {s['plan_model_parallel_gpus']} GPUs here) or halve one degree; "
+        "the missing uploads are the campaign's rows nearest the plan (same model, closest GPU "
+        "count).",
         "",
     ]
 
@@ -352,8 +353,8 @@ def markdown(res: dict[str, Any]) -> str:
         "# After uploading five runs of a cluster (issue 12 'Done when'), and the scoreboard",
         "",
         f"Commit `{res['commit']}`, {res['date']}; {res['rows_used']} usable shared rows; run "
-        f"time {res['run_time_s']} s on the 2-core machine (vectorised evaluation; each upload is "
-        "one regularised fit plus its 5-fold CV on 5 rows).",
+        f"time {res['run_time_s']} s on the shared 2-core machine (vectorised evaluation; each "
+        "upload is one regularised fit plus its cross-validation on the 5 rows).",
         "",
         "## Scoreboard",
         "",
