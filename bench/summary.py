@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.five_runs_report import readme_lines as five_runs_readme_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 README = ROOT / "README.md"
@@ -194,6 +196,7 @@ def render() -> str:
     lines: list[str] = [START, ""]
     _accuracy(lines)
     _published(lines)
+    lines += five_runs_readme_lines()  # issue 12 scoreboard (bench/five_runs_report.py)
     _memory(lines)
     _speed(lines)
     lines.append(END)

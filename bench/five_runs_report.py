@@ -1,0 +1,425 @@
+"""The five-run bench's report, and the scoreboard of issue 12's "Done when" bars.
+
+The scoreboard reads the committed results of the other benchmarks (``published_check``,
+``accuracy``, ``mechanisms``) and this bench's own figures; every number it prints comes from one
+of those files, and each bar says what it was measured on and what cannot be measured here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+FIVE_MEDIAN, FIVE_RHO = 0.07, 0.8
+PUBLISHED_MEDIAN, PUBLISHED_P90, MOE_MEDIAN, SWEEP_RHO, CP_ERROR = 0.15, 0.35, 0.15, 0.7, 0.25
+
+
+def _load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def _rho(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _met(ok: bool | None) -> str:
+    return "not measurable" if ok is None else ("met" if ok else "NOT met")
+
+
+def _bar(
+    bar: str, measured_on: str, number: str, ok: bool | None, *, note: str = ""
+) -> dict[str, Any]:
+    met = _met(ok) + (f" ({note})" if note else "")
+    return {"bar": bar, "measured_on": measured_on, "number": number, "met": met}
+
+
+def _published_bars() -> list[dict[str, Any]]:
+    pub = _load("published_check")
+    if pub is None:
+        return [_bar("published runs never fitted", "not run", "-", None)]
+    s = pub["summary"]
+    moe = s["series"].get("moe_blackwell", {})
+    rhos = {k: v["spearman"] for k, v in s["series"].items() if v.get("spearman") is not None}
+    worst = min(rhos.values()) if rhos else None
+    on = (
+        f"published check ({s['headline_cases']} published figures, never fitted; the planner's "
+        "best layout under what each source states, not the exact published layout)"
+    )
+    return [
+        _bar(
+            "median error <= 15 % on published runs never fitted",
+            on,
+            _pct(s["median_ape"]),
+            s["median_ape"] <= PUBLISHED_MEDIAN,
+        ),
+        _bar("p90 error <= 35 %", on, _pct(s["p90_ape"]), s["p90_ape"] <= PUBLISHED_P90),
+        _bar(
+            "MoE rows median <= 15 %",
+            f"published check, moe_blackwell ({moe.get('rows', 0)} DeepSeek-V3 / Qwen3 figures "
+            "on GB200/GB300)",
+            _pct(moe.get("median_ape")),
+            None if not moe else moe["median_ape"] <= MOE_MEDIAN,
+        ),
+        _bar(
+            "Spearman >= 0.7 inside every layout sweep (published, never fitted)",
+            f"published check, {len(rhos)} series with >= 3 figures (weak-scaling series: GPU "
+            "count and model change, not a layout sweep on one job)",
+            f"min {_rho(worst)}",
+            None if worst is None else worst >= SWEEP_RHO,
+        ),
+    ]
+
+
+def _shared_row_bars() -> list[dict[str, Any]]:
+    acc = _load("accuracy")
+    if acc is None:
+        return []
+    moe = acc["cv_by_source"]["dense_vs_moe"].get("moe_after")
+    sweeps = acc["cv_by_sweep"]["sweeps"]
+    clean = [w for w in sweeps if w["measured_spread"] >= 0.03 and w["spearman"] is not None]
+    every = [w for w in sweeps if w["spearman"] is not None]
+    worst_all = min(every, key=lambda w: w["spearman"]) if every else None
+    worst_clean = min((w["spearman"] for w in clean), default=None)
+    out = []
+    if moe is not None:
+        out.append(
+            _bar(
+                "MoE rows median <= 15 % (proxy)",
+                f"shared rows, leave-one-source-out: {moe['n']} Grok-1 rows predicted by profiles "
+                "fitted without their source (same cluster family as the fit, so a proxy)",
+                _pct(moe["median_ape"]),
+                moe["median_ape"] <= MOE_MEDIAN,
+            )
+        )
+    if worst_all is not None:
+        out.append(
+            _bar(
+                "Spearman >= 0.7 inside every layout sweep (proxy)",
+                f"shared rows, leave-one-sweep-out, {len(every)} sweeps; {len(clean)} whose rows "
+                "differ by >= 3 % (the others are ordered by run-to-run noise)",
+                f"clean sweeps min {_rho(worst_clean)}; all sweeps min "
+                f"{_rho(worst_all['spearman'])} ({worst_all['sweep_id']}, rows within "
+                f"{_pct(worst_all['measured_spread'])})",
+                None if worst_clean is None else worst_clean >= SWEEP_RHO,
+                note="clean sweeps; not on every sweep"
+                if worst_all["spearman"] < SWEEP_RHO
+                else "",
+            )
+        )
+    return out
+
+
+def _five_run_bars(res: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key, c in res["campaigns"].items():
+        r = c["random"]
+        med = r["after_median_ape"]["median"]
+        rho = r["after_min_spearman_clean"]["median"]
+        rho_all = r["after_min_spearman"]["median"]
+        on = (
+            f"five-run proxy, {key} ({c['rows']} rows): start fitted without it, 5 random rows "
+            f"uploaded ({r['seeds']} seeds), scored on the other {c['rows'] - res['upload']}"
+        )
+        out.append(
+            _bar(
+                "after five runs: median <= 7 %",
+                on,
+                f"{_pct(med)} (seeds {_pct(r['after_median_ape']['min'])} - "
+                f"{_pct(r['after_median_ape']['max'])}; before "
+                f"{_pct(r['before_median_ape']['median'])}; better in {r['median_better']}, "
+                f"worse in {r['median_worse']} of {r['seeds']} seeds)",
+                None if med is None else med <= FIVE_MEDIAN,
+            )
+        )
+        rho_n = r["after_min_spearman_clean"]["n"]
+        out.append(
+            _bar(
+                "after five runs: Spearman >= 0.8 on its other runs",
+                on + "; min over its sweeps with >= 3 scored rows, median over seeds",
+                f"clean sweeps {_rho(rho)}, all sweeps {_rho(rho_all)} ({rho_n} of "
+                f"{r['seeds']} seeds leave a clean sweep of >= 3 rows)",
+                None if rho is None else rho >= FIVE_RHO,
+                note="clean sweeps; not on every sweep"
+                if rho is not None and rho_all is not None and rho_all < FIVE_RHO
+                else "",
+            )
+        )
+        h = c["random_gpu_out"]
+        hard = h["after_median_ape"]["median"]
+        out.append(
+            _bar(
+                "after five runs: median <= 7 %, harder start",
+                f"as above, the start fitted on no row of {key.split(' x ')[1]} "
+                f"({c['gpu_out_start']}: the profile an unmeasured GPU is shipped with)",
+                f"{_pct(hard)} (seeds {_pct(h['after_median_ape']['min'])} - "
+                f"{_pct(h['after_median_ape']['max'])}; before "
+                f"{_pct(h['before_median_ape']['median'])})",
+                None if hard is None else hard <= FIVE_MEDIAN,
+            )
+        )
+    return out
+
+
+def _cp_bar() -> list[dict[str, Any]]:
+    mech = _load("mechanisms")
+    if mech is None:
+        return [_bar("CP speed-up within 25 %", "not run", "-", None)]
+    rows = mech["cp_speedups"]
+    cp_rows = [r for r in rows if r["cp"] > 1]
+    cp_within = [r for r in cp_rows if abs(r["error"]) <= CP_ERROR]
+    within = [r for r in rows if abs(r["error"]) <= CP_ERROR]
+    worst = max(cp_rows, key=lambda r: abs(r["error"]))
+    return [
+        _bar(
+            "predicted CP speed-up on long sequences within 25 % of published",
+            f"Megatron CP figure (GPT 175B, 16K/32K, bench/results/mechanisms.md): its "
+            f"{len(cp_rows)} bars with CP > 1; a figure, not runs we measured",
+            f"{len(cp_within)} of {len(cp_rows)} within 25 %, worst "
+            f"{100 * worst['error']:+.0f} % (tp{worst['tp']} cp{worst['cp']}, {worst['case']}); "
+            f"the figure's TP-only bars: {len(within) - len(cp_within)} of "
+            f"{len(rows) - len(cp_rows)}",
+            len(cp_within) == len(cp_rows),
+        )
+    ]
+
+
+NOT_MEASURABLE = (
+    "Runs we do not have: published runs of other clusters and software stacks *with the exact "
+    "layout and stack they used* (the published check plans under partly stated layouts), and "
+    "uploads from a real user's cluster. The five-run figures are a proxy: each campaign of the "
+    "shared rows plays the user's cluster, but its GPU type's other campaigns (same GPU, "
+    "similar NVIDIA stacks) train the starting profile, so it is closer to the fit than a new "
+    "cluster would be; the MoE and sweep rows of the shared data are one MoE model (Grok-1) "
+    "and weak-scaling series."
+)
+
+
+def scoreboard(res: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*_published_bars(), *_shared_row_bars(), *_five_run_bars(res), *_cp_bar()]
+
+
+def short_scoreboard(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scoreboard with the five-run bars folded to one line each across campaigns."""
+    board = res["scoreboard"]
+    five = [b for b in board if b["bar"].startswith("after five runs")]
+    rest = [b for b in board if b not in five]
+    cp = [b for b in rest if b["bar"].startswith("predicted CP")]
+    camps = {k.split(" x ")[0]: c for k, c in res["campaigns"].items()}
+
+    def med(variant: str) -> str:
+        return "; ".join(
+            f"{n}: {_pct(c[variant]['before_median_ape']['median'])} -> "
+            f"{_pct(c[variant]['after_median_ape']['median'])}"
+            for n, c in camps.items()
+        )
+
+    rho = "; ".join(
+        f"{n}: {_rho(c['random']['after_min_spearman_clean']['median'])} "
+        f"(all sweeps {_rho(c['random']['after_min_spearman']['median'])})"
+        for n, c in camps.items()
+    )
+    folded = []
+    for bar, number in (
+        ("after five runs: median <= 7 %", "before -> after, " + med("random")),
+        ("after five runs: Spearman >= 0.8 on its other runs", "clean sweeps " + rho),
+        (
+            "after five runs: median <= 7 %, harder start",
+            "before -> after, " + med("random_gpu_out"),
+        ),
+    ):
+        rows = [b for b in five if b["bar"] == bar]
+        measurable = [b for b in rows if not b["met"].startswith("not measurable")]
+        met = [b for b in measurable if b["met"].startswith("met")]
+        verdict = f"{len(met)} of {len(measurable)} campaigns met"
+        if any("(" in b["met"] for b in met):
+            verdict += " (on clean sweeps; not on every sweep)"
+        if len(measurable) < len(rows):
+            verdict += f"; {len(rows) - len(measurable)} not measurable"
+        folded.append(
+            {
+                "bar": bar,
+                "measured_on": f"five-run proxy, {len(rows)} campaigns of the shared rows, "
+                "5 random rows uploaded, median over 20 seeds (bench/results/five_runs.md)",
+                "number": number,
+                "met": verdict,
+            }
+        )
+    return [*[b for b in rest if b not in cp], *folded, *cp]
+
+
+def scoreboard_lines(board: list[dict[str, Any]]) -> list[str]:
+    lines = ["| bar (issue 12 'Done when') | measured on | number | |", "|---|---|---|---|"]
+    lines += [f"| {b['bar']} | {b['measured_on']} | {b['number']} | {b['met']} |" for b in board]
+    return [*lines, "", f"Not measurable here: {NOT_MEASURABLE}"]
+
+
+def readme_lines() -> list[str]:
+    """The README's scoreboard (``bench.summary``), from ``five_runs.json``."""
+    res = _load("five_runs")
+    if res is None:
+        return ["* Issue 12 scoreboard: not run (`python -m bench.five_runs`).", ""]
+    return [
+        "**Issue 12 scoreboard** (`bench/results/five_runs.md`, `python -m bench.five_runs`): "
+        "each 'Done when' bar, what the project's data can measure for it, and whether it is met.",
+        "",
+        *scoreboard_lines(short_scoreboard(res)),
+        "",
+    ]
+
+
+def _campaign_lines(key: str, c: dict[str, Any], upload: int) -> list[str]:
+    r, s, h = c["random"], c["suggest"], c["random_gpu_out"]
+
+    def span(d: dict[str, Any], fmt: Any) -> str:
+        return f"{fmt(d['median'])} ({fmt(d['min'])} - {fmt(d['max'])})"
+
+    sweeps = ", ".join(f"{k}: {n}" for k, n in c["sweeps"].items())
+    lines = [
+        f"### {key}",
+        "",
+        f"{c['rows']} rows (sweeps: {sweeps}). Starting profile fitted on the GPU type's "
+        f"{c['start_fit_rows']} rows outside the campaign.",
+        "",
+        "| upload | scored rows | median APE before | after | p90 before | after | "
+        "min Spearman before | after (clean sweeps) | fit kept / prior kept |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| random, median (range) over {r['seeds']} seeds | {c['rows'] - upload} | "
+        f"{span(r['before_median_ape'], _pct)} | {span(r['after_median_ape'], _pct)} | "
+        f"{span(r['before_p90_ape'], _pct)} | {span(r['after_p90_ape'], _pct)} | "
+        f"{span(r['before_min_spearman'], _rho)} | {span(r['after_min_spearman'], _rho)} "
+        f"({_rho(r['after_min_spearman_clean']['median'])}) | "
+        f"{r['seeds'] - r['kept_prior']} / {r['kept_prior']} |",
+        f"| random, start without the GPU type ({c['gpu_out_start']}) | {c['rows'] - upload} | "
+        f"{span(h['before_median_ape'], _pct)} | {span(h['after_median_ape'], _pct)} | "
+        f"{span(h['before_p90_ape'], _pct)} | {span(h['after_p90_ape'], _pct)} | "
+        f"{span(h['before_min_spearman'], _rho)} | {span(h['after_min_spearman'], _rho)} "
+        f"({_rho(h['after_min_spearman_clean']['median'])}) | "
+        f"{h['seeds'] - h['kept_prior']} / {h['kept_prior']} |",
+        f"| suggest 5 | {s['after']['n']} | {_pct(s['before']['median_ape'])} | "
+        f"{_pct(s['after']['median_ape'])} | {_pct(s['before']['p90_ape'])} | "
+        f"{_pct(s['after']['p90_ape'])} | {_rho(s['before']['min_spearman'])} | "
+        f"{_rho(s['after']['min_spearman'])} ({_rho(s['after']['min_spearman_clean'])}) | "
+        f"{'prior kept' if s['kept_prior'] else 'fit kept'} |",
+        "",
+        f"Random uploads: {r['after_sweep_rhos_at_least_0.8']} of {r['after_sweep_rhos']} "
+        "(seed, sweep) Spearman values >= 0.8 after the upload; coefficients moved (seeds): "
+        + (", ".join(f"{k} {n}" for k, n in r["moved"].items()) or "none")
+        + ".",
+        "",
+        f"Random uploads improve the median of the scored rows in {r['median_better']} seeds "
+        f"and worsen it in {r['median_worse']} (the rest: the prior was kept).",
+        "",
+        *_no_suggestion(s),
+        f"Suggest: plan {s['plan']} (row {s['plan_row']}); {s['suggested']} runs proposed from "
+        f"{s['candidates']} candidates, plan uncertainty {s['plan_uncertainty_pct_before']:.1f} % "
+        f"-> {s['plan_uncertainty_pct_after']:.1f} %. Decision: {s['decision']}.",
+        "",
+        "| suggested run | GPUs | share of plan variance | mapped to row | its layout | distance |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in s["mapping"]:
+        lines.append(
+            f"| {m['suggested']} | {m.get('suggested_gpus', '')} | "
+            f"{_pct(m.get('variance_reduction'))} | {m['row']} | {m['row_layout']} | "
+            + ("" if m.get("distance") is None else f"{m['distance']:.1f}")
+            + " |"
+        )
+    return [*lines, ""]
+
+
+def _no_suggestion(s: dict[str, Any]) -> list[str]:
+    if s["suggested"] >= len(s["mapping"]):
+        return []
+    return [
+        f"Suggest proposed {s['suggested']} runs ({s['candidates']} feasible candidates): it "
+        f"only proposes runs on 1-{s['max_nodes']} nodes that keep the plan's model-parallel "
+        f"group (tp x pp x cp = {s['plan_model_parallel_gpus']} GPUs here) or halve one degree; "
+        "the missing uploads are the campaign's rows nearest the plan (same model, closest GPU "
+        "count).",
+        "",
+    ]
+
+
+def markdown(res: dict[str, Any]) -> str:
+    lines = [
+        "# After uploading five runs of a cluster (issue 12 'Done when'), and the scoreboard",
+        "",
+        f"Commit `{res['commit']}`, {res['date']}; {res['rows_used']} usable shared rows; run "
+        f"time {res['run_time_s']} s on the shared 2-core machine (vectorised evaluation; each "
+        "upload is one regularised fit plus its cross-validation on the 5 rows).",
+        "",
+        "## Scoreboard",
+        "",
+        *scoreboard_lines(res["scoreboard"]),
+        "",
+        "## The five-run simulation",
+        "",
+        "A campaign (one source x one GPU type: one measurement campaign on one cluster and "
+        f"stack) plays a user's cluster when it has at least {res['min_rows']} usable rows "
+        f"({res['upload']} to upload, >= 3 to score). Its starting profile is fitted WITHOUT it "
+        "by bench.accuracy's fold code (never the shipped profile, which has seen it). The user "
+        f"uploads {res['upload']} of its rows and calibrates through `planner calibrate`'s code "
+        "path (`app.calibration.honest.calibrate_gpu_rows`: regularised fit, CV by sweep, "
+        "`fit_decision` keeps the prior when the fit's CV is worse). Scored: the campaign's "
+        "other rows; *before* = the starting profile on those same rows. Spearman: inside each "
+        "sweep that keeps >= 3 scored rows; *clean* sweeps are those whose measured rows differ "
+        "by >= 3 % (below that the order is run-to-run noise).",
+        "",
+        "*start without the GPU type*: the same random uploads onto a harder start, fitted on "
+        "no row of the campaign's GPU type (its architecture priors plus what the other GPU "
+        "type's rows identified, `planner.calibration.transfer`), nearer to a cluster and stack "
+        "the fit never saw.",
+        "",
+        "*suggest 5*: `planner calibrate --suggest 5` (`suggest_runs`, starting profile, nothing "
+        "measured yet) for the campaign's most measured (model, precision) at its largest GPU "
+        "count. It proposes short runs on 1-4 nodes, mostly layer-reduced proxies, none of "
+        "which is in the data: each is mapped to the nearest measured row of the campaign not "
+        "yet taken (distance in octaves of width, layers per stage, GPUs, sequence and each "
+        "parallel degree, plus 1 per differing precision / recompute / MoE), so this variant "
+        "tests the rows nearest to suggest's choice, not suggest's runs themselves.",
+        "",
+        "Campaigns that do not qualify:",
+        "",
+        *[f"- {k}: {why}" for k, why in res["excluded"].items()],
+        "",
+    ]
+    lines += _reading(res)
+    for key, c in res["campaigns"].items():
+        lines += _campaign_lines(key, c, res["upload"])
+    return "\n".join(lines) + "\n"
+
+
+def _reading(res: dict[str, Any]) -> list[str]:
+    """What the numbers say, computed from them (so a re-run after a merge stays true)."""
+    out = ["## Reading", ""]
+    for key, c in res["campaigns"].items():
+        r, h = c["random"], c["random_gpu_out"]
+        out.append(
+            f"- {key}: median {_pct(r['before_median_ape']['median'])} before -> "
+            f"{_pct(r['after_median_ape']['median'])} after 5 random runs (better in "
+            f"{r['median_better']}, worse in {r['median_worse']}, prior kept in "
+            f"{r['kept_prior']} of {r['seeds']} seeds); from the harder start without the GPU "
+            f"type {_pct(h['before_median_ape']['median'])} -> "
+            f"{_pct(h['after_median_ape']['median'])} (better in {h['median_better']}, worse "
+            f"in {h['median_worse']})."
+        )
+    out += [
+        "",
+        "The campaign-out start is already near the bar: each campaign shares its GPU type and "
+        "a similar NVIDIA stack with the rows that fit it, unlike the other clusters and stacks "
+        "the issue's 'about 30 %' refers to, so these campaigns cannot show the gain of an "
+        "upload from there. Where they have few rows or one sweep, five rows move a GEMM or "
+        "overlap coefficient that the other rows did not need moved, and the 5-row CV inside "
+        "`fit_decision` (one group: 5-fold over rows) does not always catch it: count the "
+        "'worse' seeds above.",
+        "",
+    ]
+    return out
