@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from app.planning.stack_fields import STACK_FIELDS
 from planner import ClusterSpec, ModelSpec, TrainingJob
 from planner.specs import IntraNodeTopology, Precision
-from planner.stack_settings import AttentionBackend, CrossEntropyFusion
+from planner.stack_settings import AttentionBackend, CrossEntropyFusion, MoeGroupedGemmKernel
 
 JOB_STACK = tuple(f.name for f in STACK_FIELDS if f.where == "job")
 """The job's stack fields (``tp_comm_overlap`` ...); the layout's are in ``LayoutRead``."""
@@ -55,6 +55,7 @@ class RunRead(BaseModel):
     attention_backend: AttentionBackend
     cross_entropy_fusion: CrossEntropyFusion
     moe_imbalance: float
+    moe_grouped_gemm_kernel: MoeGroupedGemmKernel
     expandable_segments: bool
 
 

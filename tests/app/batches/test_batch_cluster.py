@@ -44,7 +44,7 @@ def test_cluster_column_names_a_user_cluster(database: str, tmp_path: Path) -> N
     text = "name,model,cluster,num_gpus,seq_length,global_batch_size,max_trials\n"
     text += "mine,llama3.1-8b,four-per-node,8,4096,64,50\nbad,llama3.1-8b,no-such,8,4096,64,50\n"
     code, rows = _batch(tmp_path, text)
-    assert code == 0
+    assert code == 0, rows
     by_name = {row["name"]: row for row in rows}
     assert not by_name["mine"].get("error"), by_name["mine"]
     assert int(str(by_name["mine"]["tp"])) <= 4  # no TP group spans the 4-GPU nodes
