@@ -4,11 +4,17 @@ of one plan's prediction (issue 12 item 10).
 The plan's log tokens/s depends on the profile's coefficients through g = d log(pred) / dz (z:
 coefficients in prior widths, :mod:`planner.calibration.identify`). Before any run its variance is
 g' P g, with P the posterior covariance of z: the prior's identity, sharpened by the rows already
-measured (P = (I + J'J / sigma^2)^-1, Bishop PRML eq. 3.54). A measured run with sensitivity j
-removes (g' P j)^2 / (sigma^2 + j' P j) of it (the rank-one update of P; c-optimal design,
+measured (P = (I + J'WJ)^-1, Bishop PRML eq. 3.54). A measured run with sensitivity j
+removes (g' P j)^2 / (s^2 + j' P j) of it (the rank-one update of P; c-optimal design,
 Atkinson & Donev, Optimum Experimental Designs §10.2). Candidates are small variations of the
 plan's layout on one to a few nodes (the same model, or a layer-reduced proxy of it as NVIDIA's
 benchmarks run, where the full model does not fit); the greedy picks the best K in turn.
+
+Rows are not independent: a campaign's rows share an error (:mod:`planner.calibration.noise`).
+W weighs each measured row as the fit does, 1 / (sigma^2 (1 + (n_g - 1) rho)) (Kish's design
+effect over its campaign of n_g rows), and the K suggested runs, one upload from one cluster,
+are one campaign of K rows: s^2 = sigma^2 (1 + (K - 1) rho), so K runs of one cluster reduce the
+plan's variance less than K independent rows would.
 """
 
 from __future__ import annotations
@@ -21,7 +27,12 @@ import numpy as np
 from planner.calibration import fit as _fit
 from planner.calibration.identify import Coordinates, sensitivity
 from planner.calibration.measurements import Measurement
-from planner.calibration.regularised import NOISE_LOG_SD, default_candidates
+from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
+from planner.calibration.regularised import (
+    NOISE_LOG_SD,
+    NOISE_SHARED_LOG_SD,
+    default_candidates,
+)
 from planner.layouts import FloatArray, LayoutBatch
 from planner.megatron.flags import launch_spec
 from planner.memory.estimate import MemoryOptions, estimate_memory
@@ -213,11 +224,14 @@ def suggest_runs(
     k: int,
     measured: Sequence[Measurement] = (),
     noise: float = NOISE_LOG_SD,
+    shared_noise: float = NOISE_SHARED_LOG_SD,
     threshold: float = 0.8,
 ) -> Suggestions:
-    """The ``k`` runs that most reduce the plan's prediction variance, best first."""
+    """The ``k`` runs that most reduce the plan's prediction variance, best first. ``noise`` and
+    ``shared_noise``: sigma_w and sigma_b of the campaign noise model (0: independent rows)."""
     if k < 1:
         raise ValueError(f"k={k} must be at least 1")
+    model_noise = NoiseModel(within_log_sd=noise, shared_log_sd=shared_noise)
     coords = Coordinates(profile, default_candidates())
     _, g_row = sensitivity(_fit._Groups([unmeasured_row(model, cluster, job, layout)]), coords)
     g = g_row[0]
@@ -225,7 +239,9 @@ def suggest_runs(
     rows = _fit.usable(measured)
     if rows:
         _, jm = sensitivity(_fit._Groups(rows), coords)
-        precision += jm.T @ jm / noise**2
+        groups = campaign_index([campaign_key(m) for m in rows])
+        white = model_noise.whiten(jm, groups)
+        precision += white.T @ white
     cov = np.linalg.inv(precision)
     var_before = float(g @ cov @ g)
     cands = candidate_runs(model, cluster, job, layout, threshold=threshold)
@@ -237,13 +253,15 @@ def suggest_runs(
             candidates=0,
             sensitive_to=_top(coords.names, g),
         )
+    # the suggested runs: one campaign of min(k, candidates) rows (noise.NoiseModel.weights)
+    run_var = 1.0 / float(model_noise.weights(np.zeros(min(k, len(cands)), dtype=np.intp))[0])
     pseudo = [unmeasured_row(*c[1:]) for c in cands]
     pred, jac = sensitivity(_fit._Groups(pseudo), coords)
     chosen: list[SuggestedRun] = []
     used: set[int] = set()
     for _ in range(min(k, len(cands))):
         gains = [
-            -1.0 if i in used else float((g @ cov @ j) ** 2 / (noise**2 + j @ cov @ j))
+            -1.0 if i in used else float((g @ cov @ j) ** 2 / (run_var + j @ cov @ j))
             for i, j in enumerate(jac)
         ]
         # the largest reduction, to 1 % of the plan's variance; then the fewest GPUs
@@ -257,7 +275,7 @@ def suggest_runs(
         used.add(best)
         j = jac[best]
         cj = cov @ j
-        cov = cov - np.outer(cj, cj) / (noise**2 + j @ cj)
+        cov = cov - np.outer(cj, cj) / (run_var + j @ cj)
         chosen.append(_run(cands[best], float(pred[best]), best_gain / var_before, coords, g, j))
     var_after = float(g @ cov @ g)
     return Suggestions(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -57,3 +58,31 @@ def test_rows_already_measured_leave_less_to_learn() -> None:
 def test_k_must_be_positive() -> None:
     with pytest.raises(ValueError, match="k=0"):
         suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=0)
+
+
+def test_runs_of_one_cluster_count_as_one_campaign() -> None:
+    """Suggested runs share their cluster's error (noise.NoiseModel): with the same total row
+    noise, one run is worth as much as an independent row, several runs less than as many."""
+    prior = default_profile(H100)
+    total = math.hypot(0.066, 0.043)
+    for k, same in ((1, True), (3, False)):
+        shared = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=0.066)
+        indep = suggest_runs(
+            LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=total, shared_noise=0.0
+        )
+        if same:
+            assert shared.plan_sd_after == pytest.approx(indep.plan_sd_after)
+        else:
+            assert shared.plan_sd_after > indep.plan_sd_after * 1.01
+
+
+def test_measured_rows_of_one_campaign_weigh_less_than_independent_ones() -> None:
+    prior = default_profile(H100)
+    best = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1).runs[0]
+    row = unmeasured_row(best.model, best.cluster, best.job, best.layout)
+    row = replace(row, tokens_per_s_per_gpu=float(predict_tokens_per_s([row], prior)[0]))
+    one = [replace(row, row_id=f"r{i}", source_id="one") for i in range(4)]
+    many = [replace(row, row_id=f"r{i}", source_id=f"s{i}") for i in range(4)]
+    sd_one = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, measured=one)
+    sd_many = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, measured=many)
+    assert sd_one.plan_sd_before > sd_many.plan_sd_before
