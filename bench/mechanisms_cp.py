@@ -5,14 +5,22 @@ Used by :mod:`bench.mechanisms`. performance-facts §6.3 (MLM ``CP_results.png``
 the GPU, the network, the micro-batch or whether the other layouts recompute; we assume DGX H100
 (8 x 400G NICs, 50 GB/s per GPU), micro-batch 1, full recompute only for the TP8 CP1 baseline
 (CP is what lets the others drop it, MLM ``context_parallel.md``), TP communication overlap on
-inside a node (the H100 prior, half hidden) and off across nodes, where Megatron's own
-asynchronous backward collectives run under the dgrad / wgrad GEMMs instead
-(:mod:`planner.performance.tp_backward`), and for the FP8 rows GQA with 8 query groups. Everything that does not change between the layouts of one row (pipeline
+inside a node (the H100 prior, half hidden) and off across nodes, and for the FP8 rows GQA with
+8 query groups. Everything that does not change between the layouts of one row (pipeline
 bubble, DP, optimizer) cancels in a per-GPU throughput ratio and is left out.
 
 One layer per micro-batch on one GPU = GEMMs (the dense GEMM curve of the H100 priors, backward
 2 x forward) + memory-bound ops + TP all-gathers / reduce-scatters (collective curves) + the
 attention of :mod:`planner.performance.ring_attention` (kernels, ring steps, exposed transfers).
+
+The TP collectives are counted as the planner's :mod:`planner.performance.tensor_parallel` counts
+them: backward runs the conjugates of the forward's 2 all-gathers + 2 reduce-scatters once
+(megatron-facts §1.1), not twice like the GEMM FLOPs. Megatron's backward also re-gathers each
+column-parallel input (mechanisms-facts §6.1) and runs that gather and the input gradient's
+reduce-scatter asynchronously under the dgrad / wgrad GEMMs (MCore 0.5 ``tensor_parallel/
+layers.py``); the planner credits neither, as the per-layer times of Korthikanti et al. 2022
+Table 4 show no cheaper backward with sequence parallelism (shared rows T0036-T0037: forward 7.7
+-> 7.2 ms, backward 11.9 -> 11.8 ms).
 """
 
 from __future__ import annotations
@@ -30,7 +38,6 @@ from planner.performance.attention_kernel import attention_kernel_prior
 from planner.performance.collective_bandwidth import CollectiveTable, group_params
 from planner.performance.compute import elementwise_bytes_per_token, gemm_efficiency
 from planner.performance.profile import PerformanceProfile, default_profile
-from planner.performance.tp_backward import block_backward_comm
 from planner.performance.ring_attention import (
     CP_COMM_TYPES,
     AttentionShape,
@@ -79,17 +86,17 @@ def _gemm_seconds(
     return total
 
 
-def _tp_seconds(table: CollectiveTable, tp: int, tensor_bytes: float) -> tuple[float, float]:
-    """Seconds of one all-gather and one reduce-scatter of the layer input (nccl size = the
-    full tensor); a layer's forward runs 2 of each."""
+def _tp_seconds(table: CollectiveTable, tp: int, tensor_bytes: float) -> tuple[float, bool]:
+    """One all-gather + one reduce-scatter of the layer input (nccl size = the full tensor),
+    per half-layer; 2 of each per layer forward, their conjugates in backward (the caller)."""
     n = np.array([float(tp)])
     per_node = np.array([float(min(tp, NODE))])
-    times = []
+    total = 0.0
     for op in ("all_gather", "reduce_scatter"):
         beta, half = group_params(table, op, n, per_node, NIC_BYTES_PER_S)  # type: ignore[arg-type]
         f = (tp - 1) / tp
-        times.append(float(f * (tensor_bytes + half[0]) / beta[0]))
-    return times[0], times[1]
+        total += float(f * (tensor_bytes + half[0]) / beta[0])
+    return total, tp > NODE
 
 
 def layer_seconds(
@@ -108,25 +115,9 @@ def layer_seconds(
     )
     hbm = gpu.hbm_bandwidth_bytes_per_s * prof.hbm_efficiency
     mem_f = float(dense_bytes[0]) * tokens / hbm
-    ag, rs = _tp_seconds(table, tp, tokens * model.hidden_size * 2.0)
-    if tp <= NODE:  # userbuffers: forward and backward, a profile fraction hidden
-        tp_f = 2.0 * (ag + rs) * (1.0 - prof.tp_overlap)
-        tp_b = 2.0 * tp_f
-    else:  # no userbuffers across nodes: Megatron's async backward collectives (tp_backward)
-        tp_f = 2.0 * (ag + rs)
-        tp_b = 0.0
-        for block in (sh.attention_gemms, sh.dense_mlp_gemms):
-            column = tuple(g for g in block if g.shard == "n")
-            window = _gemm_seconds(column, tokens, tp, gpu, prof, fp8)
-            tp_b += float(
-                block_backward_comm(
-                    all_gather_s=np.array([ag]),
-                    reduce_scatter_s=np.array([rs]),
-                    all_reduce_s=np.array([0.0]),
-                    column_gemm_fwd_s=np.array([window]),
-                    sequence_parallel=np.array([1.0]),
-                ).exposed_s[0]
-            )
+    tp_one, crosses = _tp_seconds(table, tp, tokens * model.hidden_size * 2.0)
+    hidden = 0.0 if crosses else prof.tp_overlap
+    tp_f = 2.0 * tp_one * (1.0 - hidden)  # AG + RS before/after attention and MLP
     heads = model.num_attention_heads / tp
     kv_heads = max(1.0, model.query_groups / tp)
     shape = AttentionShape(
@@ -150,11 +141,11 @@ def layer_seconds(
         hbm_bytes_per_s=hbm,
     )
     fwd = gemm_f + mem_f + tp_f + float(att.fwd_s[0])
-    bwd = 2.0 * (gemm_f + mem_f) + tp_b + float(att.bwd_s[0])
+    bwd = 2.0 * (gemm_f + mem_f) + tp_f + float(att.bwd_s[0])  # TP: the forward's conjugates
     return {
         "gemm_s": 3.0 * gemm_f,
         "memory_bound_s": 3.0 * mem_f,
-        "tp_comm_exposed_s": tp_f + tp_b,
+        "tp_comm_exposed_s": 2.0 * tp_f,
         "attention_kernels_s": float(att.fwd_attention_s[0] + att.bwd_attention_s[0]),
         "cp_exposed_s": float(att.fwd_exposed_s[0] + att.bwd_exposed_s[0] + att.correction_s[0]),
         "recompute_s": fwd if recompute else 0.0,
