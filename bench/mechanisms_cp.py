@@ -12,6 +12,15 @@ bubble, DP, optimizer) cancels in a per-GPU throughput ratio and is left out.
 One layer per micro-batch on one GPU = GEMMs (the dense GEMM curve of the H100 priors, backward
 2 x forward) + memory-bound ops + TP all-gathers / reduce-scatters (collective curves) + the
 attention of :mod:`planner.performance.ring_attention` (kernels, ring steps, exposed transfers).
+
+The TP collectives are counted as the planner's :mod:`planner.performance.tensor_parallel` counts
+them: backward runs the conjugates of the forward's 2 all-gathers + 2 reduce-scatters once
+(megatron-facts §1.1), not twice like the GEMM FLOPs. Megatron's backward also re-gathers each
+column-parallel input (mechanisms-facts §6.1) and runs that gather and the input gradient's
+reduce-scatter asynchronously under the dgrad / wgrad GEMMs (MCore 0.5 ``tensor_parallel/
+layers.py``); the planner credits neither, as the per-layer times of Korthikanti et al. 2022
+Table 4 show no cheaper backward with sequence parallelism (shared rows T0036-T0037: forward 7.7
+-> 7.2 ms, backward 11.9 -> 11.8 ms).
 """
 
 from __future__ import annotations
@@ -79,7 +88,7 @@ def _gemm_seconds(
 
 def _tp_seconds(table: CollectiveTable, tp: int, tensor_bytes: float) -> tuple[float, bool]:
     """One all-gather + one reduce-scatter of the layer input (nccl size = the full tensor),
-    per half-layer; 4 of each per layer forward and backward together is the caller's count."""
+    per half-layer; 2 of each per layer forward, their conjugates in backward (the caller)."""
     n = np.array([float(tp)])
     per_node = np.array([float(min(tp, NODE))])
     total = 0.0
@@ -132,11 +141,11 @@ def layer_seconds(
         hbm_bytes_per_s=hbm,
     )
     fwd = gemm_f + mem_f + tp_f + float(att.fwd_s[0])
-    bwd = 2.0 * (gemm_f + mem_f + tp_f) + float(att.bwd_s[0])
+    bwd = 2.0 * (gemm_f + mem_f) + tp_f + float(att.bwd_s[0])  # TP: the forward's conjugates
     return {
         "gemm_s": 3.0 * gemm_f,
         "memory_bound_s": 3.0 * mem_f,
-        "tp_comm_exposed_s": 3.0 * tp_f,
+        "tp_comm_exposed_s": 2.0 * tp_f,
         "attention_kernels_s": float(att.fwd_attention_s[0] + att.bwd_attention_s[0]),
         "cp_exposed_s": float(att.fwd_exposed_s[0] + att.bwd_exposed_s[0] + att.correction_s[0]),
         "recompute_s": fwd if recompute else 0.0,
