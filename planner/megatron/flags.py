@@ -280,6 +280,8 @@ def launch_spec(
     env = launch_env(cluster, resolved)
     if job.expandable_segments:  # against fragmentation (mechanisms-facts §6.7, MoE README)
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+        if resolved.cuda_graphs == "partial":  # TE's graphs need it then (mechanisms-facts §3.4)
+            env["NCCL_GRAPH_REGISTER"] = "0"
     env.update(stack_env(model, cluster.gpu, job))  # TE's expert-GEMM kernel (§4.1)
     per_node = min(cluster.gpus_per_node, cluster.num_gpus)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
