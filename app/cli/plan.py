@@ -208,6 +208,7 @@ def _print_result(result: PlanAnswer) -> None:
     console.print(table)
     if not isinstance(result, InverseResult) and result.winner:
         console.print(f"Why #1: {result.winner['sentence']}.", highlight=False)
+    _print_choices(console, result)
     best = result.plans[0]
     print_uncertainty(console, best.performance.model_dump())
     console.print("\n[bold]Launch the best plan:[/]")
@@ -221,8 +222,13 @@ def _print_funnel(console: Any, result: PlanAnswer) -> None:
     funnel = getattr(result, "funnel", None)  # an inverse answer has none
     if funnel:
         console.print(f"Search: {funnel['sentence']}.", highlight=False)
-        if funnel.get("choices_sentence"):  # the stack settings the request left open
-            console.print(f"The planner chose: {funnel['choices_sentence']}.", highlight=False)
+        _print_choices(console, result)
+
+
+def _print_choices(console: Any, result: PlanAnswer) -> None:
+    """The stack settings the request left open and the search chose (stack_choice)."""
+    if chosen := (getattr(result, "funnel", None) or {}).get("choices_sentence"):
+        console.print(f"The planner chose: {chosen}.", highlight=False)
 
 
 def _print_rejections(console: Any, result: PlanAnswer) -> None:
