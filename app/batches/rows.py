@@ -88,11 +88,12 @@ def rows_for(
     from app.planning.reports import InverseResult
 
     if isinstance(result, str):
-        yield {"name": name, "rank": "", "error": result}
+        yield {"name": name, "rank": "", **_input_cells(request or {}), "error": result}
         return
     if not result.plans:
         reasons = "; ".join(f"{n} x {r}" for r, n in result.rejections.items())
-        yield {"name": name, "rank": "", "error": f"{NO_FEASIBLE}: {reasons}"}
+        inputs = _input_cells(request or {})
+        yield {"name": name, "rank": "", **inputs, "error": f"{NO_FEASIBLE}: {reasons}"}
         return
     question = result.question if isinstance(result, InverseResult) else None
     for rank, plan in enumerate(result.plans, start=1):
@@ -124,6 +125,13 @@ def rows_for(
         }
 
 
+def _input_cells(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's own cells on a row without a plan (an error, nothing fits), so the output read
+    back as jobs asks the same question; an inline model or cluster object has no cell."""
+    inputs = set(OUTPUT_COLUMNS) - set(RESULT_COLUMNS) - {"name"}
+    return {k: _cell(v) for k, v in request.items() if k in inputs and not isinstance(v, dict)}
+
+
 def _run_cells(run: RunRead | None, request: Mapping[str, Any]) -> dict[str, Any]:
     """The run's columns: the model and cluster as the request named them (a slug or a model
     file; an inline object is named by the model's name), the rest as the plan resolved them."""
@@ -148,11 +156,12 @@ def rows_for_stored(
     from app.planning.reports import plan_answer
 
     if "error" in stored:
-        return rows_for(name, str(stored["error"]))
+        return rows_for(name, str(stored["error"]), request)
     try:
         return rows_for(name, plan_answer(stored), request)
     except ValidationError as exc:  # stored by an older version: say so, keep the job's JSON
-        return rows_for(name, f"stored result has an older shape ({exc.error_count()} fields)")
+        older = f"stored result has an older shape ({exc.error_count()} fields)"
+        return rows_for(name, older, request)
 
 
 def _cell(value: Any) -> Any:
