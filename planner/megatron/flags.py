@@ -314,6 +314,12 @@ def launch_spec(
             f"--cp-comm-type {resolved.cp_comm_type} needs Megatron core >= 0.10 and Transformer "
             f"Engine >= {te} (mechanisms-facts §1.6)"
         )
+    if "NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM" in env:  # moe_grouped_gemm_kernel=grouped
+        notes.append(
+            "moe_grouped_gemm_kernel=grouped (NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1) needs "
+            "Transformer Engine >= 2.13 with cuBLASLt >= 13.3 (>= 13.4 on Hopper; mechanisms-facts "
+            "§4.1); with an older stack pass multi_stream, TE's default"
+        )
     if resolved.moe_dispatcher == "flex":
         notes.append(
             "--moe-token-dispatcher-type flex runs DeepEP: install it (NVIDIA's NeMo and "
