@@ -55,6 +55,14 @@ _FIXES = {
     "offload off.",
     "optimizer_offload_needs_sharding": "Offload the optimizer only with optimizer sharding on.",
     "cuda_graphs_compatible": "Turn per-layer CUDA graphs off, or recompute selectively.",
+    "cp_a2a_heads_divisible": "Leave the CP communication type to the planner (or p2p), or fix "
+    "CP to a divisor of the heads per TP rank.",
+    "cp_a2a_p2p_hierarchical": "Leave the CP communication type to the planner (or p2p, a2a).",
+    "fine_offload_not_with_legacy": "Set activation_offload_layers to 0 when offloading modules.",
+    "fine_offload_moe_modules": "Offload expert_fc1/moe_act only for a MoE model, without "
+    "'moe' among the recompute modules.",
+    "moe_grouped_gemm_kernel_supported": "Set the MoE expert GEMM kernel to multi_stream, or "
+    "train in bf16.",
 }
 _BY_SUMMARY = {rule.summary: rule.id for rule in RULES}
 MEMORY_FIX = (
