@@ -39,3 +39,12 @@ def test_error_rows_keep_only_input_columns() -> None:
     (row,) = rows_for("x", "some error", request)
     assert row == {"name": "x", "rank": "", "error": "some error", "num_gpus": 16,
                    "recompute": "full"}  # fmt: skip
+
+
+def test_stored_error_keeps_the_request_cells() -> None:
+    """The server's batch results (``rows_for_stored``) carry them too."""
+    from app.batches.rows import rows_for_stored
+
+    request = {"model": "llama3.1-8b", "num_gpus": 16, "cp_comm_type": "ring"}
+    (row,) = rows_for_stored("x", {"error": "cp_comm_type: bad"}, request)
+    assert row["cp_comm_type"] == "ring" and row["model"] == "llama3.1-8b"
