@@ -38,7 +38,6 @@ from planner.layouts import (
 )
 from planner.model.pipeline import split_arrays, split_layers
 from planner.space import comm_flags
-from planner.space.cp_comm_rules import CP_COMM_RULES
 from planner.space.memory_rules import MEMORY_RULES, has_layout
 from planner.space.stack_rules import STACK_RULES
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
@@ -577,7 +576,7 @@ RULES: tuple[Rule, ...] = (
           "moe_dispatcher='flex' (DeepEP) needs ep > 1 on NVIDIA Hopper or Blackwell",
           "megatron-facts §1.5; performance-facts §5.1", _flex_check, _flex_explain),
 )  # fmt: skip
-RULES = (*RULES, *(_rule(*s) for s in (*MEMORY_RULES, *CP_COMM_RULES, *STACK_RULES)))  # 13, 12
+RULES = (*RULES, *(_rule(*s) for s in (*MEMORY_RULES, *STACK_RULES)))  # issues 13, 12
 
 
 def check_rules(

@@ -1,4 +1,5 @@
-"""Rules of the job's software stack that depend on the GPU (issue 12: the stack is an input).
+"""Rules of the software stack (issue 12: the stack is an input): ``cp_comm_type``'s
+(:mod:`planner.space.cp_comm_rules`) and the expert-GEMM kernel's, which depends on the GPU.
 
 * ``moe_grouped_gemm_kernel='grouped'`` with fp8 under delayed scaling has no grouped kernel:
   TE's cuBLASLt grouped-tensor path (``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1``) supports
@@ -17,6 +18,7 @@ import numpy as np
 
 from planner.layouts import BoolArray
 from planner.space.comm_flags import BLACKWELL_OR_NEWER
+from planner.space.cp_comm_rules import CP_COMM_RULES
 
 __all__ = ["STACK_RULES", "grouped_kernel_unavailable"]
 
@@ -50,6 +52,7 @@ def _grouped_explain(ctx: Ctx, i: int) -> str:
 
 
 STACK_RULES: tuple[tuple[str, str, str, Any, Any], ...] = (
+    *CP_COMM_RULES,
     ("moe_grouped_gemm_kernel_supported",
      "moe_grouped_gemm_kernel='grouped' needs bf16/fp16, or fp8 with Blackwell's mxfp8 recipe",
      "megatron-facts §1.5, §1.8; mechanisms-facts §4.1", _grouped_check, _grouped_explain),
