@@ -27,7 +27,13 @@ ModulesOpt = Annotated[
     Opt(help="Selective recompute modules: core_attn,mlp,moe_act,layernorm,mla_up_proj,moe,..."),
 ]
 NumLayersOpt = Annotated[int | None, Opt(help="Full recompute: first N layers per chunk.")]
-GraphsOpt = Annotated[str | None, Opt(help="CUDA graphs: none, partial or full_iteration.")]
+GraphsOpt = Annotated[
+    str | None,
+    Opt(
+        help="CUDA graphs: none, partial or full_iteration (plan: also auto, the default: "
+        "the planner chooses)."
+    ),
+]
 ActOffloadOpt = Annotated[int | None, Opt(help="Activations of the first N layers on the host.")]
 OptOffloadOpt = Annotated[
     str | None, Opt(help="Share of the optimizer state on the host, 0..1 (plan: a list 0,0.5,1).")

@@ -73,10 +73,10 @@ class MemoryEvaluationFields(_MemoryCommon):
 class MemoryPlanFields(_MemoryCommon):
     """The memory settings of a search: fixed values, or the values the search may choose."""
 
-    cuda_graphs: CudaGraphs | None = Field(  # type: ignore[assignment]
+    cuda_graphs: CudaGraphs | Literal["auto"] | None = Field(  # type: ignore[assignment]
         default=None,
-        description=GRAPHS_HELP + "; null = the planner chooses (the fastest mode that fits, "
-        "where it gains at least 1 %)",
+        description=GRAPHS_HELP + "; null or auto = the planner chooses (the fastest mode that "
+        "fits, where it gains at least 1 %): auto is the web form's and the CLI's spelling",
     )
     grad_reduce_dtype: list[GradReduceDtype] | None = Field(
         default=None,

@@ -39,7 +39,7 @@ def to_memory_choices(req: PlanJobCreate) -> MemoryChoices:
         recompute_modules=values("recompute_modules"),
         search_recompute_modules=req.search_recompute_modules,
         recompute_num_layers=req.recompute_num_layers,
-        cuda_graphs=req.cuda_graphs,
+        cuda_graphs=None if req.cuda_graphs == "auto" else req.cuda_graphs,
         activation_offload_layers=req.activation_offload_layers,
         optimizer_offload_fraction=fractions if fractions is not None else (0.0,),
         fp8_param_gather=req.fp8_param_gather,

@@ -23,3 +23,18 @@ def test_fixed_settings_are_not_reported_as_chosen() -> None:
     result = runner.invoke(cli, [*LONG, "--cp-comm-type", "p2p", "--cuda-graphs", "none"])
     assert result.exit_code == 0, result.stderr
     assert "The planner chose:" not in result.stdout
+
+
+def test_auto_cuda_graphs_is_the_planners_choice_as_in_the_web_form() -> None:
+    result = runner.invoke(cli, [*LONG, "--cuda-graphs", "auto"])
+    assert result.exit_code == 0, result.stderr
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("The planner chose:")]
+    assert "cuda_graphs" in line
+
+
+def test_auto_cuda_graphs_is_refused_where_a_layout_is_evaluated() -> None:
+    args = ["evaluate", "--model", "llama3.1-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+            "--tp", "2", "--cuda-graphs", "auto"]  # fmt: skip
+    result = runner.invoke(cli, args)
+    assert result.exit_code != 0
+    assert "cuda_graphs" in result.output or "cuda-graphs" in result.output
