@@ -162,7 +162,9 @@ def _moe_mlp(
     # mechanisms-facts §6.3)
     per_copy = BF16 * h + FP32 + per_expert_token / shape.etp
     routed = routed_tokens(model, shape, imbalance) * per_copy
-    saved = saved + routed
+    # the fused permute keeps an int32 row_id_map of T x (2E + 1) for unpermute's backward
+    # (mechanisms-facts §4.4, TE permutation.py); permute 2's map over local experts is smaller
+    saved = saved + routed + (8 * experts + 4) * tok / shard
     if model.shared_expert_ffn_hidden_size:
         shared = _mlp_saved_per_token(
             model, model.shared_expert_ffn_hidden_size, swiglu_fused=swiglu_fused

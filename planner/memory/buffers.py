@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.layouts import DISPATCH_FLEX, SHARD_FULL, FloatArray, LayoutBatch
+from planner.layouts import SHARD_FULL, BoolArray, FloatArray, LayoutBatch
 from planner.memory.activations import BF16, ActivationShape, routed_tokens
 from planner.memory.options import MemoryOptions
 from planner.model.params import ParamCounts
@@ -23,8 +23,12 @@ def comm_buffer_bytes(
     shape: ActivationShape,
     counts: ParamCounts,
     opts: MemoryOptions,
+    *,
+    imbalance: float,
+    flex: BoolArray,
 ) -> FloatArray:
-    """Pipeline p2p, DP bucket, MoE all-to-all and FSDP gather buffers of one GPU."""
+    """Pipeline p2p, DP bucket, MoE dispatch and FSDP gather buffers of one GPU (``flex``:
+    layouts that dispatch with DeepEP/HybridEP, the planner's auto choice resolved)."""
     h = model.hidden_size
     tokens = shape.tokens
     # pipeline send/recv of s/(c t) x b x h activations and gradients, doubled when interleaved
@@ -32,10 +36,12 @@ def comm_buffer_bytes(
     p2p = p2p * np.where(batch.vpp > 1, 2.0, 1.0)
     comm = p2p + opts.dp_bucket_bytes
     if model.is_moe:
-        # all-to-all dispatch and combine buffers of one MoE layer
-        routed = routed_tokens(model, shape, opts.moe_token_imbalance)
-        comm = comm + 2 * BF16 * routed * h
-        flex = batch.moe_dispatcher == DISPATCH_FLEX  # DeepEP's own buffers
+        # one MoE layer's dispatch in flight: alltoall holds permute 1's K copies per token and
+        # the all-to-all's received copies at once; flex fuses permute 1 into its kernel
+        # ("no explicit top-k copy", mechanisms-facts §4.4) and receives into its own
+        # registered buffers, so one received copy remains (the permuted FC1 input is saved)
+        routed = routed_tokens(model, shape, imbalance)
+        comm = comm + np.where(flex, 1.0, 2.0) * BF16 * routed * h
         comm = comm + np.where(flex, opts.deepep_buffer_bytes, 0.0)
     # FSDP: two layers' gathered bf16 weights (prefetch) and one layer's fp32 gradients
     layer = np.maximum(

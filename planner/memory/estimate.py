@@ -46,7 +46,7 @@ from planner.memory.stage_loads import (
     load_params,
     merge,
 )
-from planner.memory.stages import StageParams, in_flight_microbatches
+from planner.memory.stages import StageParams, in_flight_microbatches, overlap_extra_layers
 from planner.memory.states import fp8_weight_bytes, model_state_bytes
 from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts, param_counts
@@ -199,9 +199,12 @@ def estimate_memory(
     if cluster.gpu.architecture in NO_FLASH_ATTENTION:
         opts = replace(opts, flash_attention=False)
     counts = param_counts(model, seq_length=job.seq_length)
+    # routed tokens on the busiest EP rank: the job's routing unless the caller overrides it
+    imbalance = job.moe_imbalance if opts.moe_token_imbalance is None else opts.moe_token_imbalance
     a2a = comm_flags.enabled(model, cluster, batch)
-    inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size, a2a)
-    first_load, last_load = default_loads(model, batch, inflight_first, inflight_last)
+    inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size)
+    extra = overlap_extra_layers(a2a)
+    first_load, last_load = default_loads(model, batch, inflight_first, inflight_last, extra)
     layouts = batch.mem.pipeline_layout
     with_layout = batch.mem.has_layout
     loads = [first_load, last_load]
@@ -210,7 +213,8 @@ def estimate_memory(
         slots = layout_loads(model, batch, layouts, with_layout, m, a2a)
         loads = [merge(first_load, slots[0], with_layout), merge(last_load, slots[1], with_layout)]
         loads += [merge(first_load, extra, with_layout) for extra in slots[2:]]
-    shared = _shared(model, counts, job, batch, opts, loads)
+    flex = comm_flags.flex_dispatch(model, cluster, batch)
+    shared = _shared(model, counts, job, batch, opts, loads, imbalance, flex)
 
     results = [_stage_terms(model, counts, batch, job, load, shared, opts) for load in loads]
     stage_terms = [{k: np.asarray(r[0][k], dtype=np.float64) for k in TERM_NAMES} for r in results]
@@ -273,6 +277,8 @@ def _shared(
     batch: LayoutBatch,
     opts: MemoryOptions,
     loads: list[StageLoad],
+    imbalance: float,
+    flex: BoolArray,
 ) -> _Shared:
     shape = ActivationShape.of(job.seq_length, batch)
 
@@ -283,7 +289,7 @@ def _shared(
             moe=moe,
             swiglu_fused=opts.swiglu_fused,
             flash_attention=opts.flash_attention,
-            moe_imbalance=opts.moe_token_imbalance,
+            moe_imbalance=imbalance,
         )
 
     def saved(layer: LayerActivations, moe: bool) -> FloatArray:
@@ -293,12 +299,12 @@ def _shared(
             layer,
             moe=moe,
             swiglu_fused=opts.swiglu_fused,
-            imbalance=opts.moe_token_imbalance,
+            imbalance=imbalance,
         )
         kept = saved_per_layer(layer, free, batch, moe=moe, full_share=share)
         if job.precision != "fp8":
             return kept
-        fp8 = fp8_saving(model, shape, batch, moe=moe, imbalance=opts.moe_token_imbalance)
+        fp8 = fp8_saving(model, shape, batch, moe=moe, imbalance=imbalance)
         return np.maximum(kept - fp8, layer.layer_input)
 
     # block recompute: the first N layers of each model chunk (chunk = rank layers / v)
@@ -317,10 +323,10 @@ def _shared(
         batch.recompute == RECOMPUTE_FULL, np.maximum(dense_acts.full, moe_acts.full), 0.0
     )
     logits = logits_bytes(model, shape, padded_vocab(model, batch.tp))
-    workspace = backward_workspace(model, shape, moe_imbalance=opts.moe_token_imbalance)
+    workspace = backward_workspace(model, shape, moe_imbalance=imbalance)
     # --cp-comm-type all_gather: the full-sequence K/V (and dK/dV) of one layer at a time
     workspace = workspace + cp_attention_transient_bytes(model, job.seq_length, batch)
-    comm = comm_buffer_bytes(model, batch, shape, counts, opts)
+    comm = comm_buffer_bytes(model, batch, shape, counts, opts, imbalance=imbalance, flex=flex)
     runtime = runtime_overhead_bytes(model, batch, opts)
     # legacy CPU offload of the first N layers (pp = 1 only, rule 50): their saved tensors
     pattern = model.moe_layer_pattern()
@@ -331,7 +337,6 @@ def _shared(
     recomputed = np.where(batch.recompute == RECOMPUTE_FULL, share, 0.0)
 
     def module_offload(moe: bool) -> FloatArray:
-        imbalance = opts.moe_token_imbalance
         return layer_offload_bytes(
             model, job.seq_length, batch, moe=moe, imbalance=imbalance,
             fp8=job.precision == "fp8", recomputed_share=recomputed,

@@ -30,9 +30,10 @@ class MemoryOptions:
     embedding_input: Literal["token_ids", "fujii"] = "token_ids"
     """'token_ids': int64 input and position ids per in-flight micro-batch (16 s b bytes);
     'fujii': the paper's conservative 8 s b h p / (t c) (memory-estimator-fujii §5.3)."""
-    moe_token_imbalance: float = 1.2
-    """Most loaded EP rank's routed tokens over the mean; aux-loss-balanced dropless routing
-    stays within about 20 % once training is under way."""
+    moe_token_imbalance: float | None = None
+    """Most loaded EP rank's routed tokens over the mean; None takes the job's
+    ``moe_imbalance`` (1.0 where the run forces balance, 1.2 by default for aux-loss routing),
+    the same routing the step time is priced with."""
     cuda_context_bytes: float = 0.5 * GIB
     """CUDA context and loaded kernels (memory-estimator-fujii §7, S7: 0.3-0.5 GB)."""
     library_workspace_bytes: float = 0.25 * GIB
@@ -73,7 +74,8 @@ class MemoryOptions:
                 f"embedding_input={self.embedding_input!r}: use 'token_ids' or 'fujii'",
                 field="embedding_input",
             )
-        if self.moe_token_imbalance < 1.0 or self.fragmentation_fraction < 0.0:
+        imbalance = self.moe_token_imbalance
+        if (imbalance is not None and imbalance < 1.0) or self.fragmentation_fraction < 0.0:
             raise SpecError(
                 "moe_token_imbalance must be >= 1 and fragmentation_fraction >= 0",
                 field="moe_token_imbalance",

@@ -33,6 +33,7 @@ from planner.memory.activations import (
     _mlp_saved_per_token,
     routed_tokens,
 )
+from planner.memory.fp8_saved import fp8_layer_saving
 from planner.specs import ModelSpec
 
 __all__ = ["Freeable", "fp8_saving", "freeable", "saved_per_layer"]
@@ -136,25 +137,6 @@ def fp8_saving(
     moe: bool,
     imbalance: float,
 ) -> FloatArray:
-    """Bytes per layer and micro-batch that fp8 training saves on what the layer still keeps.
-
-    TE saves fp8 linear inputs (mechanisms-facts §6.2): a dense layer keeps 11h + 4hg/a + 5F
-    bytes per token instead of 12h + 4hg/a + 6F (the QKV-norm output's byte is spent again on
-    proj's fp8 copy of O; the FC1-norm output and the FC2 input each halve), i.e. h + F less,
-    all of it in the MLP. A routed copy keeps its FC1 input and FC2 input in fp8 (§6.3):
-    h + F_e less. Nothing is saved where the block (or, for FC2 inputs, moe_act) is recomputed,
-    nor under full recompute, which keeps only the bf16 layer input.
-    """
-    mask = effective_modules(batch)
-    tok, t, shard = shape.tokens, shape.t, shape.sp_shard
-    if moe:
-        block = (mask & MODULE_BITS["moe"]) != 0
-        act = (mask & MODULE_BITS["moe_act"]) != 0
-        ffn = model.expert_ffn_hidden_size / shape.etp
-        per_copy = model.hidden_size + np.where(act, 0.0, ffn)
-        saving = routed_tokens(model, shape, imbalance) * per_copy
-    else:
-        block = (mask & MODULE_BITS["mlp"]) != 0
-        saving = tok * (model.hidden_size / shard + model.ffn_hidden_size / t)
-    result: FloatArray = np.where(block | (batch.recompute == RECOMPUTE_FULL), 0.0, saving)
-    return result
+    """Bytes per layer and micro-batch that fp8 training saves on what the layer still keeps:
+    per module, as :mod:`planner.memory.fp8_saved` tabulates (mechanisms-facts §6.1-§6.3)."""
+    return fp8_layer_saving(model, shape, batch, moe=moe, imbalance=imbalance)

@@ -55,11 +55,11 @@ class StageLoad:
     """Ranks that send an output tensor downstream (every rank but the last)."""
 
 
-def _chunk_inflight(p: int, v: int, rank: int, microbatches: int, extra: int) -> list[float]:
+def _chunk_inflight(p: int, v: int, rank: int, microbatches: int) -> list[float]:
     """In-flight micro-batches per chunk of one rank at the peak (end of warm-up)."""
     if v == 1:
-        return [float(min(p - rank + (extra if p == 1 else 0), microbatches))]
-    warmup = min(2 * (p - rank - 1) + (v - 1) * p + 1 + extra, microbatches * v)
+        return [float(min(p - rank, microbatches))]
+    warmup = min(2 * (p - rank - 1) + (v - 1) * p + 1, microbatches * v)
     counts = [0.0] * v
     for k in range(warmup):
         counts[(k // p) % v] += 1.0
@@ -70,7 +70,7 @@ def _rank_load(
     layout: PipelineLayout, pattern: list[bool], p: int, v: int, rank: int, m: int, extra: int
 ) -> tuple[float, ...]:
     ranges = layout.decoder_ranges()
-    inflight = _chunk_inflight(p, v, rank, m, extra)
+    inflight = _chunk_inflight(p, v, rank, m)
     dense = moe = act_dense = act_moe = mtp = act_mtp = 0.0
     embedding = loss = False
     emb_inflight = max(inflight)
@@ -85,6 +85,10 @@ def _rank_load(
         if "E" in layout.stages[stage]:
             embedding, emb_inflight = True, inflight[j]
         loss = loss or "L" in layout.stages[stage]
+    # the A2A overlap's extra layer (planner.memory.stages.overlap_extra_layers), an MoE one
+    # where the rank has any
+    act_moe += extra if moe > 0 else 0.0
+    act_dense += extra if moe == 0 and dense > 0 else 0.0
     return (dense, moe, act_dense, act_moe, mtp, act_mtp, emb_inflight,
             float(embedding), float(loss), float(rank < p - 1))  # fmt: skip
 
@@ -180,23 +184,32 @@ def load_params(
 
 
 def default_loads(
-    model: ModelSpec, batch: LayoutBatch, inflight_first: FloatArray, inflight_last: FloatArray
+    model: ModelSpec,
+    batch: LayoutBatch,
+    inflight_first: FloatArray,
+    inflight_last: FloatArray,
+    extra_layers: FloatArray,
 ) -> tuple[StageLoad, StageLoad]:
     """(first, last) loads of the two-rank charge used without a layout (planner.memory.stages):
-    the first rank holds the most layers of ranks 0..p-2, the last the loss and the MTP block."""
+    the first rank holds the most layers of ranks 0..p-2, the last the loss and the MTP block;
+    ``extra_layers`` (the A2A overlap's) are charged as MoE layers where the rank has any."""
     layers = stage_layers(model, batch)
+    extra_first = np.where(layers.first_moe > 0, extra_layers, 0.0)
+    extra_last = np.where(layers.last_moe > 0, extra_layers, 0.0)
     single = batch.pp == 1
     depth = float(model.mtp_num_layers)
     yes, no = np.ones(len(batch), np.bool_), np.zeros(len(batch), np.bool_)
     first = StageLoad(
         dense=layers.first_dense, moe=layers.first_moe,
-        act_dense=inflight_first * layers.first_dense, act_moe=inflight_first * layers.first_moe,
+        act_dense=inflight_first * layers.first_dense,
+        act_moe=inflight_first * layers.first_moe + extra_first,
         mtp=np.where(single, depth, 0.0), act_mtp=np.zeros(len(batch)),
         inflight=inflight_first, embedding=yes, loss=single, stage_output=yes,
     )  # fmt: skip
     last = StageLoad(
         dense=layers.last_dense, moe=layers.last_moe,
-        act_dense=inflight_last * layers.last_dense, act_moe=inflight_last * layers.last_moe,
+        act_dense=inflight_last * layers.last_dense,
+        act_moe=inflight_last * layers.last_moe + extra_last,
         mtp=np.full(len(batch), depth), act_mtp=inflight_last * depth,
         inflight=inflight_first, embedding=single, loss=yes, stage_output=no,
     )  # fmt: skip
