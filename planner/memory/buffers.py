@@ -97,3 +97,17 @@ def fragmentation_bytes(stage: dict[str, FloatArray], opts: MemoryOptions) -> Fl
             else opts.fragmentation_fraction
         )
     return np.asarray(fraction * dynamic, np.float64)
+
+
+def allocated_bytes(terms: dict[str, FloatArray], opts: MemoryOptions) -> FloatArray:
+    """The part of an estimate PyTorch's ``max_memory_allocated`` counts: everything but the
+    caching allocator's unusable blocks, the CUDA context and NCCL's own buffers, which
+    PyTorch does not see (megatron-log-format §5.1: "max allocated" is what estimators
+    approximate; add the context and NCCL buffers to compare with capacity). The library
+    workspaces stay: cuBLAS and TE take theirs from the caching allocator [inferred]."""
+    outside = terms["runtime_overhead_bytes"] - np.where(
+        terms["runtime_overhead_bytes"] > 0, opts.library_workspace_bytes, 0.0
+    )
+    total = np.sum([terms[k] for k in terms], axis=0)
+    result: FloatArray = total - terms["fragmentation_bytes"] - outside
+    return result

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.layout_settings import MODULE_BITS, effective_modules
-from planner.layouts import RECOMPUTE_FULL, FloatArray, LayoutBatch
+from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, LayoutBatch
 from planner.memory.activations import ActivationShape, routed_tokens
 from planner.specs import ModelSpec
 
@@ -65,8 +65,9 @@ def fp8_layer_saving(
     module docstring's table; negative where fp8 copies cost more than they save)."""
     mask = effective_modules(batch)
 
-    def on(name: str) -> np.ndarray:
-        return (mask & MODULE_BITS[name]) != 0
+    def on(name: str) -> BoolArray:
+        result: BoolArray = (mask & MODULE_BITS[name]) != 0
+        return result
 
     tok, t, shard = shape.tokens, shape.t, shape.sp_shard
     h = model.hidden_size
