@@ -149,13 +149,37 @@ def _allocated(terms: dict[str, float]) -> float:
     return float(allocated_bytes(arrays, MemoryOptions())[0])
 
 
+def what_if() -> list[dict[str, Any]]:
+    """NVIDIA's final DSv3 GB200 layout with memory settings MLM-DSV3 does not state but the
+    DSv3 recipes use [U: issue 13's reading of them]: the precision-aware optimizer with bf16
+    moments and bf16 gradients (mechanisms-facts §6.6), and ``expandable_segments`` (the MoE
+    README's advice against fragmentation, §6.7). After the corrections only."""
+    base = next(c for c in _dsv3_cases() if c["case"].endswith("mlm-dsv3 (ran; stated layout)"))
+    lay, job = base["layout"], base["job"]
+    precision = replace(lay, grad_reduce_dtype="bf16", optimizer_state_dtype="bf16")
+    variants = [
+        ("as stated (fp32 gradients and moments, cached allocator)", lay, job),
+        ("+ expandable_segments", lay, replace(job, expandable_segments=True)),
+        ("+ bf16 gradients and moments", precision, job),
+        ("+ both", precision, replace(job, expandable_segments=True)),
+    ]
+    out = []
+    for name, layout, j in variants:
+        est = estimate_memory(base["model"], base["cluster"], j, LayoutBatch.from_layouts([layout]))
+        total = float(est.total_bytes[0])
+        out.append({"variant": name, "total_gb": total / GB,
+                    "hbm_share": total / base["cluster"].gpu.hbm_bytes,
+                    "within_80": bool(est.fits[0])})  # fmt: skip
+    return out
+
+
 def _cell(before: float, after: float) -> str:
     delta = after - before
     change = f" ({delta / GB:+.2f})" if abs(delta) >= 0.005 * GB else ""
     return f"{before / GB:.2f} -> {after / GB:.2f}{change}"
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
+def markdown(rows: list[dict[str, Any]], variants: list[dict[str, Any]]) -> str:
     lines = [
         "# MoE memory: each term before and after the MoE corrections",
         "",
@@ -195,6 +219,16 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         b, a = r["before"]["per_token"], r["after"]["per_token"]
         cells = [f"{b[k]:,.0f} -> {a[k]:,.0f}" for k in ("attention", "moe_block", "fp8_saving")]
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## DeepSeek-V3 GB200 final layout with the recipe's unstated memory settings",
+        "",
+        "| variant | estimate GB | % of HBM | within 80 % |",
+        "| --- | --- | --- | --- |",
+    ]
+    for v in variants:
+        lines.append(f"| {v['variant']} | {v['total_gb']:.1f} | {100 * v['hbm_share']:.0f} % | "
+                     f"{'yes' if v['within_80'] else 'no'} |")  # fmt: skip
     lines += ["", "## What changed, per term, and why", ""]
     for term, why in CHANGES.items():
         lines.append(f"- **{term.removesuffix('_bytes')}**:")
@@ -221,9 +255,12 @@ def main(argv: list[str] | None = None) -> int:
                      "allocated": case["allocated"], "before": before[case["case"]],
                      "after": after})  # fmt: skip
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "memory_moe_terms.json").write_text(json.dumps(rows, indent=2) + "\n")
-    (args.out_dir / "memory_moe_terms.md").write_text(markdown(rows))
-    print(markdown(rows))
+    variants = what_if()
+    payload = {"cases": rows, "dsv3_gb200_variants": variants}
+    (args.out_dir / "memory_moe_terms.json").write_text(json.dumps(payload, indent=2) + "\n")
+    text = markdown(rows, variants)
+    (args.out_dir / "memory_moe_terms.md").write_text(text)
+    print(text)
     return 0
 
 

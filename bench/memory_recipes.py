@@ -15,7 +15,12 @@ Two parts (issue 13):
   from NeMo ``scripts/performance``, not in the shared facts]).
 * **Published peaks** (mechanisms-facts §6.6-§6.7): each with the configuration the source gives
   and the assumptions named in its row (micro-batch 1, sequence 4096 and a global batch of 8
-  micro-batches per pipeline where the source is silent).
+  micro-batches per pipeline where the source is silent). The two Qwen3 EP16 figures are
+  PyTorch's max allocated: they are compared with the estimate less fragmentation, the CUDA
+  context and NCCL's buffers, which PyTorch does not count (``allocated_bytes``;
+  megatron-log-format §5.1). The alltoall one is priced with its stated stack (graphs on the
+  router and preprocess, no A2A overlap: the overlap belongs to the other card's run).
+  ``bench.memory_moe_terms`` shows the MoE cases term by term.
 
 Writes ``memory_recipes.json`` and ``memory_recipes.md``.
 """
