@@ -101,7 +101,7 @@ class SearchConstraints:
     the calibration data used it, so its predicted speed is the least validated."""
     moe_a2a_overlap: bool | None = None
     """MoE all-to-all overlap: None (the default) searches it on wherever Megatron allows it
-    and off (it holds one more micro-batch of activations); False keeps it off, True on."""
+    and off (it holds one more layer of activations); False keeps it off, True on."""
     moe_dispatcher: MoeDispatcher | None = None
     memory: MemoryChoices = field(default_factory=MemoryChoices)
     """Memory settings of every candidate, and which of them the search varies (issue 13)."""
@@ -280,7 +280,7 @@ def enumerate_layouts(
         moe_dispatcher=np.full(len(j_m), dispatcher_code(c.moe_dispatcher), dtype=np.int64),
     )
     if c.moe_a2a_overlap is None and model.is_moe:
-        # also search it off where auto turns it on: it costs a micro-batch of activations
+        # also search it off where auto turns it on: it costs a layer of activations
         on = comm_flags.allowed(model, cluster, batch)
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))

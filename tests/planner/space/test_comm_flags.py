@@ -82,7 +82,7 @@ def test_overlap_hides_all_to_all_time_but_never_more_than_the_compute() -> None
     assert flat.breakdown["ep_comm_s"][1] == pytest.approx(flat.breakdown["ep_comm_s"][0])
 
 
-def test_overlap_holds_one_more_micro_batch_of_activations() -> None:
+def test_overlap_holds_more_activations() -> None:  # one layer: tests/planner/memory/test_moe_terms
     c = cluster(64)
     layouts = [Layout(pp=2, vpp=2, ep=8, dp=32, moe_a2a_overlap=v) for v in (False, True)]
     mem = estimate_memory(MIXTRAL_8X7B, c, JOB, LayoutBatch.from_layouts(layouts))
