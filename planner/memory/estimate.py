@@ -203,8 +203,8 @@ def estimate_memory(
     imbalance = job.moe_imbalance if opts.moe_token_imbalance is None else opts.moe_token_imbalance
     a2a = comm_flags.enabled(model, cluster, batch)
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size)
-    extra = overlap_extra_layers(a2a)
-    first_load, last_load = default_loads(model, batch, inflight_first, inflight_last, extra)
+    extra_layers = overlap_extra_layers(a2a)
+    first_load, last_load = default_loads(model, batch, inflight_first, inflight_last, extra_layers)
     layouts = batch.mem.pipeline_layout
     with_layout = batch.mem.has_layout
     loads = [first_load, last_load]
