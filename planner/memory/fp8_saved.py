@@ -32,7 +32,7 @@ from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, LayoutBatch
 from planner.memory.activations import ActivationShape, routed_tokens
 from planner.specs import ModelSpec
 
-__all__ = ["attention_fp8_saving", "fp8_layer_saving"]
+__all__ = ["attention_fp8_saving", "fp8_saving"]
 
 
 def attention_fp8_saving(model: ModelSpec, shape: ActivationShape) -> FloatArray:
@@ -53,7 +53,7 @@ def attention_fp8_saving(model: ModelSpec, shape: ActivationShape) -> FloatArray
     return result
 
 
-def fp8_layer_saving(
+def fp8_saving(
     model: ModelSpec,
     shape: ActivationShape,
     batch: LayoutBatch,

@@ -33,7 +33,7 @@ from planner.memory.activations import (
     _mlp_saved_per_token,
     routed_tokens,
 )
-from planner.memory.fp8_saved import fp8_layer_saving
+from planner.memory.fp8_saved import fp8_saving  # re-exported: per-module fp8 savings
 from planner.specs import ModelSpec
 
 __all__ = ["Freeable", "fp8_saving", "freeable", "saved_per_layer"]
@@ -127,16 +127,3 @@ def saved_per_layer(
         np.where(batch.recompute == RECOMPUTE_SELECTIVE, selective, full),
     )
     return result
-
-
-def fp8_saving(
-    model: ModelSpec,
-    shape: ActivationShape,
-    batch: LayoutBatch,
-    *,
-    moe: bool,
-    imbalance: float,
-) -> FloatArray:
-    """Bytes per layer and micro-batch that fp8 training saves on what the layer still keeps:
-    per module, as :mod:`planner.memory.fp8_saved` tabulates (mechanisms-facts §6.1-§6.3)."""
-    return fp8_layer_saving(model, shape, batch, moe=moe, imbalance=imbalance)

@@ -15,7 +15,7 @@ from planner.layouts import LayoutBatch
 from planner.memory.activations import ActivationShape, layer_activations
 from planner.memory.buffers import allocated_bytes
 from planner.memory.estimate import MemoryEstimate, MemoryOptions, estimate_memory
-from planner.memory.fp8_saved import attention_fp8_saving, fp8_layer_saving
+from planner.memory.fp8_saved import attention_fp8_saving, fp8_saving
 from planner.specs import ClusterSpec, Layout, TrainingJob
 from tests.planner.fixtures import DEEPSEEK_V3, MIXTRAL_8X7B
 from tests.planner.memory.test_estimate import GPU
@@ -61,7 +61,7 @@ def test_moe_block_keeps_norms_router_permute_map_and_routed_copies() -> None:
 
 def test_fp8_in_an_mla_moe_layer_counts_each_module() -> None:
     batch, shape = _shape(Layout(ep=8, dp=8))
-    saving = float(fp8_layer_saving(DEEPSEEK_V3, shape, batch, moe=True, imbalance=1.0)[0])
+    saving = float(fp8_saving(DEEPSEEK_V3, shape, batch, moe=True, imbalance=1.0)[0])
     routed = 8 * (7168 + 2048)  # FC1 input h and FC2 input F_e per copy (§6.3)
     shared = 2048 - 7168  # FC2 input F_s saved, fp8 copy of the router's bf16 input costs h
     attention = (1536 + 512) - 128 * 128  # latents saved, proj's fp8 copy of O costs a d_v
@@ -77,17 +77,17 @@ def test_fp8_attention_is_neutral_for_gqa_with_sequence_parallel() -> None:
 def test_fp8_saves_nothing_more_in_a_recomputed_moe_block_but_attention_still_counts() -> None:
     lay = Layout(ep=8, dp=8, recompute="selective", recompute_modules=("moe",))
     batch, shape = _shape(lay)
-    saving = fp8_layer_saving(DEEPSEEK_V3, shape, batch, moe=True, imbalance=1.0)
+    saving = fp8_saving(DEEPSEEK_V3, shape, batch, moe=True, imbalance=1.0)
     assert float(saving[0]) / TOKENS == pytest.approx((1536 + 512) - 128 * 128)
     full_batch, full_shape = _shape(Layout(ep=8, dp=8, recompute="full"))
-    full = fp8_layer_saving(DEEPSEEK_V3, full_shape, full_batch, moe=True, imbalance=1.0)
+    full = fp8_saving(DEEPSEEK_V3, full_shape, full_batch, moe=True, imbalance=1.0)
     assert float(full[0]) == 0.0
 
 
 def test_moe_act_recompute_leaves_the_fp8_fc1_input_saving() -> None:
     lay = Layout(ep=8, dp=8, recompute="selective", recompute_modules=("moe_act",))
     batch, shape = _shape(lay)
-    saving = float(fp8_layer_saving(DEEPSEEK_V3, shape, batch, moe=True, imbalance=1.0)[0])
+    saving = float(fp8_saving(DEEPSEEK_V3, shape, batch, moe=True, imbalance=1.0)[0])
     assert saving / TOKENS == pytest.approx(8 * 7168 + (2048 - 7168) + (2048 - 128 * 128))
 
 
