@@ -46,6 +46,16 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def level_words(level: dict[str, Any]) -> str:
+    """The cluster's level in one line (planner.calibration.level)."""
+    return (
+        f"cluster level: step time x{level['cluster_step_scale']:.3f} (throughput "
+        f"x{level['throughput_factor']:.3f}; posterior sd {100 * level['log_sd']:.1f} % against "
+        f"{100 * level['prior_log_sd']:.1f} % between clusters; {level['n_rows']} rows, "
+        f"{level['shrinkage']:.2f} of their mean error)"
+    )
+
+
 def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: bool) -> None:
     console = out_console()
     table = Table(
@@ -78,6 +88,8 @@ def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: b
             for c in moved
         )
         console.print(f"[bold]{gpu}[/]: moved {changes or 'nothing'}", highlight=False)
+        if (level := item.get("level")) and level.get("applied", True):
+            console.print(f"  {level_words(level)}", highlight=False)
         if campaigns := item.get("fit", {}).get("noise", {}).get("campaigns"):
             counted = ", ".join(
                 f"{v['rows']} as {v['effective_rows']:.1f}" for v in campaigns.values()
