@@ -52,6 +52,8 @@ class ClusterLevel:
     """sd[b | rows]: what is left of the between-cluster spread sigma_b after the rows."""
     prior_log_sd: float
     """sigma_b: the spread of b before any row (one cluster against another)."""
+    within_log_sd: float
+    """sigma_w: a row's own error around the cluster's offset."""
 
     @property
     def step_scale(self) -> float:
@@ -70,6 +72,7 @@ class ClusterLevel:
             "log_mean": round(self.log_mean, 5),
             "log_sd": round(self.log_sd, 5),
             "prior_log_sd": round(self.prior_log_sd, 5),
+            "within_log_sd": round(self.within_log_sd, 5),
             "n_rows": self.n_rows,
             "shrinkage": round(self.shrinkage, 4),
             "mean_log_residual": round(self.mean_log_residual, 5),
@@ -91,6 +94,7 @@ def level_posterior(log_residuals: FloatArray, noise: NoiseModel) -> ClusterLeve
         log_mean=shrinkage * mean,
         log_sd=math.sqrt(sb2 * sw2 / (n * sb2 + sw2)),
         prior_log_sd=noise.shared_log_sd,
+        within_log_sd=noise.within_log_sd,
     )
 
 

@@ -50,3 +50,41 @@ def test_the_level_divides_predictions_and_keeps_the_jacobian() -> None:
     assert levelled.coords.prior.cluster_step_scale == pytest.approx(level.step_scale)
     np.testing.assert_allclose(levelled.base_pred, prepared.base_pred / level.step_scale)
     np.testing.assert_array_equal(levelled.jacobian, prepared.jacobian)
+
+
+def test_a_fitted_level_narrows_the_band_by_its_posterior_sd() -> None:
+    """Band log half-widths x sqrt((sd^2 + sigma_w^2) / (sigma_b^2 + sigma_w^2)): with
+    sigma_w 0.06, sigma_b 0.03 and 4 rows (sd^2 = 0.00045), sqrt(0.00405 / 0.0045) = 0.949."""
+    from planner.calibration.intervals import band_narrowing, uncertainty
+    from planner.specs import ClusterSpec, Layout, TrainingJob
+    from tests.planner.calibration.test_intervals import FITTED, table
+    from tests.planner.fixtures import LLAMA_70B
+
+    level = level_posterior(np.full(4, -0.1), NOISE).to_dict()
+    factor = band_narrowing(level)
+    assert factor == pytest.approx(math.sqrt(0.00405 / 0.0045), abs=1e-4)
+    assert band_narrowing(None) == 1.0
+
+    def interval(profile: object) -> dict:
+        return uncertainty(
+            table(),
+            LLAMA_70B,
+            ClusterSpec(name="c", gpu=H100, num_gpus=64),
+            TrainingJob(seq_length=4096, global_batch_size=256),
+            Layout(tp=4, pp=2, dp=8),
+            profile,  # type: ignore[arg-type]
+            tokens_per_s_per_gpu=1000.0,
+            step_time_s=10.0,
+        )
+
+    plain = interval(FITTED)
+    calibrated = interval(
+        FITTED.with_coefficients(provenance={"kind": "fitted", "cluster_level": level})
+    )
+    lo, hi = plain["tokens_per_s_per_gpu_interval"]
+    lo2, hi2 = calibrated["tokens_per_s_per_gpu_interval"]
+    centre = math.sqrt(lo * hi)
+    assert math.log(hi2 / lo2) == pytest.approx(factor * math.log(hi / lo))
+    assert math.sqrt(lo2 * hi2) == pytest.approx(centre)
+    assert calibrated["interval"]["cluster_level_narrowing"] == pytest.approx(factor, abs=1e-4)
+    assert "cluster_level_narrowing" not in plain["interval"]
