@@ -126,6 +126,16 @@ def fit_decision(cv: HonestCV | None) -> dict[str, Any]:
     }
 
 
+def kept_cv(report: dict[str, Any]) -> dict[str, Any] | None:
+    """Held-out error (stats JSON) of what a calibration kept: the prior, the level alone, or
+    the level and the coefficient fit (``report``: one GPU's report)."""
+    cv = report.get("cross_validation", {})
+    choice = report.get("decision", {}).get("choice", "fit")
+    key = {"level": "level_only", "prior": "before"}.get(choice, "after")
+    found: dict[str, Any] | None = cv.get(key) or cv.get("after")
+    return found
+
+
 def fit_json(fit: RegularisedFit, *, before: ErrorStats | None = None) -> dict[str, Any]:
     """The fit in JSON; ``before``: the in-sample error of the prior (default: the fit's own
     baseline, which carries the cluster's level when one was fitted first)."""

@@ -57,6 +57,8 @@ def level_words(level: dict[str, Any]) -> str:
 
 
 def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: bool) -> None:
+    from app.calibration.honest import kept_cv
+
     console = out_console()
     table = Table(
         title="Calibration: cross-validated error of tokens/s per GPU (held-out rows)",
@@ -68,13 +70,14 @@ def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: b
     for gpu, item in report["gpus"].items():
         cv = item["cross_validation"]
         spread = cv.get("fold_median_ape_range")
+        held = kept_cv(item) or {}  # the held-out error of what the calibration kept
         table.add_row(
             gpu,
             str(item["rows"]),
             str(cv.get("method") or cv.get("note", "-")),
             _pct(cv.get("median_ape_before")),
-            _pct(cv.get("median_ape_after")),
-            _pct(cv.get("p90_ape_after")),
+            _pct(held.get("median_ape")),
+            _pct(held.get("p90_ape")),
             f"{_pct(spread[0])}-{_pct(spread[1])}" if spread else "-",
         )
     console.print(table)
