@@ -116,10 +116,11 @@ def starting_profile(gpu: GPUSpec, train: Sequence[Measurement]) -> PerformanceP
 
 
 def upload(
-    uploaded: Sequence[Measurement], start: PerformanceProfile
+    uploaded: Sequence[Measurement], start: PerformanceProfile, *, fit_level: bool = True
 ) -> tuple[PerformanceProfile, dict[str, Any]]:
-    """The user's calibration (planner calibrate / POST calibrations), starting from ``start``."""
-    return calibrate_gpu_rows(list(uploaded), start, group_by="sweep")
+    """The user's calibration (planner calibrate / POST calibrations), starting from ``start``;
+    ``fit_level=False``: the calibration as it was before the cluster's level."""
+    return calibrate_gpu_rows(list(uploaded), start, group_by="sweep", fit_level=fit_level)
 
 
 def score(rows: Sequence[Measurement], profile: PerformanceProfile) -> dict[str, Any]:
@@ -148,12 +149,14 @@ def score(rows: Sequence[Measurement], profile: PerformanceProfile) -> dict[str,
     }
 
 
-def simulate(split: Split, start: PerformanceProfile) -> dict[str, Any]:
+def simulate(split: Split, start: PerformanceProfile, *, fit_level: bool = True) -> dict[str, Any]:
     """Upload ``split.uploaded`` onto ``start``; score before and after on ``split.scored``."""
-    calibrated, report = upload(split.uploaded, start)
+    calibrated, report = upload(split.uploaded, start, fit_level=fit_level)
     return {
         "uploaded": [m.row_id for m in split.uploaded],
         "kept_prior": bool(report["decision"]["kept_prior"]),
+        "choice": str(report["decision"]["choice"]),
+        "level": report["level"],
         "decision": report["decision"]["reason"],
         "moved": list(report["moved"]),
         "before": score(split.scored, start),
@@ -292,6 +295,9 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out["after_sweep_rhos_at_least_0.8"] = sum(p >= 0.8 for p in finite)
     out["after_sweep_rhos"] = len(finite)
     out["kept_prior"] = sum(r["kept_prior"] for r in runs)
+    out["seeds_moved"] = sum(bool(r["moved"]) for r in runs)
+    out["choices"] = {c: sum(r["choice"] == c for r in runs) for c in ("fit", "level", "prior")}
+    out["level_step_scale"] = _spread([r["level"]["cluster_step_scale"] for r in runs])
     gain = [r["after"]["median_ape"] - r["before"]["median_ape"] for r in runs]
     out["median_better"] = sum(g < -1e-9 for g in gain)
     out["median_worse"] = sum(g > 1e-9 for g in gain)
@@ -313,6 +319,12 @@ def campaign_result(
     foreign = [m for m in train if m.cluster.gpu.name != gpu.name]
     hard = starting_profile(gpu, foreign)
     hard_runs = [simulate(make_split(rows, key, random_ids(group, s)), hard) for s in range(SEEDS)]
+    # the same uploads calibrated without the cluster's level: the calibration before it
+    old = [
+        simulate(make_split(rows, key, random_ids(group, s)), st, fit_level=False)
+        for st in (start, hard)
+        for s in range(SEEDS)
+    ]
     return {
         "rows": len(group),
         "sweeps": dict(Counter(m.sweep_id or "(no sweep id)" for m in group)),
@@ -320,6 +332,8 @@ def campaign_result(
         "random": summarise(runs),
         "random_runs": runs,
         "random_gpu_out": summarise(hard_runs),
+        "random_no_level": summarise(old[:SEEDS]),
+        "random_gpu_out_no_level": summarise(old[SEEDS:]),
         "gpu_out_start": str(hard.provenance.get("kind", "?")),
         "suggest": {**info, **simulate(make_split(rows, key, ids), start)},
     }

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 import models_db
-from app.calibration.honest import Progress, calibrate_gpu_rows
+from app.calibration.honest import Progress, calibrate_gpu_rows, kept_cv
 from app.catalog.names import gpu_slug_for
 from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
@@ -152,7 +152,7 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
         "cv": {
             "method": honest["cross_validation"].get("method"),
             "before": _percent(honest["cross_validation"].get("before")),
-            "after": _percent(honest["cross_validation"].get("after")),
+            "after": _percent(kept_cv(honest)),
             "note": honest["cross_validation"].get("note"),
         },
         "skipped": [(s.row_id, s.reason) for s in skipped],

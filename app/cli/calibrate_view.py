@@ -46,7 +46,19 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def level_words(level: dict[str, Any]) -> str:
+    """The cluster's level in one line (planner.calibration.level)."""
+    return (
+        f"cluster level: step time x{level['cluster_step_scale']:.3f} (throughput "
+        f"x{level['throughput_factor']:.3f}; posterior sd {100 * level['log_sd']:.1f} % against "
+        f"{100 * level['prior_log_sd']:.1f} % between clusters; {level['n_rows']} rows, "
+        f"{level['shrinkage']:.2f} of their mean error)"
+    )
+
+
 def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: bool) -> None:
+    from app.calibration.honest import kept_cv
+
     console = out_console()
     table = Table(
         title="Calibration: cross-validated error of tokens/s per GPU (held-out rows)",
@@ -58,13 +70,14 @@ def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: b
     for gpu, item in report["gpus"].items():
         cv = item["cross_validation"]
         spread = cv.get("fold_median_ape_range")
+        held = kept_cv(item) or {}  # the held-out error of what the calibration kept
         table.add_row(
             gpu,
             str(item["rows"]),
             str(cv.get("method") or cv.get("note", "-")),
             _pct(cv.get("median_ape_before")),
-            _pct(cv.get("median_ape_after")),
-            _pct(cv.get("p90_ape_after")),
+            _pct(held.get("median_ape")),
+            _pct(held.get("p90_ape")),
             f"{_pct(spread[0])}-{_pct(spread[1])}" if spread else "-",
         )
     console.print(table)
@@ -78,6 +91,8 @@ def print_report(report: dict[str, Any], output: Path | None, *, show_skipped: b
             for c in moved
         )
         console.print(f"[bold]{gpu}[/]: moved {changes or 'nothing'}", highlight=False)
+        if (level := item.get("level")) and level.get("applied", True):
+            console.print(f"  {level_words(level)}", highlight=False)
         if campaigns := item.get("fit", {}).get("noise", {}).get("campaigns"):
             counted = ", ".join(
                 f"{v['rows']} as {v['effective_rows']:.1f}" for v in campaigns.values()

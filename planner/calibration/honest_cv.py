@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.calibration.fit import ErrorStats, predict_tokens_per_s
+from planner.calibration.level import prepared_level, with_level
 from planner.calibration.measurements import Measurement
 from planner.calibration.regularised import ITERATIONS, Prepared, fit_prepared
 from planner.layouts import FloatArray
@@ -40,6 +41,9 @@ class HonestCV:
     """Median APE of each fold (the spread across folds)."""
     predictions: dict[str, dict[str, float]] = field(default_factory=dict)
     """row_id -> measured, before, after (tokens/s per GPU, held out)."""
+    level_only: ErrorStats | None = None
+    """Held-out error of the prior with the fold's cluster level and no coefficient fit (None:
+    the level was not fitted)."""
 
 
 def make_folds(keys: Sequence[str], *, max_folds: int = MAX_FOLDS) -> tuple[list[list[int]], str]:
@@ -65,18 +69,29 @@ def cross_validate_prepared(
     max_folds: int = MAX_FOLDS,
     iterations: int = ITERATIONS,
     progress: Progress | None = None,
+    fit_level: bool = False,
 ) -> HonestCV | None:
-    """Held-out error of the regularised fit on ``prepared``'s rows; None below MIN_ROWS."""
+    """Held-out error of the regularised fit on ``prepared``'s rows; None below MIN_ROWS.
+
+    ``fit_level``: each fold first fits the cluster's level on its training rows
+    (:mod:`planner.calibration.level`), then the coefficients on what is left, as the
+    calibration does; ``level_only`` is then the held-out error of the level alone."""
     n = len(prepared.rows)
     if n < MIN_ROWS:
         return None
     folds, method = make_folds(keys, max_folds=max_folds)
     method = method.replace("group", group_name)
     after: FloatArray = np.empty(n)
+    levelled: FloatArray = np.empty(n)
     fold_medians = []
     for f, held in enumerate(folds):
         train = [i for i in range(n) if i not in set(held)]
-        fitted = fit_prepared(prepared, train, iterations=iterations).profile
+        fold = prepared
+        if fit_level:
+            level = prepared_level(prepared, train)
+            fold = with_level(prepared, level)
+            levelled[held] = fold.base_pred[held]
+        fitted = fit_prepared(fold, train, iterations=iterations).profile
         held_rows: list[Measurement] = [prepared.rows[i] for i in held]
         after[held] = predict_tokens_per_s(held_rows, fitted)
         fold_medians.append(ErrorStats.of(after[held], prepared.measured[held]).median_ape)
@@ -89,6 +104,7 @@ def cross_validate_prepared(
         before=ErrorStats.of(before, prepared.measured),
         after=ErrorStats.of(after, prepared.measured),
         fold_median_ape=tuple(fold_medians),
+        level_only=ErrorStats.of(levelled, prepared.measured) if fit_level else None,
         predictions={
             m.row_id: {
                 "measured": float(prepared.measured[i]),

@@ -14,6 +14,7 @@ which measures exactly that procedure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,22 +131,49 @@ def uncertainty(
     """The fields a layout report's performance block carries about its uncertainty."""
     parts = regime_parts(model, cluster, job, layout.cp)
     key, band = table.band(parts, transferred=is_transferred(profile))
+    level = profile.provenance.get("cluster_level")
+    narrow = band_narrowing(level)
+    low, high = band.low, band.high
+    if narrow < 1.0:  # the log half-widths around the band's log centre
+        centre = math.sqrt(low * high)
+        low, high = centre * (low / centre) ** narrow, centre * (high / centre) ** narrow
     return {
-        "tokens_per_s_per_gpu_interval": [
-            tokens_per_s_per_gpu * band.low,
-            tokens_per_s_per_gpu * band.high,
-        ],
+        "tokens_per_s_per_gpu_interval": [tokens_per_s_per_gpu * low, tokens_per_s_per_gpu * high],
         # step time is inversely proportional to tokens/s at a fixed batch
-        "step_time_interval_s": [step_time_s / band.high, step_time_s / band.low],
+        "step_time_interval_s": [step_time_s / high, step_time_s / low],
         "interval": {
             "band": f"{round(100 * table.low_quantile)}th-{round(100 * table.high_quantile)}th "
-            "percentile of leave-one-source-out residuals",
+            "percentile of leave-one-source-out residuals"
+            + (
+                f", narrowed x{narrow:.2f} by the cluster's calibrated level"
+                if narrow < 1.0
+                else ""
+            ),
             "regime": key,
             "rows": band.n,
             "effective_rows": band.weight,
+            **({"cluster_level_narrowing": round(narrow, 4)} if narrow < 1.0 else {}),
         },
         "extrapolation": extrapolation(table.calibrated, model, cluster, job, layout, profile),
     }
+
+
+def band_narrowing(level: dict[str, float] | None) -> float:
+    """How much a calibrated cluster's prediction band narrows (1: not at all).
+
+    The bands are held-out errors of clusters the fit never saw: there a new cluster's offset
+    has its full spread sigma_b. Once the cluster's level is fitted its offset is known to the
+    posterior sd, so a row's log error has the variance sd^2 + sigma_w^2 instead of
+    sigma_b^2 + sigma_w^2 (the noise model, :mod:`planner.calibration.noise`), and the band's
+    log half-widths scale by the square root of the ratio. ``level``: a profile's
+    ``provenance["cluster_level"]`` (:class:`planner.calibration.level.ClusterLevel`)."""
+    if not level:
+        return 1.0
+    post, shared = float(level["log_sd"]), float(level["prior_log_sd"])
+    within = float(level.get("within_log_sd", 0.0))
+    if shared <= 0 or post >= shared:
+        return 1.0
+    return math.sqrt((post**2 + within**2) / (shared**2 + within**2))
 
 
 def extrapolation(

@@ -126,13 +126,15 @@ def solve(
     iterations: int = ITERATIONS,
     groups: np.ndarray | None = None,
     shared_noise: float = NOISE_SHARED_LOG_SD,
+    centred: bool = False,
 ) -> tuple[FloatArray, int]:
     """MAP coordinates z of the identified coefficients (see the module docstring).
 
     ``jacobian`` is d log(pred) / dz at z = 0 for the rows of ``problem``, columns of the
     identified coefficients only. ``groups``: each row's campaign (0..G-1; None: all rows one
     campaign); ``noise`` and ``shared_noise``: sigma_w and sigma_b. Returns (z, prediction calls
-    spent).
+    spent). ``centred``: fit the rows' contrasts only (residuals and Jacobian less their
+    weighted mean), the common shift being the cluster's level (:mod:`.level`).
     """
     k = jacobian.shape[1]
     z = np.zeros(k)
@@ -141,8 +143,10 @@ def solve(
     model = NoiseModel(within_log_sd=noise, shared_log_sd=shared_noise)
     g = np.zeros(len(measured), dtype=np.intp) if groups is None else np.asarray(groups)
 
+    weights = model.weights(g)
+
     def whiten(x: FloatArray) -> FloatArray:
-        return model.whiten(x, g)
+        return model.whiten(centre(x, weights) if centred else x, g)
 
     log_meas = np.log(measured)
     jac = jacobian.copy()
@@ -174,6 +178,18 @@ def solve(
     return z, calls
 
 
+def centre(values: FloatArray, weights: FloatArray) -> FloatArray:
+    """``values`` (rows first) less their ``weights``-weighted mean over the rows: the part a
+    common shift of all rows cannot explain (the within-cluster estimator of a random-effects
+    model once the shared offset is estimated, Searle, Casella & McCulloch 1992, ch. 3)."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) == 0:
+        return x
+    w = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * (x.ndim - 1))
+    out: FloatArray = x - np.sum(w * x, axis=0) / np.sum(w)
+    return out
+
+
 def _cost(white_err: FloatArray, z: FloatArray) -> float:
     return float(np.sum(white_err**2) + np.sum(z**2))
 
@@ -192,6 +208,9 @@ class Prepared:
     """sigma_w, the within-campaign row noise."""
     shared_noise: float = NOISE_SHARED_LOG_SD
     """sigma_b, the campaign's shared error (campaigns: :func:`noise.campaign_key` of a row)."""
+    centred: bool = False
+    """The coefficients fit the rows' contrasts only: their common shift is the cluster's level,
+    fitted before them (:func:`planner.calibration.level.with_level`)."""
 
     @property
     def noise_model(self) -> NoiseModel:
@@ -260,11 +279,12 @@ def fit_prepared(
     noise = prepared.noise_model
     campaigns = [campaign_key(m) for m in rows]
     groups = campaign_index(campaigns)
+    jac_info = centre(jac_all, noise.weights(groups)) if prepared.centred else jac_all
     ident = identify(
         jac_all,
         names=coords_all.names,
         noise=noise.within_log_sd,
-        whitened=noise.whiten(jac_all, groups),
+        whitened=noise.whiten(jac_info, groups),
     )
     problem = _fit._Groups(rows)
     keep = np.flatnonzero(ident.identified)
@@ -278,6 +298,7 @@ def fit_prepared(
         iterations=iterations,
         groups=groups,
         shared_noise=noise.shared_log_sd,
+        centred=prepared.centred,
     )
     fitted = coords.profile(z)
     after = problem.predict(fitted) if rows else np.empty(0)

@@ -110,6 +110,12 @@ class PerformanceProfile:
     GPUs, so the job runs at its slowest GPU, expected z(N) x spread slower than the median one
     for N GPUs (z: expected maximum of N standard normals). performance-facts §8: 5 %+ MAMF spread
     between the 8 GPUs of one node, i.e. a range of ~2.85 sigma -> sigma ~1.75 %."""
+    cluster_step_scale: float = 1.0
+    """The cluster's level: one multiplier on the whole step time for what this cluster does that
+    the mechanisms do not describe (clocks and power caps, thermals, OS/host jitter, fabric
+    congestion). 1.0 in every shipped profile (a fit over many clusters has no level of its own);
+    a user calibration sets it to the posterior mean of the cluster's shared offset under the
+    noise model (planner.calibration.level). Never a fitted coefficient of the ridge."""
     provenance: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     """Where the numbers come from: priors or fit (rows, date, errors)."""
 
@@ -122,6 +128,12 @@ class PerformanceProfile:
                 raise SpecError(
                     f"{f.name}={value} must be a finite non-negative number", field=f.name
                 )
+        if not self.cluster_step_scale > 0:
+            raise SpecError(
+                f"cluster_step_scale={self.cluster_step_scale} must be > 0 (1.0: the cluster runs "
+                "as the mechanisms predict)",
+                field="cluster_step_scale",
+            )
         for name in (
             "tp_overlap",
             "dp_overlap",

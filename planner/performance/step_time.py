@@ -149,7 +149,9 @@ def estimate_performance(
         "overhead_s": m * overhead_mb + profile.step_overhead_s + step_host_seconds(ctx),
         "straggler_s": straggler_time(ctx, compute_mb + recompute_mb, gpus),
     }
-    breakdown = {k: np.asarray(v, f) for k, v in breakdown.items()}
+    # the cluster's level (profile.cluster_step_scale): every part scaled alike, so the parts
+    # still sum to the step time
+    breakdown = {k: np.asarray(v, f) * profile.cluster_step_scale for k, v in breakdown.items()}
     step = np.zeros_like(ctx.tokens)
     for value in breakdown.values():
         step = step + value

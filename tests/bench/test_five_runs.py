@@ -70,9 +70,16 @@ def test_campaign_result_fits_without_the_campaign_and_scores_only_other_rows(
         seen["start"].append({m.row_id for m in train})
         return default_profile(gpu)
 
-    def upload(up: list[Measurement], prior: PerformanceProfile) -> tuple[Any, dict[str, Any]]:
+    def upload(
+        up: list[Measurement], prior: PerformanceProfile, *, fit_level: bool = True
+    ) -> tuple[Any, dict[str, Any]]:
         seen["upload"].append({m.row_id for m in up})
-        report = {"decision": {"kept_prior": False, "reason": "spy"}, "moved": []}
+        seen.setdefault("level", []).append(fit_level)
+        report = {
+            "decision": {"kept_prior": False, "choice": "fit", "reason": "spy"},
+            "moved": [],
+            "level": {"cluster_step_scale": 1.0},
+        }
         return prior, report
 
     def score(scored: list[Measurement], profile: PerformanceProfile) -> dict[str, Any]:
@@ -94,7 +101,9 @@ def test_campaign_result_fits_without_the_campaign_and_scores_only_other_rows(
     # the campaign-out start sees every other row; the GPU-out start fewer; none sees the campaign
     assert seen["start"][0] == {m.row_id for m in DATA} - campaign_ids
     assert all(not train & campaign_ids for train in seen["start"])
-    assert len(seen["upload"]) == 2 * five_runs.SEEDS + 1
+    # with the level: 2 starts x SEEDS and the suggest variant; without it: 2 starts x SEEDS
+    assert len(seen["upload"]) == 4 * five_runs.SEEDS + 1
+    assert seen["level"].count(False) == 2 * five_runs.SEEDS
     # score is called twice per upload (before and after), on the same held-out rows
     for i, up in enumerate(seen["upload"]):
         assert len(up) == five_runs.UPLOAD and up <= campaign_ids
