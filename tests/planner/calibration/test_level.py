@@ -31,6 +31,16 @@ def test_posterior_by_hand() -> None:
     assert level.throughput_factor == pytest.approx(math.exp(-0.05))
 
 
+def test_one_far_off_row_does_not_drag_the_level() -> None:
+    """Huber's location (c = 1.345 sigma_w = 0.0807): four rows at -0.10 and one at +0.50.
+    The mean would be +0.02 (the cluster looks faster); the location stays near -0.10:
+    solving 4(-0.10 - mu) + 0.0807 = 0 gives mu = -0.0798."""
+    level = level_posterior(np.array([-0.1, -0.1, -0.1, -0.1, 0.5]), NOISE)
+    assert level.mean_log_residual == pytest.approx(0.02)
+    assert level.location_log_residual == pytest.approx(-0.1 + 1.345 * 0.06 / 4, abs=1e-6)
+    assert level.log_mean < 0  # the cluster is slower, as four of five rows say
+
+
 def test_no_row_leaves_the_prior_and_many_rows_trust_the_rows() -> None:
     none = level_posterior(np.array([]), NOISE)
     assert none.log_mean == 0.0 and none.step_scale == 1.0
