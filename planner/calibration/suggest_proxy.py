@@ -134,5 +134,6 @@ def replica_note(cluster: ClusterSpec, layout: Layout) -> str | None:
     nodes = math.ceil(gpus / cluster.gpus_per_node)
     return (
         f"one replica of this plan needs {gpus} GPUs ({nodes} nodes): the runs measure proxies "
-        "with fewer pipeline stages (same tp, cp, ep, micro-batch and layers per stage)"
+        "with fewer pipeline stages (the same tp, cp, ep and micro-batch; the plan's layers per "
+        "stage where they fit in memory without its data-parallel optimizer sharding, else fewer)"
     )
