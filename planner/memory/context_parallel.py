@@ -47,12 +47,11 @@ P2P = CP_COMM_TYPES.index("p2p")
 def cp_peak_workspace(
     workspace: FloatArray, model: ModelSpec, seq_length: int, batch: LayoutBatch
 ) -> FloatArray:
-    """One layer's transient peak given its backward ``workspace``: the backward plus what CP
-    holds in it (``all_gather``), or the p2p forward's partial outputs where they are larger
-    (a forward and a backward transient are never live at once)."""
-    backward = workspace + cp_attention_transient_bytes(model, seq_length, batch)
+    """One layer's transient peak given its backward ``workspace`` (with what CP holds in the
+    backward, :func:`cp_attention_transient_bytes`, already added): the p2p forward's partial
+    outputs where they are larger (a forward and a backward transient are never live at once)."""
     return np.asarray(
-        np.maximum(backward, cp_forward_partials_bytes(model, seq_length, batch)), np.float64
+        np.maximum(workspace, cp_forward_partials_bytes(model, seq_length, batch)), np.float64
     )
 
 

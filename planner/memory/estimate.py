@@ -34,7 +34,7 @@ from planner.memory.activations import (
     logits_bytes,
 )
 from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
-from planner.memory.context_parallel import cp_peak_workspace
+from planner.memory.context_parallel import cp_attention_transient_bytes, cp_peak_workspace
 from planner.memory.offload import layer_offload_bytes, stage_offload_bytes
 from planner.memory.options import GIB as GIB  # re-exported
 from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
@@ -319,7 +319,7 @@ def _shared(
     logits = logits_bytes(model, shape, padded_vocab(model, batch.tp))
     workspace = backward_workspace(model, shape, moe_imbalance=opts.moe_token_imbalance)
     # --cp-comm-type all_gather: the full-sequence K/V (and dK/dV) of one layer at a time
-    workspace = cp_peak_workspace(workspace, model, job.seq_length, batch)
+    workspace = workspace + cp_attention_transient_bytes(model, job.seq_length, batch)
     comm = comm_buffer_bytes(model, batch, shape, counts, opts)
     runtime = runtime_overhead_bytes(model, batch, opts)
     # legacy CPU offload of the first N layers (pp = 1 only, rule 50): their saved tensors
@@ -345,7 +345,7 @@ def _shared(
         regenerated=regenerated,
         shape=shape,
         logits=logits,
-        workspace=workspace,
+        workspace=cp_peak_workspace(workspace, model, job.seq_length, batch),
         comm=comm,
         runtime=runtime,
         offload_layer_bytes=offload,
