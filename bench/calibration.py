@@ -70,14 +70,11 @@ def _parts(m: Measurement) -> list[str]:
     return regime_parts(m.model, m.cluster, m.job, m.layout.cp)
 
 
-def bands_of(
-    rows: list[Measurement], ratios: np.ndarray, count: CountRule = "effective"
+def _bands(
+    parts: list[list[str]], ratios: np.ndarray, rows: list[Measurement], count: CountRule
 ) -> dict[str, dict[str, Any]]:
-    """Bands of measured / predicted for every regime key and every parent of it, with the
-    campaigns and effective rows behind each (planner.calibration.interval_bands); ``count``:
-    the conformal ranks on the effective rows (shipped) or on every row (the earlier rule)."""
     return build_bands(
-        [_parts(m) for m in rows],
+        parts,
         ratios,
         [campaign_key(m) for m in rows],
         noise=NOISE,
@@ -85,6 +82,15 @@ def bands_of(
         high_q=HIGH_Q,
         conformal_count=count,
     )
+
+
+def bands_of(
+    rows: list[Measurement], ratios: np.ndarray, count: CountRule = "effective"
+) -> dict[str, dict[str, Any]]:
+    """Bands of measured / predicted for every regime key and every parent of it, with the
+    campaigns and effective rows behind each (planner.calibration.interval_bands); ``count``:
+    the conformal ranks on the effective rows (shipped) or on every row (the earlier rule)."""
+    return _bands([_parts(m) for m in rows], ratios, rows, count)
 
 
 def calibrated_range(rows: list[Measurement]) -> dict[str, Any]:
@@ -204,15 +210,7 @@ def _transferred_band(
 ) -> dict[str, Any]:
     """One band over every row's leave-one-GPU-type-out residual, with its campaigns and
     effective rows recorded like the others."""
-    return build_bands(
-        [[] for _ in rows],
-        ratio_gpu,
-        [campaign_key(m) for m in rows],
-        noise=NOISE,
-        low_q=LOW_Q,
-        high_q=HIGH_Q,
-        conformal_count=count,
-    )["all"]
+    return _bands([[] for _ in rows], ratio_gpu, rows, count)["all"]
 
 
 def _widths(bands: dict[str, dict[str, Any]]) -> dict[str, float]:
