@@ -1,7 +1,7 @@
 """Building the prediction bands of :mod:`planner.calibration.intervals` from held-out residuals.
 
-A band is the split-conformal 10th-90th percentile of measured / predicted tokens/s among the
-held-out rows of a regime (and of every parent of it). Its rows are not independent: rows of one
+A band is the split-conformal 80 % band (10 % each side) of measured / predicted tokens/s among
+the held-out rows of a regime (and of every parent of it). Its rows are not independent: rows of one
 campaign (a source on one GPU type) share an error component (:mod:`planner.calibration.noise`),
 so a regime whose rows come from one benchmark suite measures that suite's errors, not those of
 a new cluster. A band therefore records the *effective* rows of its members, each campaign
