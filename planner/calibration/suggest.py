@@ -212,13 +212,25 @@ def candidate_runs(
                     continue
                 if _feasible(proxy, small, small_job, sized, threshold):
                     seen.add(key)
-                    what = ", ".join(x for x in (change, fit.change) if x)
-                    if proxy.num_layers != model.num_layers:
-                        per_stage = proxy.num_layers // sized.pp
-                        what += f", {proxy.num_layers} layers ({per_stage} per stage)"
+                    what = _describe(change, fit.change, layout, proxy, model, sized)
                     out.append((f"{what} on {nodes} node(s)", proxy, small, small_job, sized))
                     break
     return out
+
+
+def _describe(
+    change: str, stages: str, plan: Layout, proxy: ModelSpec, model: ModelSpec, run: Layout
+) -> str:
+    """The run's difference from the plan in words: the variant, the proxy's stages (one
+    'pp a -> b' where the variant already changed pp) and its layers."""
+    if stages and change.startswith("pp "):
+        change, stages = f"pp {plan.pp} -> {run.pp}", ""
+    what = ", ".join(x for x in (change, stages) if x)
+    if proxy.num_layers != model.num_layers:
+        what += f", {proxy.num_layers} layers"
+        if run.pp > 1:
+            what += f" ({proxy.num_layers // run.pp} per stage)"
+    return what
 
 
 def _models(model: ModelSpec, layout: Layout, *, name: str) -> Iterator[ModelSpec]:

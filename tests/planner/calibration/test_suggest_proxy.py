@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from planner.calibration.suggest import suggest_runs
+from planner.calibration.suggest import candidate_runs, suggest_runs
 from planner.calibration.suggest_proxy import fewest_nodes, fit_stages, node_counts
 from planner.performance.step_time import default_profile
 from planner.specs import ClusterSpec, Layout, TrainingJob
@@ -44,6 +44,16 @@ def test_a_replica_larger_than_four_nodes_gets_stage_reduced_proxies() -> None:
         assert f"--pipeline-model-parallel-size {lay.pp}" in run.command
     assert min(r.cluster.num_nodes for r in result.runs) <= 2
     assert result.plan_sd_after < result.plan_sd_before
+
+
+def test_each_candidate_names_its_stages_once() -> None:
+    cands = candidate_runs(MT_NLG, CLUSTER, JOB, PLAN)
+    changes = [c[0] for c in cands]
+    assert any(x.startswith("pp 35 -> ") for x in changes)  # the variant that halves pp
+    for change, model, _, _, layout in cands:
+        assert change.count("pp ") == 1, change
+        assert f"pp 35 -> {layout.pp}" in change
+        assert f"{model.num_layers} layers ({model.num_layers // layout.pp} per stage)" in change
 
 
 def test_fit_stages_keeps_layers_per_stage_and_two_stages() -> None:
