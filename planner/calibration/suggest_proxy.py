@@ -117,7 +117,7 @@ def no_run_reason(
     if max_nodes is not None and least > max_nodes:
         return (
             f"{need}, more than the budget of {max_nodes} node(s) per run: allow at least "
-            f"{least} (max_nodes)"
+            f"{least} (max_nodes; --max-nodes in the CLI)"
         )
     return (
         f"no run near this plan fits in memory on up to "
