@@ -91,6 +91,10 @@ def calibrate(
         Path | None,
         Opt(help='With --suggest: a JSON evaluation request (a layout), or {"plan": {...}}.'),
     ] = None,
+    max_nodes: Annotated[
+        int | None,
+        Opt(min=1, help="With --suggest: the most nodes one run may use (default: the cluster's)."),
+    ] = None,
 ) -> None:
     """Fit the throughput model's coefficients to measured runs; report cross-validated error."""
     from app.calibration.fit import calibrate_rows
@@ -100,7 +104,7 @@ def calibrate(
         from app.cli.calibrate_suggest import run_suggest
 
         rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
-        run_suggest(suggest, request, rows, json_output)
+        run_suggest(suggest, request, rows, json_output, max_nodes=max_nodes)
         return
     if not measurements and not log:
         fail("give --measurements FILE.csv and/or --log FILE", field="measurements")

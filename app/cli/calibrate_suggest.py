@@ -34,12 +34,17 @@ def read_request(path: Path | None) -> dict[str, Any]:
 
 
 def run_suggest(
-    k: int, request_file: Path | None, rows: list[dict[str, str]], json_output: bool
+    k: int,
+    request_file: Path | None,
+    rows: list[dict[str, str]],
+    json_output: bool,
+    *,
+    max_nodes: int | None = None,
 ) -> None:
     from app.planning.suggest import suggest
     from planner.specs import SpecError
 
-    body = {**read_request(request_file), "k": k}
+    body = {**read_request(request_file), "k": k, "max_nodes": max_nodes}
     try:
         result = suggest(body, measured_rows=rows)
     except SpecError as exc:
@@ -73,7 +78,10 @@ def print_suggestions(result: dict[str, Any]) -> None:
             f"{100 * run['variance_reduction']:.0f}%",
             ", ".join(run["informs"]),
         )
-    console.print(table)
+    if result.get("note"):
+        console.print(f"Note: {result['note']}.", highlight=False)
+    if result["runs"]:
+        console.print(table)
     for n, run in enumerate(result["runs"], start=1):
         console.print(f"\n[bold]{n}.[/] {run['command']}", soft_wrap=True, highlight=False)
     console.print(

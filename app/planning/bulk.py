@@ -8,9 +8,10 @@ become numpy columns without a ``Layout`` object each, and every line is a few n
 cost per layout is a few microseconds. The lines carry no Megatron flags: evaluate the layouts
 you keep with ``POST /v1/evaluations`` to get those.
 
-``cp_comm_type`` is a layout key (or the request's, for layouts without one); where it is left
-open on a cp > 1 layout the planner chooses it as a single evaluation and the search do
-(``planner.search.cp_choice``), and every line says which type it was priced with.
+``cp_comm_type`` is a layout key; a layout that leaves it unset (missing or null) takes the
+request's, and where both leave it open on a cp > 1 layout the planner chooses it as a single
+evaluation and the search do (``planner.search.cp_choice``). Every line says which type it was
+priced with: null on a cp = 1 layout, which emits no ``--cp-comm-type``.
 
 The route lives in :mod:`app.planning.evaluation_router`; this module holds the request, the
 columns and the vectorised pass.
@@ -61,7 +62,15 @@ class BulkLayout(TypedDict, total=False):
     optimizer_sharding: Sharding
     moe_a2a_overlap: bool | None
     moe_dispatcher: Dispatcher | None
-    cp_comm_type: CpCommType | None
+    cp_comm_type: Annotated[
+        CpCommType | None,
+        Field(
+            description="--cp-comm-type of this layout if cp > 1; missing or null: not set on "
+            "this layout, so the request's cp_comm_type if it gives one, else the planner's "
+            "choice. A cp = 1 layout runs no context parallelism: its line reports null (not "
+            "applicable) whatever was asked"
+        ),
+    ]
 
 
 class BulkEvaluationRequest(_Common):
@@ -124,7 +133,8 @@ def layout_columns(
     """The layouts as numpy columns (the codes of planner.layouts), dp filled in as
     ``POST /v1/evaluations`` fills it: ``max(1, num_gpus // (tp * pp * cp))``; etp defaults to
     tp and sequence parallelism to tp > 1, as ``Layout.normalized`` does; a layout without
-    ``cp_comm_type`` takes the request's (``cp_comm_type``), else the planner chooses it."""
+    ``cp_comm_type`` (or with null) takes the request's (``cp_comm_type``), else the planner
+    chooses it; on a cp = 1 layout it is unset (no context parallelism, no flag)."""
     n = len(layouts)
 
     def ints(name: str) -> np.ndarray:
@@ -137,7 +147,6 @@ def layout_columns(
         return np.fromiter((index[x.get(name, default)] for x in layouts), np.int64, n)
 
     tp, pp, cp = ints("tp"), ints("pp"), ints("cp")
-    cp_index: dict[Any, int] = {c: i for i, c in enumerate(CP_COMM_TYPES)} | {None: CP_COMM_AUTO}
     etp = np.fromiter((x.get("etp") or 0 for x in layouts), np.int64, n)
     sp = np.fromiter((_sp_code(x.get("sequence_parallel")) for x in layouts), np.int64, n)
     a2a = np.fromiter((_a2a_code(x.get("moe_a2a_overlap")) for x in layouts), np.int64, n)
@@ -155,10 +164,15 @@ def layout_columns(
         "optimizer_sharding": codes("optimizer_sharding", OPTIMIZER_SHARDING_CHOICES),
         "moe_a2a_overlap": a2a,
         "moe_dispatcher": codes("moe_dispatcher", MOE_DISPATCHER_CHOICES),
-        "cp_comm_type": np.fromiter(
-            (cp_index[x.get("cp_comm_type", cp_comm_type)] for x in layouts), np.int64, n
-        ),
+        "cp_comm_type": np.where(cp > 1, _cp_comm_codes(layouts, cp_comm_type), CP_COMM_AUTO),
     }
+
+
+def _cp_comm_codes(layouts: list[BulkLayout], requested: str | None) -> np.ndarray:
+    """Each layout's ``cp_comm_type`` code: its own, else the request's (null = not set)."""
+    index: dict[Any, int] = {c: i for i, c in enumerate(CP_COMM_TYPES)} | {None: CP_COMM_AUTO}
+    own = (x.get("cp_comm_type") for x in layouts)
+    return np.fromiter((index[requested if v is None else v] for v in own), np.int64, len(layouts))
 
 
 def _sp_code(value: bool | None) -> int:

@@ -31,6 +31,13 @@ class SuggestionRequest(BaseModel):
         default=None, description="a search (the body of POST /v1/plan-jobs): its best plan"
     )
     k: int = Field(default=3, ge=1, le=MAX_SUGGESTIONS, description="runs to propose")
+    max_nodes: int | None = Field(
+        default=None,
+        ge=1,
+        description="the most nodes one run may use (your budget per run); default: the "
+        "cluster's. Where the plan's smallest proxy needs more, the answer's `note` says how "
+        "many to allow",
+    )
 
     @model_validator(mode="after")
     def _one_plan(self) -> SuggestionRequest:
@@ -60,7 +67,15 @@ def suggest(
         parsed, _ = parse_measurement_rows(measured_rows)
         measured = [m for m in parsed if m.cluster.gpu.name == cluster.gpu.name]
     result = suggest_runs(
-        model, cluster, job, layout, used, k=req.k, measured=measured, threshold=threshold
+        model,
+        cluster,
+        job,
+        layout,
+        used,
+        k=req.k,
+        measured=measured,
+        threshold=threshold,
+        max_nodes=req.max_nodes,
     )
     return {
         "plan": {

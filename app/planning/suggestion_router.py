@@ -37,7 +37,9 @@ def suggest_runs(body: SuggestionRequest, session: SessionDep, backend: BackendD
         rows = [m.data for m in MeasurementRepository(session).list(slug)]
     try:
         result = suggest(
-            {key: request, "k": body.k}, profile=backend.profile_for(resolved), measured_rows=rows
+            {key: request, "k": body.k, "max_nodes": body.max_nodes},
+            profile=backend.profile_for(resolved),
+            measured_rows=rows,
         )
     except SpecError as exc:
         raise InvalidInputError.for_field(

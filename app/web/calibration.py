@@ -48,6 +48,7 @@ def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
         "suggest_error": None,
         "suggest_text": SUGGEST_EXAMPLE,
         "suggest_k": "3",
+        "suggest_max_nodes": "",
     } | extra
 
 
@@ -96,6 +97,7 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
     form = await request.form()
     text = str(form.get("request", ""))
     k_text = str(form.get("k", "3"))
+    nodes_text = str(form.get("max_nodes", "")).strip()
     try:
         try:
             data = json.loads(text)
@@ -105,18 +107,34 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
             raise SpecError("give one JSON object", field="suggest_request")
         if not k_text.isdigit() or not 1 <= int(k_text) <= 20:
             raise SpecError("k must be a whole number from 1 to 20", field="suggest_k")
+        if nodes_text and not (nodes_text.isdigit() and int(nodes_text) >= 1):
+            raise SpecError(
+                "nodes per run must be a whole number of at least 1, or empty for the cluster's",
+                field="suggest_max_nodes",
+            )
         body = data if ("evaluation" in data or "plan" in data) else {"evaluation": data}
-        result = await run_in_threadpool(suggest, {**body, "k": int(k_text)})
+        max_nodes = int(nodes_text) if nodes_text else None
+        result = await run_in_threadpool(
+            suggest, {**body, "k": int(k_text), "max_nodes": max_nodes}
+        )
     except SpecError as exc:
-        field = exc.field if exc.field in ("suggest_k",) else "suggest_request"
+        own = ("suggest_k", "suggest_max_nodes")
+        field = exc.field if exc.field in own else "suggest_request"
         ctx = _context(
             backend,
             suggest_error={"field": field, "message": exc.message},
             suggest_text=text,
             suggest_k=k_text,
+            suggest_max_nodes=nodes_text,
         )
         return templates(request.app).TemplateResponse(
             request, "calibration.html", ctx, status_code=422
         )
-    ctx = _context(backend, suggestions=result, suggest_text=text, suggest_k=k_text)
+    ctx = _context(
+        backend,
+        suggestions=result,
+        suggest_text=text,
+        suggest_k=k_text,
+        suggest_max_nodes=nodes_text,
+    )
     return templates(request.app).TemplateResponse(request, "calibration.html", ctx)

@@ -8,7 +8,10 @@ measured (P = (I + J'WJ)^-1, Bishop PRML eq. 3.54). A measured run with sensitiv
 removes (g' P j)^2 / (s^2 + j' P j) of it (the rank-one update of P; c-optimal design,
 Atkinson & Donev, Optimum Experimental Designs §10.2). Candidates are small variations of the
 plan's layout on one to a few nodes (the same model, or a layer-reduced proxy of it as NVIDIA's
-benchmarks run, where the full model does not fit); the greedy picks the best K in turn.
+benchmarks run, where the full model does not fit: fewer pipeline stages of the same layers per
+stage when one replica needs more GPUs than the runs have, :mod:`.suggest_proxy`); the greedy
+picks the best K in turn. Where no run fits the cluster or the user's nodes per run, the answer
+says why instead of an empty list.
 
 Rows are not independent: a campaign's rows share an error (:mod:`planner.calibration.noise`).
 W weighs each measured row as the fit does, 1 / (sigma^2 (1 + (n_g - 1) rho)) (Kish's design
@@ -33,6 +36,13 @@ from planner.calibration.regularised import (
     NOISE_SHARED_LOG_SD,
     default_candidates,
 )
+from planner.calibration.suggest_proxy import (
+    SHORT_RUN_NODES,
+    fit_stages,
+    no_run_reason,
+    node_counts,
+    replica_note,
+)
 from planner.layouts import FloatArray, LayoutBatch
 from planner.megatron.flags import launch_spec
 from planner.memory.estimate import MemoryOptions, estimate_memory
@@ -44,10 +54,11 @@ from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
 RUN_ITERATIONS = 50
 """Iterations of a suggested run: Megatron's first iterations include warm-up and compilation;
 50 leave 40+ steady ones for a median step time at the default --log-interval (10)."""
+MAX_NODES = max(SHORT_RUN_NODES)
+"""Largest of the short runs every plan tries (a larger replica adds its own fewest nodes)."""
 STARTUP_S = 300.0
 """Start-up budget per run (process launch, NCCL init, data index build) [assumption: a few
 minutes on a warm cluster]."""
-MAX_NODES = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,10 +110,13 @@ class Suggestions:
     candidates: int
     sensitive_to: tuple[str, ...]
     """Coefficients the plan's prediction depends on, most first."""
+    note: str | None = None
+    """Why no run was proposed, or what the runs stand in for (a replica larger than them)."""
 
     def to_dict(self) -> dict[str, object]:
         return {
             "runs": [r.to_dict() for r in self.runs],
+            "note": self.note,
             "plan_uncertainty_pct_before": round(100 * float(np.expm1(self.plan_sd_before)), 2),
             "plan_uncertainty_pct_after": round(100 * float(np.expm1(self.plan_sd_after)), 2),
             "candidates_considered": self.candidates,
@@ -171,45 +185,64 @@ def candidate_runs(
     layout: Layout,
     *,
     threshold: float = 0.8,
+    max_nodes: int | None = None,
 ) -> list[tuple[str, ModelSpec, ClusterSpec, TrainingJob, Layout]]:
-    """Short runs near the plan on 1..MAX_NODES nodes of the same cluster, feasible in memory."""
+    """Short runs near the plan on a few nodes of the same cluster (at most ``max_nodes``),
+    feasible in memory: the plan's model where a replica fits, else a proxy with fewer stages
+    (:mod:`planner.calibration.suggest_proxy`), then fewer layers per stage."""
     per_rank_batch = max(1, job.global_batch_size // max(1, layout.dp))
     out = []
     seen = set()
     for change, lay in _variants(layout, model):
-        mp = lay.tp * lay.pp * lay.cp
-        for nodes in (1, 2, MAX_NODES):
+        for nodes in node_counts(cluster, lay, max_nodes):
             gpus = nodes * cluster.gpus_per_node
-            if gpus > cluster.num_gpus or gpus % mp:
+            fit = fit_stages(model, lay, gpus)
+            if fit is None:
                 continue
-            dp = gpus // mp
+            dp = gpus // (fit.layout.tp * fit.layout.pp * fit.layout.cp)
             try:
-                sized = replace(lay, dp=dp)
+                sized = replace(fit.layout, dp=dp)
                 small = replace(cluster, num_gpus=gpus)
                 small_job = replace(job, global_batch_size=per_rank_batch * dp)
             except SpecError:
                 continue
-            for proxy in _models(model, sized):
+            for proxy in _models(fit.model, sized, name=model.name):
                 key = (proxy.num_layers, gpus, sized)
                 if key in seen:
                     continue
                 if _feasible(proxy, small, small_job, sized, threshold):
                     seen.add(key)
-                    what = change if proxy is model else f"{change}, {proxy.num_layers} layers"
+                    what = _describe(change, fit.change, layout, proxy, model, sized)
                     out.append((f"{what} on {nodes} node(s)", proxy, small, small_job, sized))
                     break
     return out
 
 
-def _models(model: ModelSpec, layout: Layout) -> Iterator[ModelSpec]:
-    """The model, then layer-reduced proxies (a multiple of pp x vpp layers), largest first."""
+def _describe(
+    change: str, stages: str, plan: Layout, proxy: ModelSpec, model: ModelSpec, run: Layout
+) -> str:
+    """The run's difference from the plan in words: the variant, the proxy's stages (one
+    'pp a -> b' where the variant already changed pp) and its layers."""
+    if stages and change.startswith("pp "):
+        change, stages = f"pp {plan.pp} -> {run.pp}", ""
+    what = ", ".join(x for x in (change, stages) if x)
+    if proxy.num_layers != model.num_layers:
+        what += f", {proxy.num_layers} layers"
+        if run.pp > 1:
+            what += f" ({proxy.num_layers // run.pp} per stage)"
+    return what
+
+
+def _models(model: ModelSpec, layout: Layout, *, name: str) -> Iterator[ModelSpec]:
+    """The model, then layer-reduced proxies (a multiple of pp x vpp layers), largest first,
+    named after the plan's model ``name``."""
     yield model
     step = layout.pp * layout.vpp
     for share in (2, 4, 8):
         layers = (model.num_layers // share) // step * step
         if step <= layers < model.num_layers:
             try:
-                yield replace(model, num_layers=layers, name=f"{model.name} ({layers} layers)")
+                yield replace(model, num_layers=layers, name=f"{name} ({layers} layers)")
             except SpecError:  # e.g. a layer pattern that names more layers
                 return
 
@@ -226,11 +259,15 @@ def suggest_runs(
     noise: float = NOISE_LOG_SD,
     shared_noise: float = NOISE_SHARED_LOG_SD,
     threshold: float = 0.8,
+    max_nodes: int | None = None,
 ) -> Suggestions:
     """The ``k`` runs that most reduce the plan's prediction variance, best first. ``noise`` and
-    ``shared_noise``: sigma_w and sigma_b of the campaign noise model (0: independent rows)."""
+    ``shared_noise``: sigma_w and sigma_b of the campaign noise model (0: independent rows);
+    ``max_nodes``: the most nodes one run may use (None: the cluster's)."""
     if k < 1:
         raise ValueError(f"k={k} must be at least 1")
+    if max_nodes is not None and max_nodes < 1:
+        raise ValueError(f"max_nodes={max_nodes} must be at least 1")
     model_noise = NoiseModel(within_log_sd=noise, shared_log_sd=shared_noise)
     coords = Coordinates(profile, default_candidates())
     _, g_row = sensitivity(_fit._Groups([unmeasured_row(model, cluster, job, layout)]), coords)
@@ -244,7 +281,7 @@ def suggest_runs(
         precision += white.T @ white
     cov = np.linalg.inv(precision)
     var_before = float(g @ cov @ g)
-    cands = candidate_runs(model, cluster, job, layout, threshold=threshold)
+    cands = candidate_runs(model, cluster, job, layout, threshold=threshold, max_nodes=max_nodes)
     if not cands:
         return Suggestions(
             runs=(),
@@ -252,6 +289,7 @@ def suggest_runs(
             plan_sd_after=np.sqrt(var_before),
             candidates=0,
             sensitive_to=_top(coords.names, g),
+            note=no_run_reason(model, cluster, layout, max_nodes),
         )
     # the suggested runs: one campaign of min(k, candidates) rows (noise.NoiseModel.weights)
     run_var = 1.0 / float(model_noise.weights(np.zeros(min(k, len(cands)), dtype=np.intp))[0])
@@ -284,7 +322,23 @@ def suggest_runs(
         plan_sd_after=float(np.sqrt(max(var_after, 0.0))),
         candidates=len(cands),
         sensitive_to=_top(coords.names, g),
+        note=_note(model, cluster, layout, max_nodes, [c[4] for c in cands]),
     )
+
+
+def _note(
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    layout: Layout,
+    max_nodes: int | None,
+    layouts: Sequence[Layout],
+) -> str | None:
+    """What the runs stand in for; or, where none keeps the plan's tp, cp and ep groups (its
+    proxy needs more nodes than the cluster or the budget), why."""
+    if not any((x.tp, x.cp, x.ep) == (layout.tp, layout.cp, layout.ep) for x in layouts):
+        why = no_run_reason(model, cluster, layout, max_nodes)
+        return f"{why}; the runs proposed change tp, cp or ep, so they miss the plan's own groups"
+    return replica_note(cluster, layout)
 
 
 def _top(names: Sequence[str], weights: FloatArray, n: int = 4) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from planner.memory.activations import (
     logits_bytes,
 )
 from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
-from planner.memory.context_parallel import cp_attention_transient_bytes
+from planner.memory.context_parallel import cp_attention_transient_bytes, cp_peak_workspace
 from planner.memory.offload import layer_offload_bytes, stage_offload_bytes
 from planner.memory.options import GIB as GIB  # re-exported
 from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
@@ -350,7 +350,7 @@ def _shared(
         regenerated=regenerated,
         shape=shape,
         logits=logits,
-        workspace=workspace,
+        workspace=cp_peak_workspace(workspace, model, job.seq_length, batch),
         comm=comm,
         runtime=runtime,
         offload_layer_bytes=offload,

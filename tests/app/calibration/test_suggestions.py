@@ -87,3 +87,51 @@ def test_cli_calibrate_lists_skipped_rows_only_on_request(tmp_path: Path) -> Non
     assert "moved" in plain.stdout
     listed = CliRunner().invoke(cli, ["calibrate", "--measurements", str(path), "--show-skipped"])
     assert "BROKEN" in listed.stdout
+
+
+WIDE_70B = {
+    **LAYOUT_70B,
+    "num_gpus": 640,
+    "seq_length": 16384,
+    "global_batch_size": 64,
+    "tp": 8,
+    "cp": 4,
+    "pp": 10,
+}
+"""One replica is tp 8 x cp 4 x pp 10 = 320 GPUs (40 nodes); its smallest proxy 2 stages, 8."""
+
+
+def test_a_replica_larger_than_four_nodes_is_measured_on_a_proxy(client: TestClient) -> None:
+    r = client.post("/v1/calibration-suggestions", json={"evaluation": WIDE_70B, "k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["runs"] and "320 GPUs" in body["note"]
+    kept = [run for run in body["runs"] if run["layout"]["cp"] == 4 and run["layout"]["tp"] == 8]
+    assert kept and all(run["nodes"] >= 8 for run in kept)
+    for run in kept:
+        assert run["num_layers"] == 8 * run["layout"]["pp"] < 80
+
+
+def test_a_budget_below_the_proxy_is_said_in_the_answer(client: TestClient) -> None:
+    r = client.post(
+        "/v1/calibration-suggestions", json={"evaluation": WIDE_70B, "k": 3, "max_nodes": 4}
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert all(run["nodes"] <= 4 for run in body["runs"])
+    assert "allow at least 8" in body["note"]
+    bad = client.post(
+        "/v1/calibration-suggestions", json={"evaluation": WIDE_70B, "k": 3, "max_nodes": 0}
+    )
+    assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "max_nodes"
+
+
+def test_cli_suggest_prints_the_note_and_takes_a_budget(tmp_path: Path) -> None:
+    request = tmp_path / "layout.json"
+    request.write_text(json.dumps({**WIDE_70B, "model": "llama3.1-405b", "pp": 9}))
+    result = CliRunner().invoke(
+        cli,
+        ["calibrate", "--suggest", "2", "--request", str(request), "--max-nodes", "4"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Note:" in result.stdout and "allow at least 8" in result.stdout

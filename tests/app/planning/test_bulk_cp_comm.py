@@ -107,3 +107,32 @@ def test_the_cli_input_lines_take_and_choose_it(tmp_path: Path) -> None:
     assert not out[4]["valid"]
     flag = out[2]["megatron"]["command"]
     assert "--cp-comm-type all_gather" in flag
+
+
+def test_a_null_type_on_a_layout_takes_the_requests(client: TestClient) -> None:
+    """null means "not set on this layout", as a missing key does: the request's type."""
+    layouts = [
+        {"tp": 2, "cp": 4, "cp_comm_type": None},
+        {"tp": 2, "cp": 4},
+        {"tp": 2, "cp": 4, "cp_comm_type": "p2p"},
+    ]
+    got = lines(client, {**JOB, "cp_comm_type": "all_gather", "layouts": layouts})
+    assert [line["cp_comm_type"] for line in got] == ["all_gather", "all_gather", "p2p"]
+    assert got[0]["step_time_s"] == got[1]["step_time_s"]
+    # without a request type, null leaves the choice to the planner, as a missing key does
+    open_ = lines(client, {**JOB, "layouts": layouts[:2]})
+    assert open_[0]["cp_comm_type"] == open_[1]["cp_comm_type"] is not None
+
+
+def test_a_cp_1_layout_reports_no_type_whatever_was_asked(client: TestClient) -> None:
+    layouts = [{"tp": 8, "pp": 2}, {"tp": 8, "pp": 2, "cp_comm_type": "a2a+p2p"}]
+    got = lines(client, {**JOB, "cp_comm_type": "all_gather", "layouts": layouts})
+    assert [line["cp_comm_type"] for line in got] == [None, None]
+    assert all(line["valid"] for line in got)
+    assert got[0]["step_time_s"] == got[1]["step_time_s"]
+
+
+def test_the_schema_says_what_null_means(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()["components"]["schemas"]
+    text = json.dumps(schema["BulkLayout"]["properties"]["cp_comm_type"])
+    assert "the request's cp_comm_type" in text and "cp = 1" in text

@@ -46,3 +46,17 @@ def test_bad_json_is_a_field_error(client: TestClient) -> None:
     assert 'id="suggest_request-error"' in response.text and "not JSON" in response.text
     response = client.post("/calibration/suggest", data={"request": json.dumps(LAYOUT), "k": "0"})
     assert response.status_code == 422 and 'id="suggest_k-error"' in response.text
+
+
+def test_a_large_replica_gets_proxies_and_a_budget_note(client: TestClient) -> None:
+    wide = {**LAYOUT, "model": "llama3.1-405b", "num_gpus": 576, "tp": 8, "cp": 4, "pp": 9}
+    wide["seq_length"], wide["global_batch_size"] = 16384, 64
+    response = client.post(
+        "/calibration/suggest", data={"request": json.dumps(wide), "k": "2", "max_nodes": "4"}
+    )
+    assert response.status_code == 200, response.text[:500]
+    assert 'id="suggest-note"' in response.text and "allow at least 8" in response.text
+    response = client.post(
+        "/calibration/suggest", data={"request": json.dumps(wide), "k": "2", "max_nodes": "x"}
+    )
+    assert response.status_code == 422 and 'id="suggest_max_nodes-error"' in response.text

@@ -65,3 +65,45 @@ def test_a_regime_of_one_campaign_uses_its_parents_band_however_many_rows() -> N
 def test_build_bands_refuses_misaligned_inputs() -> None:
     with pytest.raises(ValueError, match="one entry per row"):
         build_bands([DENSE], [1.0, 1.1], ["a"], noise=NOISE, low_q=0.1, high_q=0.9)
+
+
+def test_conformal_ranks_count_the_effective_values() -> None:
+    """101 values worth 11.53 independent ones (four campaigns at rho 0.3): the 90 % end is the
+    ceil(101 * 0.9 * 12.53 / 11.53) = 99th smallest, the 10 % end its mirror, the 3rd."""
+    values = np.arange(1, 102, dtype=float)
+    assert conformal_band(values, 0.1, 0.9, effective_n=11.53) == {
+        "n": 101,
+        "low": 3.0,
+        "high": 99.0,
+    }
+    # as many effective values as values: the exchangeable ranks floor/ceil((n + 1) q)
+    assert conformal_band(values, 0.1, 0.9, effective_n=101) == conformal_band(values, 0.1, 0.9)
+    assert conformal_band(values, 0.1, 0.9) == {"n": 101, "low": 10.0, "high": 92.0}
+    with pytest.raises(ValueError, match="effective_n=200"):
+        conformal_band(values, 0.1, 0.9, effective_n=200)
+
+
+def test_bands_of_correlated_rows_are_wider_than_of_as_many_independent_ones() -> None:
+    rng = np.random.default_rng(5)
+    ratios = np.exp(rng.normal(0, 0.05, 60))
+    parts = [DENSE] * 60
+    one_suite = build_bands(
+        parts, ratios, ["a"] * 30 + ["b"] * 30, noise=NOISE, low_q=0.1, high_q=0.9
+    )
+    independent = build_bands(
+        parts, ratios, [f"r{i}" for i in range(60)], noise=NOISE, low_q=0.1, high_q=0.9
+    )
+    rows_rule = build_bands(
+        parts,
+        ratios,
+        ["a"] * 30 + ["b"] * 30,
+        noise=NOISE,
+        low_q=0.1,
+        high_q=0.9,
+        conformal_count="rows",
+    )
+    width = {
+        k: b["all"]["high"] - b["all"]["low"]
+        for k, b in (("suite", one_suite), ("indep", independent), ("rows", rows_rule))
+    }
+    assert width["suite"] > width["indep"] == pytest.approx(width["rows"])

@@ -1,6 +1,8 @@
 """CP attention memory by ``--cp-comm-type`` (issue 12 item 4): all_gather holds the full-sequence
-K and V and their gradients (mechanisms-facts §1.3); a2a holds the same elements as p2p (§1.4);
-the search's choice keeps all_gather only where the layout still fits."""
+K and V and their gradients (mechanisms-facts §1.3); p2p's forward holds every step's partial
+output and LSE (§1.2), a forward transient that counts where it exceeds the backward workspace;
+a2a holds the same elements as p2p's saved tensors (§1.4); the search's choice keeps all_gather
+only where the layout still fits."""
 
 from __future__ import annotations
 
@@ -12,7 +14,11 @@ import numpy as np
 import pytest
 
 from planner.layouts import CP_COMM_AUTO, LayoutBatch
-from planner.memory.context_parallel import cp_attention_transient_bytes
+from planner.memory.context_parallel import (
+    cp_attention_transient_bytes,
+    cp_forward_partials_bytes,
+    cp_peak_workspace,
+)
 from planner.memory.estimate import MemoryOptions, estimate_memory
 from planner.search import cp_choice
 from planner.specs import CP_COMM_TYPES, ClusterSpec, TrainingJob
@@ -44,8 +50,44 @@ def test_all_gather_scales_with_kv_heads_and_micro_batch_8b() -> None:
 
 
 @pytest.mark.parametrize("code", [P2P, A2A, CP_COMM_AUTO])
-def test_the_other_types_hold_nothing_more(code: int) -> None:
+def test_the_other_types_hold_nothing_more_in_backward(code: int) -> None:
     assert cp_attention_transient_bytes(LLAMA_8B, 32768, one(1, 4, code))[0] == 0.0
+
+
+@pytest.mark.parametrize("code", [P2P, CP_COMM_AUTO])
+def test_p2p_holds_every_steps_partial_output_and_lse_70b(code: int) -> None:
+    # Llama 70B, tp = 8: a_l = 8 heads of d = 128; s = 128 K, b = 1, c = 8: c steps of s/c rows
+    # = 131072 x 8 rows, each 128 x 2 B (bf16 output) + 4 B (fp32 LSE) = 260 MiB
+    got = cp_forward_partials_bytes(LLAMA_70B, 131072, one(8, 8, code))
+    assert got[0] == 260 * MIB
+    assert cp_forward_partials_bytes(LLAMA_70B, 131072, one(8, 8, code, b=2))[0] == 520 * MIB
+
+
+@pytest.mark.parametrize("code", [ALL_GATHER, A2A])
+def test_only_the_ring_keeps_partial_outputs(code: int) -> None:
+    assert cp_forward_partials_bytes(LLAMA_70B, 131072, one(8, 8, code))[0] == 0.0
+    assert cp_forward_partials_bytes(LLAMA_70B, 131072, one(8, 1, P2P))[0] == 0.0
+
+
+def test_the_peak_is_the_larger_of_the_forward_partials_and_the_backward() -> None:
+    ring, gather = one(8, 8, P2P), one(8, 8, ALL_GATHER)
+    small, large = np.array([100 * MIB]), np.array([1024 * MIB])
+    assert cp_peak_workspace(small, LLAMA_70B, 131072, ring)[0] == 260 * MIB
+    assert cp_peak_workspace(large, LLAMA_70B, 131072, ring)[0] == 1024 * MIB
+    # all_gather: no partials (its gathered K/V and dK/dV are part of the backward workspace)
+    assert cp_peak_workspace(small, LLAMA_70B, 131072, gather)[0] == 100 * MIB
+
+
+def test_very_long_sequences_charge_the_partials_in_the_estimate() -> None:
+    # Llama 8B, tp = 1, cp = 32, s = 1 M: partials 1 Mi rows x 32 heads x 260 B = 8.1 GiB,
+    # more than the backward workspace of 32 K local tokens (2 B x 32768 x 3 x 14336 = 2.6 GiB)
+    job = TrainingJob(seq_length=2**20, global_batch_size=2)
+    batch = LayoutBatch.from_columns(tp=[1] * 2, cp=[32] * 2, dp=[2] * 2, cp_comm_type=[P2P, A2A])
+    est = estimate_memory(LLAMA_8B, CLUSTER, job, batch, MemoryOptions())
+    partials = cp_forward_partials_bytes(LLAMA_8B, 2**20, batch)[0]
+    assert partials == 2**20 * 32 * 260
+    assert est.terms["workspace_bytes"][0] == pytest.approx(partials)
+    assert est.terms["workspace_bytes"][1] < partials
 
 
 def test_cp_1_holds_nothing_whatever_the_type() -> None:
@@ -64,7 +106,9 @@ def test_the_estimate_adds_it_to_the_workspace_and_nothing_else() -> None:
     assert est.terms["workspace_bytes"][1] - est.terms["workspace_bytes"][0] == pytest.approx(
         256 * MIB
     )
-    assert est.total_bytes[2] == est.total_bytes[0]  # a2a: same elements, head-split (§1.4)
+    # a2a: same elements, head-split (§1.4); p2p's partials (256 + 4 MiB at a_l = 16) stay
+    # below this layer's backward workspace, so they do not raise the peak here
+    assert est.total_bytes[2] == est.total_bytes[0]
 
 
 def _fake_ring(cheapest: int) -> Any:
