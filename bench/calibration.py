@@ -504,7 +504,7 @@ def markdown(r: dict[str, Any]) -> str:
         lines.append(f"| {camp} | {c['rows']} | {c['effective']:.1f} |")
     lines += [
         "",
-        "## Prediction intervals (10th-90th percentile of measured / predicted)",
+        "## Prediction intervals (80 % split-conformal bands of measured / predicted)",
         "",
         "Bands from leave-one-source-out residuals per regime "
         "(`models_db/intervals/throughput.json`); a regime with fewer than "

@@ -420,7 +420,7 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         "*suggest 5*: `planner calibrate --suggest 5` (`suggest_runs`, starting profile, nothing "
         "measured yet) for the campaign's most measured (model, precision) at its largest GPU "
-        "count. It proposes short runs on 1-4 nodes, mostly layer-reduced proxies, none of "
+        "count. It proposes short runs, mostly layer-reduced proxies on few nodes, none of "
         "which is in the data: each is mapped to the nearest measured row of the campaign not "
         "yet taken (distance in octaves of width, layers per stage, GPUs, sequence and each "
         "parallel degree, plus 1 per differing precision / recompute / MoE), so this variant "

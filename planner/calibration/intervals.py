@@ -3,8 +3,9 @@ plan extrapolates beyond anything calibrated (issue 12 item 9).
 
 The table is data (``models_db/intervals/throughput.json``, written by ``bench/calibration.py``
 from leave-one-source-out residuals, never in-sample ones); this module only reads it. A band is
-the 10th-90th percentile of measured / predicted tokens/s per GPU among held-out rows of the same
-regime (dense or MoE, one node or several, cp > 1, fp8); a regime with fewer than
+the split-conformal 10 % / 90 % ranks (counted in effective rows, so wider than the plain
+percentiles: :mod:`planner.calibration.interval_bands`) of measured / predicted tokens/s per GPU
+among held-out rows of the same regime (dense or MoE, one node or several, cp > 1, fp8); a regime with fewer than
 ``min_rows`` effective rows (rows of one campaign share errors, so they count by the design
 effect: :mod:`planner.calibration.interval_bands`) falls back to its parent (the key with its
 last part dropped), up to all rows.
