@@ -19,8 +19,9 @@ stack) stands for a user's cluster. For each campaign with at least ``MIN_ROWS``
 The five rows are chosen (a) at random, ``SEEDS`` seeds (also onto a harder start fitted on no
 row of the campaign's GPU type, the profile an unmeasured GPU is shipped with), and (b) as
 ``--suggest 5`` proposes them for a representative plan of the campaign, each suggested run
-mapped to the nearest measured row (suggest proposes short runs, mostly layer-reduced proxies, that are
-not in the data). The report and the issue's scoreboard are in :mod:`bench.five_runs_report`.
+mapped to the nearest measured row (suggest proposes short runs, mostly layer-reduced
+proxies, that are not in the data). The report and the issue's scoreboard are in
+:mod:`bench.five_runs_report`.
 """
 
 from __future__ import annotations

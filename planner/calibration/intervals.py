@@ -5,10 +5,10 @@ The table is data (``models_db/intervals/throughput.json``, written by ``bench/c
 from leave-one-source-out residuals, never in-sample ones); this module only reads it. A band is
 the split-conformal 10 % / 90 % ranks (counted in effective rows, so wider than the plain
 percentiles: :mod:`planner.calibration.interval_bands`) of measured / predicted tokens/s per GPU
-among held-out rows of the same regime (dense or MoE, one node or several, cp > 1, fp8); a regime with fewer than
-``min_rows`` effective rows (rows of one campaign share errors, so they count by the design
-effect: :mod:`planner.calibration.interval_bands`) falls back to its parent (the key with its
-last part dropped), up to all rows.
+among held-out rows of the same regime (dense or MoE, one node or several, cp > 1, fp8); a
+regime with fewer than ``min_rows`` effective rows (rows of one campaign share errors, so they
+count by the design effect) falls back to its parent (the key with its last part dropped), up
+to all rows.
 A GPU whose profile is transferred rather than fitted takes the leave-one-GPU-type-out band,
 which measures exactly that procedure.
 """
