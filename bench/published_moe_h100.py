@@ -205,9 +205,9 @@ def dsv3_cases() -> list[Case]:
             constraints=replace(pinned(DSV3_ZOO), etp=1),
             stated_layout=DSV3_ZOO,
             assumed="the Megatron-MoE-ModelZoo H100 layout (PP8 VPP4 'Et|(tt|)*30mL' stated "
-            "there; TP2 EP64 and the recompute modules recalled [U]); s 4096, GBS 8192 [U]; EP overlap "
-            "off: the planner's rule refuses it with tp > 1 on Hopper whatever the job's "
-            "tp_comm_overlap (planner.space.comm_flags.allowed)",
+            "there; TP2 EP64 and the recompute modules recalled [U]); s 4096, GBS 8192 [U]; "
+            "EP overlap off: the planner's rule refuses it with tp > 1 on Hopper whatever the "
+            "job's tp_comm_overlap (planner.space.comm_flags.allowed)",
             stated="layout from another source (ModelZoo), stack from the card",
             free="nothing",
             headline=False,
@@ -300,7 +300,8 @@ def compute_parts(ctx: StepContext) -> dict[str, FloatArray]:
         tokens=ctx.tokens / ctx.tp,
         hidden=ctx.hidden,
         topk=model.moe_router_topk,
-        dispatcher="flex" if bool(comm_flags.flex_dispatch(model, ctx.cluster, ctx.batch)[0])
+        dispatcher="flex"
+        if bool(comm_flags.flex_dispatch(model, ctx.cluster, ctx.batch)[0])
         else "alltoall",
         hbm_bytes_per_s=ctx.gpu.hbm_bandwidth_bytes_per_s,
         permute_hbm_fraction=PERMUTE_HBM_FRACTION,

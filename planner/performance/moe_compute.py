@@ -8,8 +8,9 @@ experts**; ``SequentialMLP`` (no ``--moe-grouped-gemm``) loops over experts on o
 three differ in what fills the SMs: a single expert GEMM of m x n x k is often too small (the
 size factor of the dense GEMM curve, bench/results/gpu_kernels.md); four concurrent streams with
 no barrier between their GEMMs pool all local experts' work as a grouped kernel does, plus one
-kernel latency per GEMM on each stream; the sequential loop pays every GEMM's size factor. Every path is also bounded by streaming each expert's
-weights from HBM (the roofline: small m per expert is weight-bandwidth-bound, §4.2 reading).
+kernel latency per GEMM on each stream; the sequential loop pays every GEMM's size factor.
+Every path is also bounded by streaming each expert's weights from HBM (the roofline: small m
+per expert is weight-bandwidth-bound, §4.2 reading).
 
 Router: the gating GEMM (2 h E FLOP per token, excluded from Megatron's FLOP count, §4.3) and
 its score / top-k / aux-loss kernels over O(E) fp32 values per token. Permutation: ~14 K h bytes

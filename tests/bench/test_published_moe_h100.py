@@ -1,4 +1,4 @@
-"""The H100 MoE cases of the published check pin what their cards state (bench/published_moe_h100)."""
+"""The H100 MoE cases of the published check pin what their cards state (issue 12)."""
 
 from __future__ import annotations
 
