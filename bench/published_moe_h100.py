@@ -47,6 +47,7 @@ from planner.performance.moe_compute import permute_time
 from planner.search.planning import plan
 from planner.space import comm_flags
 from planner.space.enumeration import SearchConstraints
+from planner.space.memory_axes import MemoryChoices
 from planner.specs import Layout, ModelSpec, TrainingJob
 
 SERIES = "moe_h100"
@@ -154,6 +155,7 @@ DSV3_ZOO = Layout(
     dp=64,
     pipeline_layout="Et|(tt|)*30mL",
     moe_dispatcher="flex",
+    moe_a2a_overlap=True,
     recompute="selective",
     recompute_modules=("mla_up_proj", "mlp", "moe_act", "layernorm"),
 )
@@ -185,29 +187,32 @@ def dsv3_cases() -> list[Case]:
         "force_balanced": True,
         "stack": stack,
     }
-    # EP overlap stays the planner's choice: with it forced on, every layout fails (the rule
-    # wants tp 1 on Hopper, and tp 1 is over 80 GB in our memory estimate)
-    free = SearchConstraints(moe_dispatcher="flex", recompute=("selective", "full"))
+    # the memory settings NVIDIA's DeepSeek-V3 recipes use are the search's to choose (bf16
+    # gradients and moments, their recompute module sets); explicit pipeline layouts are not
+    # searched (auto_pipeline_layout takes minutes at 1,024 GPUs)
+    free = SearchConstraints(
+        moe_dispatcher="flex",
+        moe_a2a_overlap=True,
+        recompute=("selective", "full"),
+        memory=MemoryChoices(allow_numerics_changes=True, search_recompute_modules=True),
+    )
     return [
         Case(
             case_id="deepseek-v3-h100-1024-moe-card",
             constraints=free,
             assumed="s 4096, GBS 8192 (the card states neither) [U]; layout free; recompute "
-            "selective or full (DeepSeek-V3 does not fit 80 GB without); EP overlap the "
-            "planner's choice: forced on, no layout passes (the planner's rule wants tp 1 on "
-            "Hopper, which our memory estimate puts over 80 GB)",
+            "selective or full (DeepSeek-V3 does not fit 80 GB without), with NVIDIA's "
+            "recompute module sets and bf16 gradients / moments open to the search",
             stated="1,024 H100, FP8 blockwise, DeepEP, graphs off, EP overlap on",
             free="tp pp vpp cp ep mbs recompute",
             **common,
         ),
         Case(
             case_id="deepseek-v3-h100-1024-zoo-layout",
-            constraints=replace(pinned(DSV3_ZOO), etp=1),
+            constraints=replace(pinned(DSV3_ZOO), etp=1, moe_a2a_overlap=True),
             stated_layout=DSV3_ZOO,
             assumed="the Megatron-MoE-ModelZoo H100 layout (PP8 VPP4 'Et|(tt|)*30mL' stated "
-            "there; TP2 EP64 and the recompute modules recalled [U]); s 4096, GBS 8192 [U]; "
-            "EP overlap off: the planner's rule refuses it with tp > 1 on Hopper whatever the "
-            "job's tp_comm_overlap (planner.space.comm_flags.allowed)",
+            "there; TP2 EP64 and the recompute modules recalled [U]); s 4096, GBS 8192 [U]",
             stated="layout from another source (ModelZoo), stack from the card",
             free="nothing",
             headline=False,
