@@ -29,7 +29,7 @@ False keeps it off (Megatron's default, and what every calibration row ran with)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -136,6 +136,30 @@ def allowed(
     if tp_overlap_on and _pre_blackwell(cluster):
         ok &= ~np.asarray(tp_comm_overlap(cluster, batch.tp, batch.sequence_parallel), np.bool_)
     return np.asarray(ok, dtype=np.bool_)
+
+
+class JobLayouts(Protocol):
+    """What a rule sees: the model, cluster and job, and a batch of layouts (read-only)."""
+
+    @property
+    def model(self) -> ModelSpec: ...
+    @property
+    def cluster(self) -> ClusterSpec: ...
+    @property
+    def job(self) -> TrainingJob: ...
+    @property
+    def batch(self) -> LayoutBatch: ...
+
+
+def allowed_for(ctx: JobLayouts) -> BoolArray:
+    """:func:`allowed` under the job's own ``tp_comm_overlap`` (the rules' view)."""
+    return allowed(ctx.model, ctx.cluster, ctx.batch, tp_overlap_on=ctx.job.tp_comm_overlap)
+
+
+def reasons_for(ctx: JobLayouts, i: int) -> list[str]:
+    """:func:`reasons_blocked` of the batch's layout ``i`` under the job's TP overlap."""
+    layout = ctx.batch.layout(i)
+    return reasons_blocked(ctx.model, ctx.cluster, layout, tp_overlap_on=ctx.job.tp_comm_overlap)
 
 
 def enabled(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:
