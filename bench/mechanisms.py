@@ -468,8 +468,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         "Reading: one grouped kernel gains most with many small experts per rank (fewer, "
         "fuller waves and one launch per linear instead of one per expert); at 8 local "
         "experts with >= 1K rows the paths are within a few percent, as TE PR #2045 measured "
-        "at 4K rows (+3.6 %). The planner under-predicts the multi-stream rate at that PR's "
-        "shapes (the table above), so the step-level gain is an upper bound. TE's default is "
+        "at 4K rows (+3.6 %). TE joins its 4 streams only after the last expert, so the "
+        "multi-stream path is priced as one pool of all local experts plus one kernel latency "
+        "(~3 us, performance-facts §8) per GEMM on each stream: within 1-9 % of that PR's "
+        "rates (the table above); the grouped kernel's step-level gain is those latencies and "
+        "the launches it saves on the host (§3). TE's default is "
         "still multi-stream in 2.18; the grouped path is opt-in by environment (no Megatron "
         "flag), which `launch_spec` sets for `moe_grouped_gemm_kernel = grouped`.",
         "",

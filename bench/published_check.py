@@ -42,6 +42,7 @@ from scipy.stats import spearmanr
 
 from bench.accuracy import commit, data_path
 from bench.published_cases import Case, external_cases
+from bench.published_moe_h100 import extras, extras_markdown, moe_h100_cases
 from bench.published_sensitivity import sensitivity_markdown, sensitivity_rows
 from models_db.catalog import load_gpu, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
@@ -298,7 +299,23 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "median_ape": float(np.median(ape)) if len(ape) else None,
         "p90_ape": float(np.percentile(ape, 90)) if len(ape) else None,
         "median_ratio": float(np.median([r["ratio"] for r in head])) if head else None,
+        "moe": moe_summary(head),
         "series": series,
+    }
+
+
+MOE_SERIES = ("moe_blackwell", "moe_h100")
+"""The headline MoE series: the issue's 'MoE rows median' bar is taken over them together."""
+
+
+def moe_summary(head: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = [r for r in head if r["series"] in MOE_SERIES]
+    ape = [abs(r["ratio"] - 1) for r in rows]
+    return {
+        "series": list(MOE_SERIES),
+        "rows": len(rows),
+        "median_ape": float(np.median(ape)) if ape else None,
+        "cases": [r["case"] for r in rows],
     }
 
 
@@ -326,7 +343,9 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
         f"|ratio - 1| median {100 * s['median_ape']:.1f} %, p90 {100 * s['p90_ape']:.1f} %, "
         f"median ratio {s['median_ratio']:.3f}. Over HBM: {', '.join(s['over_hbm']) or 'none'}. "
         "Published layout above our 80 % line: "
-        f"{len(s['over_80pct_rule'])} of {s['headline_cases']}.",
+        f"{len(s['over_80pct_rule'])} of {s['headline_cases']}. MoE rows in the headline "
+        f"({', '.join(s['moe']['series'])}): {s['moe']['rows']}, |ratio - 1| median "
+        f"{100 * (s['moe']['median_ape'] or 0):.1f} %.",
         "",
         "| series | rows | in headline | median abs. error | median ratio | Spearman (sweeps) |",
         "|---|---|---|---|---|---|",
@@ -372,6 +391,7 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
             f"Free: {r['free'] or 'see assumed'}. Stack: {r['stack'] or 'not recorded'}. "
             f"Assumed: {r['assumed'] or 'nothing'}."
         )
+    lines += extras_markdown(payload.get("moe_h100"))  # H100 MoE breakdown and ranking
     lines += sensitivity_markdown(payload.get("sensitivity", []))
     if READING.exists():  # the hand-written reading of these numbers (dated inside)
         lines += ["", READING.read_text(encoding="utf-8").rstrip()]
@@ -379,7 +399,7 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
 
 
 def main() -> int:
-    cases = csv_cases() + external_cases()
+    cases = csv_cases() + external_cases() + moe_h100_cases()
     results = [run_case(c) for c in cases]
     payload = {
         "commit": commit(),
@@ -387,6 +407,7 @@ def main() -> int:
         "summary": summarise(results),
         "results": results,
         "sensitivity": sensitivity_rows(cases, results),
+        "moe_h100": extras(cases),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "published_check.json").write_text(json.dumps(payload, indent=1) + "\n")

@@ -88,6 +88,11 @@ def _published(lines: list[str]) -> None:
             else ""
         )
         + (f"; MoE on Blackwell median ratio {moe['median_ratio']:.3f}" if moe else "")
+        + (
+            f"; MoE on H100 median ratio {series['moe_h100']['median_ratio']:.3f}"
+            if "moe_h100" in series
+            else ""
+        )
         + ". Why the misses happen, per series: the page's *Reading*.",
         "",
     ]

@@ -6,9 +6,11 @@ expert**, round-robin on 4 compute streams (§4.1); Hopper's CUTLASS grouped ker
 (``NVTE_USE_CUTLASS_GROUPED_GEMM=1``) and the cuBLASLt grouped path run **one kernel for all
 experts**; ``SequentialMLP`` (no ``--moe-grouped-gemm``) loops over experts on one stream. The
 three differ in what fills the SMs: a single expert GEMM of m x n x k is often too small (the
-size factor of the dense GEMM curve, bench/results/gpu_kernels.md), four concurrent streams pool
-four of them, a grouped kernel pools all. Every path is also bounded by streaming each expert's
-weights from HBM (the roofline: small m per expert is weight-bandwidth-bound, §4.2 reading).
+size factor of the dense GEMM curve, bench/results/gpu_kernels.md); four concurrent streams with
+no barrier between their GEMMs pool all local experts' work as a grouped kernel does, plus one
+kernel latency per GEMM on each stream; the sequential loop pays every GEMM's size factor.
+Every path is also bounded by streaming each expert's weights from HBM (the roofline: small m
+per expert is weight-bandwidth-bound, §4.2 reading).
 
 Router: the gating GEMM (2 h E FLOP per token, excluded from Megatron's FLOP count, §4.3) and
 its score / top-k / aux-loss kernels over O(E) fp32 values per token. Permutation: ~14 K h bytes
@@ -30,6 +32,7 @@ from planner.specs import SpecError
 ExpertGemmPath = Literal["multi_stream", "grouped", "sequential"]
 EXPERT_GEMM_PATHS: tuple[ExpertGemmPath, ...] = ("multi_stream", "grouped", "sequential")
 TE_COMPUTE_STREAMS = 4  # TE common/util/multi_stream.cpp num_compute_streams (§4.1)
+KERNEL_LATENCY_S = 3e-6  # performance-facts §8: constant latency per kernel (AIC systems yaml)
 PERMUTE_BYTES_PER_COPY = {"alltoall": 14.0, "flex": 8.0}  # x K x h per token, fwd (§4.4)
 ROUTER_FP32_PASSES = 6.0  # logits write, softmax r/w, top-k read, aux statistics, probs [inferred]
 ROUTE_MAP_BYTES_PER_EXPERT = 8.0  # fused permute row_id_map: (8E + 4) B per token (§4.4)
@@ -101,12 +104,13 @@ def expert_gemm_time(
         return np.asarray(rate.call_time(m, n, k, e) / rate.grouped_kernel_efficiency)
     if path == "sequential":
         return np.asarray(e * rate.call_time(m, n, k, np.ones_like(e)))
-    streams = float(TE_COMPUTE_STREAMS)
-    rounds = np.floor(e / streams)
-    rest = e - rounds * streams
-    full = rounds * rate.call_time(m, n, k, np.full_like(e, streams))
-    tail = np.where(rest > 0, rate.call_time(m, n, k, np.maximum(rest, 1.0)), 0.0)
-    return np.asarray(full + tail, np.float64)
+    # the streams are joined by events only after the last expert (§4.1): no barrier between
+    # rounds, so the SMs see all local experts' work as one pool (a stream's next GEMM fills
+    # the tail of another's), and each stream pays one kernel latency per GEMM it runs
+    # (performance-facts §8: ~3 us per kernel) on top
+    per_stream = np.ceil(e / float(TE_COMPUTE_STREAMS))
+    pooled = rate.call_time(m, n, k, e)
+    return np.asarray(pooled + per_stream * KERNEL_LATENCY_S, np.float64)
 
 
 def expert_mlp_time(

@@ -29,7 +29,7 @@ False keeps it off (Megatron's default, and what every calibration row ran with)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -98,8 +98,11 @@ def _pre_blackwell(cluster: ClusterSpec) -> bool:
     return cluster.gpu.architecture not in BLACKWELL_OR_NEWER
 
 
-def reasons_blocked(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> list[str]:
-    """Why the overlap cannot be used with this layout (empty when it can)."""
+def reasons_blocked(
+    model: ModelSpec, cluster: ClusterSpec, layout: Layout, *, tp_overlap_on: bool = True
+) -> list[str]:
+    """Why the overlap cannot be used with this layout (empty when it can).
+    ``tp_overlap_on``: the job's ``tp_comm_overlap`` (off, nothing to conflict with)."""
     lay = layout.normalized()
     out = []
     if not model.is_moe or lay.ep < 2:
@@ -110,7 +113,7 @@ def reasons_blocked(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> l
         out.append(f"MTP depth {model.mtp_num_layers} > 1 is not allowed with it")
     if lay.pp > 1 and lay.vpp < 2:
         out.append("with pp > 1 it needs the interleaved schedule (vpp >= 2)")
-    if _pre_blackwell(cluster) and bool(tp_comm_overlap(cluster, lay.tp, lay.sp)):
+    if tp_overlap_on and _pre_blackwell(cluster) and bool(tp_comm_overlap(cluster, lay.tp, lay.sp)):
         out.append(
             "before Blackwell the planner does not combine it with the --tp-comm-overlap it "
             "emits for tp > 1 inside a node (that overlap runs with "
@@ -119,15 +122,44 @@ def reasons_blocked(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> l
     return out
 
 
-def allowed(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:
-    """Where Megatron (and the planner's other flags) allow the overlap."""
+def allowed(
+    model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch, *, tp_overlap_on: bool = True
+) -> BoolArray:
+    """Where Megatron (and the planner's other flags) allow the overlap. ``tp_overlap_on`` is
+    the job's ``tp_comm_overlap``: a job that turns it off emits no ``--tp-comm-overlap``
+    (planner.megatron.flags), so nothing holds CUDA_DEVICE_MAX_CONNECTIONS at 1. The 'auto'
+    setting keeps the default (True) everywhere, so memory and time agree on it."""
     if not model.is_moe or model.mtp_num_layers > 1:
         return np.zeros(len(batch), dtype=np.bool_)
     ok = (batch.ep > 1) & (batch.recompute != RECOMPUTE_FULL)
     ok &= (batch.pp == 1) | (batch.vpp > 1)
-    if _pre_blackwell(cluster):
+    if tp_overlap_on and _pre_blackwell(cluster):
         ok &= ~np.asarray(tp_comm_overlap(cluster, batch.tp, batch.sequence_parallel), np.bool_)
     return np.asarray(ok, dtype=np.bool_)
+
+
+class JobLayouts(Protocol):
+    """What a rule sees: the model, cluster and job, and a batch of layouts (read-only)."""
+
+    @property
+    def model(self) -> ModelSpec: ...
+    @property
+    def cluster(self) -> ClusterSpec: ...
+    @property
+    def job(self) -> TrainingJob: ...
+    @property
+    def batch(self) -> LayoutBatch: ...
+
+
+def allowed_for(ctx: JobLayouts) -> BoolArray:
+    """:func:`allowed` under the job's own ``tp_comm_overlap`` (the rules' view)."""
+    return allowed(ctx.model, ctx.cluster, ctx.batch, tp_overlap_on=ctx.job.tp_comm_overlap)
+
+
+def reasons_for(ctx: JobLayouts, i: int) -> list[str]:
+    """:func:`reasons_blocked` of the batch's layout ``i`` under the job's TP overlap."""
+    layout = ctx.batch.layout(i)
+    return reasons_blocked(ctx.model, ctx.cluster, layout, tp_overlap_on=ctx.job.tp_comm_overlap)
 
 
 def enabled(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:

@@ -483,12 +483,12 @@ def _positions_explain(ctx: _Context, i: int) -> str:
 
 def _a2a_check(ctx: _Context) -> BoolArray:
     requested = ctx.batch.moe_a2a_overlap == A2A_ON
-    blocked: BoolArray = requested & ~comm_flags.allowed(ctx.model, ctx.cluster, ctx.batch)
+    blocked: BoolArray = requested & ~comm_flags.allowed_for(ctx)
     return blocked
 
 
 def _a2a_explain(ctx: _Context, i: int) -> str:
-    why = comm_flags.reasons_blocked(ctx.model, ctx.cluster, ctx.batch.layout(i))
+    why = comm_flags.reasons_for(ctx, i)
     return f"moe_a2a_overlap=true cannot be used here: {'; '.join(why)}; or leave it unset"
 
 

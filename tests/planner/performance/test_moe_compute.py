@@ -137,3 +137,21 @@ def test_router_and_permute_costs() -> None:
             hbm_bytes_per_s=1.0,
             permute_hbm_fraction=0.5,
         )
+
+
+def test_multi_stream_pools_all_experts_plus_one_latency_per_gemm_per_stream() -> None:
+    """TE's 4 streams are joined only after the last expert (mechanisms-facts §4.1), so the 16
+    GEMMs of TE PR #2045's (16, 2048, 768, 2048) pool like one grouped call, and each stream
+    runs 4 of them at ~3 us of kernel latency each (performance-facts §8). By hand:
+    F = 16 x 2 x 2048 x 768 x 2048 = 1.0308e11 FLOP; efficiency 0.71 x 2048/2093 x
+    F/(F + 1.7809e10) = 0.5924; 1.0308e11 / (989.4e12 x 0.5924) = 175.9 us; + 4 x 3 us =
+    187.9 us, i.e. 548.7 TFLOP/s against the 553.9 measured."""
+    t = expert_gemm_time(
+        H100, tokens_per_expert=A(2048.0), local_experts=A(16.0), n=768, k=2048, path="multi_stream"
+    )
+    assert float(t) == pytest.approx(187.9e-6, rel=2e-3)
+    assert tflops("multi_stream", 16, 2048, 768, 2048) == pytest.approx(553.9, rel=0.02)
+    grouped = expert_gemm_time(
+        H100, tokens_per_expert=A(2048.0), local_experts=A(16.0), n=768, k=2048, path="grouped"
+    )
+    assert float(t - grouped) == pytest.approx(4 * 3e-6, rel=1e-6)

@@ -173,3 +173,19 @@ def test_tp_and_a2a_overlap_share_one_compute_window() -> None:
     )  # fmt: skip
     total = off.breakdown["tp_comm_s"][0] + off.breakdown["ep_comm_s"][0]
     assert total - exposed <= compute * (1 + 1e-9)
+
+
+def test_on_hopper_a_job_without_tp_comm_overlap_may_ask_for_it_with_tp() -> None:
+    """The refusal with tp > 1 before Blackwell is about --tp-comm-overlap's
+    CUDA_DEVICE_MAX_CONNECTIONS=1; a job that turns TP overlap off emits no such flag, as the
+    DeepSeek-V3 H100 card's EP-overlap run (mechanisms-facts §3.5) must have."""
+    layout = Layout(tp=2, ep=8, etp=1, dp=32, moe_a2a_overlap=True)
+    assert violations(MIXTRAL_8X7B, cluster(64), JOB, layout) != []
+    no_tp_overlap = replace(JOB, tp_comm_overlap=False)
+    assert violations(MIXTRAL_8X7B, cluster(64), no_tp_overlap, layout) == []
+    spec = launch_spec(MIXTRAL_8X7B, cluster(64), no_tp_overlap, layout)
+    assert "--tp-comm-overlap" not in spec.args
+    assert set(comm_flags.A2A_FLAGS) <= set(spec.args)
+    assert spec.env["CUDA_DEVICE_MAX_CONNECTIONS"] == comm_flags.CONNECTIONS
+    auto = Layout(tp=2, ep=8, etp=1, dp=32)  # 'auto' keeps the conservative default
+    assert not comm_flags.enabled(MIXTRAL_8X7B, cluster(64), LayoutBatch.from_layouts([auto]))[0]
