@@ -139,6 +139,8 @@ def pinned(layout: Layout) -> SearchConstraints:
         recompute=(layout.recompute,),
         moe_dispatcher=layout.moe_dispatcher,
         memory=MemoryChoices(
+            grad_reduce_dtype=(layout.grad_reduce_dtype,),
+            optimizer_state_dtype=(layout.optimizer_state_dtype,),
             cuda_graphs=layout.cuda_graphs,
             pipeline_layout=layout.pipeline_layout,
             recompute_modules=layout.recompute_modules,
@@ -170,12 +172,18 @@ def dsv3_gb200_cases() -> list[Case]:
         moe_dispatcher="flex",
         cuda_graphs="partial",
         pipeline_layout="Et|(tt|)*30L",
+        # issue 13's reading of NVIDIA's DeepSeek-V3 recipes: precision-aware optimizer with bf16
+        # moments and main gradients (MLM-DSV3 does not restate them)
+        grad_reduce_dtype="bf16",
+        optimizer_state_dtype="bf16",
     )
     stated = "tp 1, pp 8, vpp 4, cp 1, ep 32, mbs 1, layout Et|(tt|)*30L (no MTP), GBS 2048"
     stack = (
         "MXFP8 (stated); moe_dispatcher=flex/HybridEP (stated); cuda_graphs=partial: attn, "
         "moe_router, moe_preprocess, shared experts (stated); recompute mlp (stated); "
-        "moe_imbalance=1.0 (NVIDIA benchmarks force balance [inferred])"
+        "moe_imbalance=1.0 (NVIDIA benchmarks force balance [inferred]); bf16 main gradients "
+        "and Adam moments (the DeepSeek-V3 recipes' precision-aware optimizer, as issue 13 "
+        "reads them [inferred])"
     )
     common: dict[str, Any] = {
         "stated_layout": layout,
