@@ -109,7 +109,7 @@ def test_row_keys_equal_shared_csv_header() -> None:
     assert set(keys[len(header) :]) <= {"tp_comm_overlap", "attention_backend",
                                         "cross_entropy_fusion", "moe_imbalance",
                                         "cuda_graphs", "grad_reduce_dtype",
-                                        "cp_comm_type"}  # fmt: skip
+                                        "cp_comm_type", "megatron_core_version"}  # fmt: skip
     assert list(MEASUREMENT_COLUMNS) == header
 
 
