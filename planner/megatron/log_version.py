@@ -2,13 +2,15 @@
 stack a run used is an input; a measurement row records it in ``megatron_core_version``).
 
 Megatron prints every argument, defaults included, so an argument's presence says the release
-has it and its absence that the release predates it. The fingerprints are those of
+has it. Its absence would say the release predates it, but uploaded logs are often trimmed to
+the arguments that matter, so absence is not used. The fingerprints are those of
 mechanisms-facts §8 (last paragraph), each a (first, last) release range:
 ``--cuda-graph-modules`` => core >= 0.18; ``--cuda-graph-impl`` => >= 0.15;
 ``--moe-flex-dispatcher-backend`` => >= 0.16; ``--moe-enable-deepep`` without it => 0.12-0.15;
 ``--cross-entropy-fusion-impl te`` accepted => <= 0.18; ``--fp8-recipe`` => >= 0.12;
 ``--cp-comm-type`` => >= 0.10. The row records the oldest release the fingerprints allow (the
-first that has every argument the log shows), and says it was inferred and from what.
+first that has every argument the log shows: a lower bound), and says it was inferred and from
+what.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ _NEWEST: Version = (0, int(CORE_VERSIONS[-1].split(".")[1]))
 
 def infer_core_version(a: dict[str, str]) -> tuple[str, str] | None:
     """(the oldest core release consistent with the arguments block ``a``, how it was inferred),
-    or None where the block is empty or its fingerprints contradict each other."""
+    or None where the block is empty, shows no fingerprint (nothing newer than core 0.4), or its
+    fingerprints contradict each other."""
     if not a:
         return None
     lo, hi, why = _OLDEST, _NEWEST, []
@@ -46,14 +49,10 @@ def infer_core_version(a: dict[str, str]) -> tuple[str, str] | None:
             if name in _LAST and "moe_flex_dispatcher_backend" not in a:
                 hi = min(hi, _LAST[name])
                 why.append(f"{name} without moe_flex_dispatcher_backend => <= 0.15")
-        elif name not in _LAST:  # printed by every later release: absent => older
-            below = (first[0], first[1] - 1)
-            hi = min(hi, below)
-            why.append(f"no {name} => <= {format_version(below)}")
     if a.get("cross_entropy_fusion_impl", "").strip().lower() == "te":
         hi = min(hi, (0, 18))  # core 0.19 rejects the te impl (mechanisms-facts §5.4, §8)
         why.append("cross_entropy_fusion_impl te => <= 0.18")
-    if lo > hi:
+    if lo > hi or lo == _OLDEST:  # contradictory, or only "older than": no release to record
         return None
     span = format_version(lo) if lo == hi else f"{format_version(lo)}-{format_version(hi)}"
-    return format_version(lo), f"core {span} from the arguments ({'; '.join(why)})"
+    return format_version(lo), f"core {span}, the oldest recorded ({'; '.join(why)})"
