@@ -124,4 +124,4 @@ def check_versioned(job: TrainingJob) -> None:
     if job.moe_grouped_gemm_kernel == "grouped":  # the earliest grouped kernel (Hopper CUTLASS)
         require(job, "moe_grouped_gemm_kernel", "grouped_cutlass", shown="grouped",
                 fix="use moe_grouped_gemm_kernel='multi_stream' (or leave it unset for the "
-                "planner's choice), or set te_version to one that has a grouped kernel")  # fmt: skip
+                "planner's choice), or set te_version to one with a grouped kernel")  # fmt: skip

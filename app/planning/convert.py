@@ -45,7 +45,7 @@ VERSIONED_LAYOUT_FIELDS = (
     "activation_offload_layers", "activation_offload_modules", "optimizer_offload_fraction",
     "optimizer_state_dtype", "recompute_modules", "pipeline_layout",
 )  # fmt: skip
-"""Request fields whose values need a Megatron-Core / TE release (planner/data/stack_features.csv)."""
+"""Request fields whose values need a Megatron-Core / TE release (stack_features.csv)."""
 RANGE_FIELDS = {"num_gpus": "num_gpus_options", "global_batch_size": "global_batch_size_options"}
 MAX_LIST_VALUES = 64
 

@@ -18,16 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field, ValidationInfo
 
 from planner import Layout, TrainingJob
-from planner.specs import CP_COMM_TYPES, CpCommType
-from planner.specs import SpecError
-from planner.stack_versions import (
-    CORE_VERSIONS,
-    NEMO_CONTAINERS,
-    NEWEST_CORE,
-    NEWEST_TE,
-    TE_VERSIONS,
-    parse_version,
-)
+from planner.specs import CP_COMM_TYPES, CpCommType, SpecError
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
@@ -35,6 +26,14 @@ from planner.stack_settings import (
     AttentionBackend,
     CrossEntropyFusion,
     MoeGroupedGemmKernel,
+)
+from planner.stack_versions import (
+    CORE_VERSIONS,
+    NEMO_CONTAINERS,
+    NEWEST_CORE,
+    NEWEST_TE,
+    TE_VERSIONS,
+    parse_version,
 )
 
 Kind = Literal["bool", "choice", "number"]

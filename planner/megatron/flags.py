@@ -25,13 +25,13 @@ from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OV
 from planner.space.comm_flags import tp_comm_overlap as tp_comm_overlap  # re-exported
 from planner.space.cp_comm_rules import hierarchical_sizes
 from planner.space.version_rules import pin_layout
-from planner.stack_versions import stack_name
 from planner.specs import (
     ClusterSpec,
     Layout,
     ModelSpec,
     TrainingJob,
 )
+from planner.stack_versions import stack_name
 
 __all__ = ["LaunchSpec", "launch_spec", "megatron_args"]
 

@@ -36,6 +36,7 @@ __all__ = [
     "recompute_args",
 ]
 
+
 def fp8_param_gather_on(precision: str, lay: Layout) -> bool:
     """The field where set, else NVIDIA's recipes: on for fp8 with dist-opt or FSDP."""
     if precision != "fp8":
@@ -116,9 +117,11 @@ def parsed_memory_fields(ns: argparse.Namespace, precision: str) -> dict[str, An
     graphs = "none"
     if ns.cuda_graph_impl == "full_iteration" or "full_iteration" in (ns.cuda_graph_scope or ()):
         graphs = "full_iteration"
-    elif ns.cuda_graph_impl in ("transformer_engine", "local") or ns.external_cuda_graph:
-        graphs = "partial"
-    elif ns.enable_cuda_graph:
+    elif (
+        ns.cuda_graph_impl in ("transformer_engine", "local")
+        or ns.external_cuda_graph
+        or ns.enable_cuda_graph
+    ):
         graphs = "partial"
     fields: dict[str, Any] = {
         "grad_reduce_dtype": "bf16"

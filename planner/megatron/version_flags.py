@@ -1,14 +1,19 @@
 """Launch flags whose spelling depends on the job's Megatron-Core / Transformer Engine release
 (issue 12 item 1: "the stack a run used is an input"; mechanisms-facts §8 "stack generations").
 
-| setting | core >= 0.18 | older cores |
-| --- | --- | --- |
-| partial CUDA graphs | ``--cuda-graph-impl transformer_engine`` + MoE ``--cuda-graph-modules`` | 0.16-0.17: MoE scopes via ``--cuda-graph-scope``; 0.15: the impl flag, no MoE scopes; 0.12-0.14: ``--external-cuda-graph`` |
-| full-iteration graphs | ``--cuda-graph-impl full_iteration`` | 0.15-0.17: ``--cuda-graph-impl local --cuda-graph-scope full_iteration``; 0.14: ``--enable-cuda-graph --cuda-graph-scope full_iteration`` |
-| DeepEP dispatcher | ``--moe-flex-dispatcher-backend deepep`` (0.16) | 0.12-0.15: ``--moe-enable-deepep`` |
-| fp8 recipe | ``--fp8-recipe`` (0.12) | before: delayed scaling only, no flag |
-| virtual pipeline | ``--num-virtual-stages-per-pipeline-rank`` (0.12) | ``--num-layers-per-virtual-pipeline-stage`` |
-| grouped expert GEMM | ``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1`` from TE 2.13 | Hopper bf16/fp16 on TE 2.8-2.12: ``NVTE_USE_CUTLASS_GROUPED_GEMM=1`` only |
+* partial CUDA graphs: ``--cuda-graph-impl transformer_engine`` from core 0.15, with the MoE
+  modules in ``--cuda-graph-modules`` from 0.18 (``--cuda-graph-scope`` in 0.16-0.17);
+  ``--external-cuda-graph`` in 0.12-0.14;
+* full-iteration graphs: ``--cuda-graph-impl full_iteration`` from 0.18;
+  ``--cuda-graph-impl local --cuda-graph-scope full_iteration`` in 0.15-0.17;
+  ``--enable-cuda-graph --cuda-graph-scope full_iteration`` in 0.14;
+* DeepEP: ``--moe-flex-dispatcher-backend deepep`` from 0.16, ``--moe-enable-deepep`` in
+  0.12-0.15;
+* ``--fp8-recipe`` from 0.12 (delayed scaling only, and no flag, before);
+* ``--num-virtual-stages-per-pipeline-rank`` from 0.12, ``--num-layers-per-virtual-pipeline-stage``
+  before;
+* the grouped expert GEMM: ``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1`` from TE 2.13, and
+  ``NVTE_USE_CUTLASS_GROUPED_GEMM=1`` on Hopper with bf16/fp16 from TE 2.8.
 
 Which settings a release has at all is checked before (``planner.space.version_rules``); these
 functions only spell what passed.
@@ -48,7 +53,13 @@ def graph_args(model: ModelSpec, job: TrainingJob, lay: Layout) -> list[str]:
         if core >= FULL_ITERATION_IMPL:
             return ["--cuda-graph-impl", "full_iteration", *nan_check]
         if core >= GRAPH_IMPL_FLAG:
-            return ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration", *nan_check]
+            return [
+                "--cuda-graph-impl",
+                "local",
+                "--cuda-graph-scope",
+                "full_iteration",
+                *nan_check,
+            ]
         return ["--enable-cuda-graph", "--cuda-graph-scope", "full_iteration", *nan_check]
     return []
 

@@ -33,8 +33,8 @@ from planner.performance.collectives import all_to_all_time, members_per_node
 from planner.performance.context import BF16_BYTES, StepContext
 from planner.performance.moe_compute import GemmRate, expert_mlp_time, permute_time
 from planner.space import comm_flags
-from planner.stack_settings import effective_kernel
 from planner.specs import GPUSpec
+from planner.stack_settings import effective_kernel
 
 PERMUTE_HBM_FRACTION = 0.5  # performance-facts §3.1/§5.3: permute/unpermute at 0.5 of HBM spec
 

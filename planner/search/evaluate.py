@@ -22,8 +22,8 @@ from planner.performance.step_time import (
 )
 from planner.search.cp_choice import choose_open_cp_comm
 from planner.space import comm_flags
-from planner.space.version_rules import pin_unavailable
 from planner.space.rules import RULES, check_rules, violations
+from planner.space.version_rules import pin_unavailable
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 STAGE_NAMES = ("first", "last")

@@ -24,6 +24,7 @@ from planner.layouts import IntArray
 from planner.performance.step_time import PerformanceProfile, estimate_performance
 from planner.space.version_rules import grouped_kernel_missing
 from planner.specs import ModelSpec
+from planner.stack_settings import MoeGroupedGemmKernel
 
 if TYPE_CHECKING:
     from planner.search.sampling import CandidatePool
@@ -54,10 +55,12 @@ def choose_kernel(
         if sc.job.moe_grouped_gemm_kernel is not None:
             continue
         sub = idx[pool.scenario[idx] == s]
-        kernel = "multi_stream"
+        kernel: MoeGroupedGemmKernel = "multi_stream"
         if len(sub) and grouped_kernel_missing(sc.job, sc.cluster.gpu) is None:
             grouped_job = replace(sc.job, moe_grouped_gemm_kernel="grouped")
-            perf = estimate_performance(model, sc.cluster, grouped_job, pool.batch.take(sub), profile)
+            perf = estimate_performance(
+                model, sc.cluster, grouped_job, pool.batch.take(sub), profile
+            )
             tps = np.nan_to_num(np.asarray(perf.tokens_per_s_per_gpu, np.float64), nan=0.0)
             base = pool.tokens_per_s_per_gpu[sub]
             if tps.max() > base.max() * (1.0 + MIN_KERNEL_GAIN):

@@ -40,13 +40,13 @@ from planner.layouts import (
 from planner.model.pipeline import split_layers
 from planner.model.pipeline_layout import balanced_layout
 from planner.space import comm_flags
-from planner.space.version_rules import lacks, pin_unavailable
 from planner.space.memory_axes import (
     MemoryChoices,
     apply_memory_choices,
     attach_balanced_layouts,
 )
 from planner.space.rules import RULES, check_rules
+from planner.space.version_rules import lacks, pin_unavailable
 from planner.specs import (
     CP_COMM_TYPES,
     MOE_DISPATCHER_CHOICES,

@@ -16,8 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from planner.layout_settings import FP8_GATHER_AUTO, FP8_GATHER_OFF, GRAPHS_FULL, GRAPHS_PARTIAL
-from planner.layout_settings import MODULE_BITS
+from planner.layout_settings import (
+    FP8_GATHER_AUTO,
+    FP8_GATHER_OFF,
+    GRAPHS_FULL,
+    GRAPHS_PARTIAL,
+    MODULE_BITS,
+)
 from planner.layouts import (
     A2A_AUTO,
     A2A_OFF,
@@ -28,7 +33,6 @@ from planner.layouts import (
 )
 from planner.space import comm_flags
 from planner.specs import CP_COMM_TYPES, GPUSpec, Layout, ModelSpec, TrainingJob
-from planner.stack_settings import effective_kernel
 from planner.stack_versions import Feature, core_version, feature, stack_name, te_version
 
 __all__ = [
@@ -69,9 +73,9 @@ def grouped_kernel_missing(job: TrainingJob, gpu: GPUSpec) -> str | None:
     cutlass = feature("moe_grouped_gemm_kernel", "grouped_cutlass")
     cublaslt = feature("moe_grouped_gemm_kernel", "grouped_cublaslt")
     assert cutlass is not None and cublaslt is not None  # rows of stack_features.csv
-    if gpu.architecture == "hopper" and job.precision in CUTLASS_PRECISIONS:
-        if cutlass.missing(core, te) is None:
-            return None
+    hopper_16bit = gpu.architecture == "hopper" and job.precision in CUTLASS_PRECISIONS
+    if hopper_16bit and cutlass.missing(core, te) is None:
+        return None
     lack = cublaslt.missing(core, te)
     if lack is None:
         return None

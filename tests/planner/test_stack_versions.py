@@ -81,11 +81,11 @@ def test_availability_follows_the_table(
 
 
 def test_job_wide_settings_the_stack_lacks_are_refused_up_front() -> None:
-    with pytest.raises(SpecError, match="needs Megatron-Core >= 0.12, <= 0.18") as err:
+    with pytest.raises(SpecError, match=r"needs Megatron-Core >= 0\.12, <= 0\.18") as err:
         job("0.19", cross_entropy_fusion="te")
     assert err.value.field == "cross_entropy_fusion"
     assert job("0.18", cross_entropy_fusion="te").cross_entropy_fusion == "te"
-    with pytest.raises(SpecError, match="Transformer Engine >= 2.8") as err:
+    with pytest.raises(SpecError, match=r"Transformer Engine >= 2\.8") as err:
         job(None, "2.7", moe_grouped_gemm_kernel="grouped")
     assert err.value.field == "moe_grouped_gemm_kernel"
 
@@ -108,7 +108,8 @@ FULL = Layout(tp=1, dp=64, cuda_graphs="full_iteration")
      (LLAMA_8B, FULL, "0.14", "--enable-cuda-graph --cuda-graph-scope full_iteration",
       "--cuda-graph-impl"),
      (MIXTRAL_8X7B, Layout(tp=1, ep=8, dp=64, moe_dispatcher="flex"), "0.16",
-      "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep", "--moe-enable-deepep"),
+      "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep",
+      "--moe-enable-deepep"),
      (MIXTRAL_8X7B, Layout(tp=1, ep=8, dp=64, moe_dispatcher="flex"), "0.15",
       "--moe-token-dispatcher-type flex --moe-enable-deepep", "--moe-flex-dispatcher-backend"),
      (LLAMA_8B, Layout(tp=1, pp=4, vpp=2, dp=16), "0.11",

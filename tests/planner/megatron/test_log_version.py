@@ -1,5 +1,5 @@
 """The Megatron-Core release of an uploaded log, inferred from the fingerprints of
-mechanisms-facts §8 and recorded on the measurement row as inferred (planner.megatron.log_version)."""
+mechanisms-facts §8 and recorded on the measurement row as inferred (megatron.log_version)."""
 
 from __future__ import annotations
 

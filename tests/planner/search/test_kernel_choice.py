@@ -1,5 +1,5 @@
 """The search chooses the MoE expert-GEMM kernel where the job leaves it open, and only where a
-grouped kernel exists for the GPU, the precision and the TE release (planner.search.kernel_choice)."""
+grouped kernel exists for the GPU, the precision and the TE release (search.kernel_choice)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from functools import cache
 import pytest
 
 from models_db.catalog import load_gpu, load_model
+from planner.megatron.flags import launch_spec
 from planner.performance.step_time import default_profile
 from planner.search.planning import PlanResult, plan
-from planner.megatron.flags import launch_spec
 from planner.space.enumeration import SearchConstraints
 from planner.specs import ClusterSpec, GPUSpec, TrainingJob
 from tests.planner.fixtures import H100, LLAMA_8B

@@ -76,12 +76,15 @@ def test_the_grouped_kernel_is_refused_on_amd_and_under_delayed_fp8() -> None:
     assert err.value.field == "moe_grouped_gemm_kernel"
     check_settings(LLAMA_8B, MI300X, grouped, {})  # a dense model has no expert GEMMs
     # never an NVTE switch off NVIDIA, whatever the job says
-    assert not any(k.startswith("NVTE_") for k in launch_spec(MIXTRAL_8X7B, MI300X, grouped, moe).env)
+    assert not any(
+        k.startswith("NVTE_") for k in launch_spec(MIXTRAL_8X7B, MI300X, grouped, moe).env
+    )
 
 
 @pytest.mark.parametrize(
     ("settings", "job", "field", "words"),
-    [({"cp_comm_type": "a2a+p2p"}, on("0.10", "1.11"), "cp_comm_type", "Transformer Engine >= 1.12"),
+    [({"cp_comm_type": "a2a+p2p"}, on("0.10", "1.11"), "cp_comm_type",
+      "Transformer Engine >= 1.12"),
      ({"cuda_graphs": "partial"}, on("0.15"), "cuda_graphs", "Megatron-Core >= 0.16"),
      ({"moe_a2a_overlap": True}, on("0.13"), "moe_a2a_overlap", "Megatron-Core >= 0.14"),
      ({"optimizer_state_dtype": ("bf16",)}, on("0.12"), "optimizer_state_dtype", ">= 0.13"),
