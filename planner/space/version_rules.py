@@ -125,9 +125,16 @@ def usage(
     return {k: np.asarray(v, np.bool_) for k, v in out.items()}
 
 
+_JOB_WIDE = frozenset({"tp_comm_overlap", "cross_entropy_fusion", "moe_grouped_gemm_kernel"})
+"""Settings of the whole job: TrainingJob refuses them itself (planner.stack_settings)."""
+_SHOWN = {"partial_moe": "partial (an MoE model's router scopes)"}
+
+
 def _lacking(job: TrainingJob) -> list[Feature]:
+    """The table's layout rows the job's releases lack (none on the newest, the default)."""
     core, te = core_version(job), te_version(job)
-    return [f for f in _all_rows() if f.missing(core, te) is not None]
+    rows = _all_rows()
+    return [f for f in rows if f.setting not in _JOB_WIDE and f.missing(core, te) is not None]
 
 
 def _all_rows() -> tuple[Feature, ...]:
@@ -152,9 +159,9 @@ def _version_explain(ctx: Ctx, i: int) -> str:
     used = usage(ctx.model, ctx.cluster, ctx.job, ctx.batch.take(np.array([i])))
     for f in _lacking(ctx.job):
         if (f.setting, f.value) in used and used[(f.setting, f.value)][0]:
-            setting = "cuda_graphs" if f.setting == "cuda_graphs" else f.setting
             return (
-                f"{setting}={f.value} needs {f.missing(core, te)} ({f.source}); the job's "
+                f"{f.setting}={_SHOWN.get(f.value, f.value)} needs {f.missing(core, te)} "
+                f"({f.source}); the job's "
                 f"stack is {stack_name(ctx.job)}: turn it off, or set megatron_core_version / "
                 "te_version to a release that has it"
             )

@@ -32,7 +32,7 @@ def on(core: str | None = None, te: str | None = None, **kw: object) -> Training
      (LLAMA_8B, Layout(tp=1, dp=64, cuda_graphs="full_iteration"), on("0.13"),
       "cuda_graphs=full_iteration needs Megatron-Core >= 0.14"),
      (MIXTRAL_8X7B, Layout(tp=1, ep=8, dp=64, cuda_graphs="partial"), on("0.15"),
-      "cuda_graphs=partial_moe needs Megatron-Core >= 0.16"),
+      "cuda_graphs=partial (an MoE model's router scopes) needs Megatron-Core >= 0.16"),
      (MIXTRAL_8X7B, Layout(tp=1, ep=8, dp=64, moe_dispatcher="flex"), on("0.11"),
       "moe_dispatcher=flex needs Megatron-Core >= 0.12"),
      (LLAMA_8B, Layout(tp=1, dp=64, activation_offload_modules=("core_attn",)), on("0.15"),
