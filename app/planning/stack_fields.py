@@ -194,7 +194,8 @@ def _field(name: str) -> Any:
 
 
 class StackFields(BaseModel):
-    """The job's software stack: one value each (the planner does not search them)."""
+    """The job's software stack and its releases: one value each (None: the planner's choice, or
+    for a release the newest covered)."""
 
     tp_comm_overlap: bool = _field("tp_comm_overlap")
     attention_backend: AttentionBackend = _field("attention_backend")
