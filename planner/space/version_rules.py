@@ -33,7 +33,14 @@ from planner.layouts import (
 )
 from planner.space import comm_flags
 from planner.specs import CP_COMM_TYPES, GPUSpec, Layout, ModelSpec, TrainingJob
-from planner.stack_versions import Feature, core_version, feature, stack_name, te_version
+from planner.stack_versions import (
+    Feature,
+    core_version,
+    feature,
+    features,
+    stack_name,
+    te_version,
+)
 
 __all__ = [
     "VERSION_RULES",
@@ -82,7 +89,8 @@ def grouped_kernel_missing(job: TrainingJob, gpu: GPUSpec) -> str | None:
     return f"the grouped kernel for {job.precision} on {gpu.name} needs {lack} ({cublaslt.source})"
 
 
-def _recipe(job: TrainingJob, gpu: GPUSpec) -> str:
+def _recipe(gpu: GPUSpec) -> str:
+    """The fp8 recipe the planner's flags set (planner.megatron.flags._fp8_recipe)."""
     return "mxfp8" if gpu.architecture in comm_flags.BLACKWELL_OR_NEWER else "delayed"
 
 
@@ -114,7 +122,7 @@ def usage(
         ("fp8_param_gather", "true"): comm_flags.fp8_gather(job, batch),
     }
     if job.precision == "fp8":
-        out[("fp8_recipe", _recipe(job, cluster.gpu))] = everywhere
+        out[("fp8_recipe", _recipe(cluster.gpu))] = everywhere
     if model.is_moe:
         flex = np.asarray(comm_flags.flex_dispatch(model, cluster, batch), np.bool_)
         out[("moe_dispatcher", "flex")] = flex
@@ -133,14 +141,7 @@ _SHOWN = {"partial_moe": "partial (an MoE model's router scopes)"}
 def _lacking(job: TrainingJob) -> list[Feature]:
     """The table's layout rows the job's releases lack (none on the newest, the default)."""
     core, te = core_version(job), te_version(job)
-    rows = _all_rows()
-    return [f for f in rows if f.setting not in _JOB_WIDE and f.missing(core, te) is not None]
-
-
-def _all_rows() -> tuple[Feature, ...]:
-    from planner.stack_versions import features
-
-    return features()
+    return [f for f in features() if f.setting not in _JOB_WIDE and f.missing(core, te) is not None]
 
 
 def _version_check(ctx: Ctx) -> BoolArray:
