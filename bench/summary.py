@@ -75,7 +75,8 @@ def _published(lines: list[str]) -> None:
         f"{s['cases']} published figures whose layouts are only partly stated (Megatron-LM "
         "README H100 tables, dgxc Nemotron-4 340B / GPT-3 175B, the Llama 3 paper's 405B runs, "
         "Megatron Core MoE and Megatron-Bridge figures for DeepSeek-V3 and Qwen3 on GB200/GB300, "
-        "NVIDIA's DeepSeek-V3 GB200 write-up); the planner plans under what each source states, "
+        "NVIDIA's DeepSeek-V3 GB200 write-up, Megatron-Bridge H100 MoE runs of Qwen3-30B-A3B, "
+        "GPT-OSS-20B and DeepSeek-V3); the planner plans under what each source states, "
         "layout and software stack (`models_db/measurement_stacks.csv`), and its best predicted "
         f"value is compared with the published one: |error| median {_pct(s['median_ape'])}, "
         f"p90 {_pct(s['p90_ape'])} over the {s['headline_cases']} in the headline (out of it: "
@@ -91,6 +92,11 @@ def _published(lines: list[str]) -> None:
         + (
             f"; MoE on H100 median ratio {series['moe_h100']['median_ratio']:.3f}"
             if "moe_h100" in series
+            else ""
+        )
+        + (
+            f"; all {s['moe']['rows']} MoE figures |error| median {_pct(s['moe']['median_ape'])}"
+            if s.get("moe", {}).get("median_ape") is not None
             else ""
         )
         + ". Why the misses happen, per series: the page's *Reading*.",
