@@ -208,6 +208,10 @@ def _best(case: Case, job: TrainingJob, profile: Any, threshold: float) -> Any:
 def run_case(case: Case) -> dict[str, Any]:
     profile = load_profile(case.cluster.gpu)
     job = replace(case.job, moe_imbalance=1.0) if case.force_balanced else case.job
+    # the published runs used TE's default expert-GEMM path (multi-stream cuBLAS,
+    # mechanisms-facts §4.1) unless a case states otherwise: the search's kernel choice is
+    # for a user's plan, not for reproducing a run
+    job = replace(job, moe_grouped_gemm_kernel=job.moe_grouped_gemm_kernel or "multi_stream")
 
     def best(threshold: float) -> Any:
         return _best(case, job, profile, threshold)
