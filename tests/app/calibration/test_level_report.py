@@ -54,3 +54,34 @@ def test_the_cli_summary_and_the_web_page_show_the_level(
     )
     assert page.status_code == 200
     assert 'id="cluster-level"' in page.text and "posterior sd" in page.text
+
+
+def test_recalibrating_a_calibrated_profile_re_estimates_the_level() -> None:
+    # the level's prior is the spread between clusters around a profile with no level: a
+    # calibrated profile calibrated again on the same rows gets the same level, not the level
+    # shrunk again on top of itself (1.079 -> 1.098 -> 1.102 before), and its provenance says
+    # the profile's own scale
+    from app.calibration.fit import parse_measurement_rows
+    from app.calibration.honest import calibrate_gpu_rows
+    from models_db.profiles import load_profile
+
+    rows = [
+        {**r, "tokens_per_sec_per_gpu": str(0.9 * float(r["tokens_per_sec_per_gpu"]))}
+        for r in _example_rows()
+    ]
+    parsed, _ = parse_measurement_rows(rows)
+    once, _ = calibrate_gpu_rows(parsed, load_profile(parsed[0].cluster.gpu))
+    twice, report = calibrate_gpu_rows(parsed, once)
+    assert once.cluster_step_scale > 1.05
+    assert twice.cluster_step_scale == pytest.approx(once.cluster_step_scale, rel=1e-6)
+    stored = twice.provenance["cluster_level"]["cluster_step_scale"]
+    assert stored == pytest.approx(twice.cluster_step_scale, abs=1e-5)
+    assert report["level"]["cluster_step_scale"] == pytest.approx(stored)
+
+
+def _example_rows() -> list[dict[str, str]]:
+    import csv
+
+    path = Path(__file__).parents[3] / "examples" / "measurements.csv"
+    with path.open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
