@@ -85,3 +85,11 @@ def _example_rows() -> list[dict[str, str]]:
     path = Path(__file__).parents[3] / "examples" / "measurements.csv"
     with path.open(encoding="utf-8") as f:
         return list(csv.DictReader(f))
+
+
+def test_an_upload_with_a_zero_speed_is_refused_and_stores_nothing(client: TestClient) -> None:
+    row = {**_example_rows()[0], "tokens_per_sec_per_gpu": "0"}
+    r = client.post("/v1/clusters/dgx-h100/measurements", json=[row])
+    assert r.status_code == 422, r.text
+    assert "tokens_per_sec_per_gpu" in r.json()["detail"] and "positive" in r.json()["detail"]
+    assert client.get("/v1/clusters/dgx-h100/measurements").json()["items"] == []
