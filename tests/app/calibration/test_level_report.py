@@ -93,3 +93,11 @@ def test_an_upload_with_a_zero_speed_is_refused_and_stores_nothing(client: TestC
     assert r.status_code == 422, r.text
     assert "tokens_per_sec_per_gpu" in r.json()["detail"] and "positive" in r.json()["detail"]
     assert client.get("/v1/clusters/dgx-h100/measurements").json()["items"] == []
+
+
+def test_the_cli_says_one_row_in_the_singular(tmp_path: Path) -> None:
+    path = tmp_path / "one.csv"
+    path.write_text(_csv_text(_example_rows()[:1]))
+    out = CliRunner().invoke(cli, ["calibrate", "--measurements", str(path)])
+    assert out.exit_code == 0, out.output
+    assert "; 1 row," in out.stdout and "1 rows" not in out.stdout
