@@ -8,6 +8,7 @@ performance-facts.md and bench/results/gpu_kernels.md.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -129,7 +130,7 @@ class PerformanceProfile:
                 raise SpecError(f"{f.name}={value!r} must be a number", field=f.name)
             if f.name == "cluster_step_scale":
                 continue  # its own range, below
-            if not np.isfinite(value) or value < 0:
+            if not math.isfinite(value) or value < 0:
                 raise SpecError(
                     f"{f.name}={value} must be a finite non-negative number", field=f.name
                 )
