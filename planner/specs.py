@@ -399,12 +399,20 @@ class TrainingJob:
     """Busiest expert's routed tokens over the mean (>= 1), on the expert GEMMs and the
     all-to-all: 1.0 is force-balanced routing (``--moe-router-force-load-balancing``, as
     NVIDIA benchmarks); 1.2 an auxiliary-loss run (performance-facts §5.3: 1.1-1.5 [U])."""
-    moe_grouped_gemm_kernel: Literal["multi_stream", "grouped"] = "multi_stream"
+    moe_grouped_gemm_kernel: Literal["multi_stream", "grouped"] | None = None
     """How Transformer Engine's ``GroupedLinear`` runs the expert GEMMs (mechanisms-facts §4.1):
     'multi_stream' = one cuBLAS GEMM per local expert on 4 streams (TE's default path since
     1.9, still the default in TE 2.18); 'grouped' = one grouped kernel for all experts (CUTLASS
     on Hopper, ``NVTE_USE_CUTLASS_GROUPED_GEMM=1``, TE >= 2.8; cuBLASLt grouped GEMM,
-    ``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1``, TE >= 2.13)."""
+    ``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1``, TE >= 2.13). None = the planner's choice:
+    priced as TE's default (multi_stream); a plan's search picks grouped where the GPU, precision
+    and TE version have a grouped kernel and it is faster (:mod:`planner.search.kernel_choice`)."""
+    megatron_core_version: str | None = None
+    """The Megatron-Core release the job runs ("0.12"; a NeMo container tag such as "24.09"
+    stands for its versions). None = the newest the facts cover (0.19). Decides which stack
+    settings exist and how the launch flags are spelled (:mod:`planner.stack_versions`)."""
+    te_version: str | None = None
+    """The Transformer Engine release ("2.5"). None = the newest the facts cover (2.18)."""
     expandable_segments: bool = False
     """``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` in the launch script: the allocator
     grows segments in place, so most fragmentation goes (mechanisms-facts §6.7; priced by

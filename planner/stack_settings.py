@@ -17,6 +17,7 @@ import math
 from typing import TYPE_CHECKING, Literal
 
 from planner.specs import SpecError
+from planner.stack_versions import normalize_versions, require
 
 if TYPE_CHECKING:
     from planner.specs import TrainingJob
@@ -31,6 +32,7 @@ __all__ = [
     "CrossEntropyFusion",
     "MoeGroupedGemmKernel",
     "check_stack",
+    "effective_kernel",
 ]
 
 AttentionBackend = Literal["auto", "flash", "fused", "unfused"]
@@ -54,6 +56,8 @@ STACK_FIELDS: tuple[str, ...] = (
     "cross_entropy_fusion",
     "moe_imbalance",
     "moe_grouped_gemm_kernel",
+    "megatron_core_version",
+    "te_version",
 )
 """TrainingJob fields that describe the software stack (measurement rows carry a column each)."""
 
@@ -82,13 +86,15 @@ def check_stack(job: TrainingJob) -> None:
             f"{', '.join(CROSS_ENTROPY_FUSION_CHOICES)} (unfused = no --cross-entropy-loss-fusion)",
             field="cross_entropy_fusion",
         )
-    if job.moe_grouped_gemm_kernel not in MOE_GROUPED_GEMM_KERNEL_CHOICES:
+    kernel = job.moe_grouped_gemm_kernel
+    if kernel is not None and kernel not in MOE_GROUPED_GEMM_KERNEL_CHOICES:
         raise SpecError(
             f"moe_grouped_gemm_kernel={job.moe_grouped_gemm_kernel!r} is not supported; use "
             "multi_stream (TE's default: a cuBLAS GEMM per expert on 4 streams) or grouped "
             "(one grouped kernel: TE >= 2.8 CUTLASS on Hopper, >= 2.13 cuBLASLt)",
             field="moe_grouped_gemm_kernel",
         )
+    check_versioned(job)
     value = job.moe_imbalance
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise SpecError(f"moe_imbalance={value!r} must be a number", field="moe_imbalance")
@@ -99,3 +105,23 @@ def check_stack(job: TrainingJob) -> None:
             field="moe_imbalance",
         )
     object.__setattr__(job, "moe_imbalance", float(value))
+
+
+def effective_kernel(job: TrainingJob) -> MoeGroupedGemmKernel:
+    """The expert-GEMM kernel a job is priced with: TE's default where the planner's to choose."""
+    return job.moe_grouped_gemm_kernel or "multi_stream"
+
+
+def check_versioned(job: TrainingJob) -> None:
+    """The job's versions, and the job-wide settings they must have (planner.stack_versions);
+    the layout's and the GPU's are checked by ``planner.space.version_rules``."""
+    normalize_versions(job)
+    fusion = job.cross_entropy_fusion
+    if fusion in CROSS_ENTROPY_FUSION_CHOICES:
+        other = "native" if fusion != "native" else "unfused"
+        require(job, "cross_entropy_fusion", fusion,
+                fix=f"use cross_entropy_fusion='{other}', or name a stack that has it")  # fmt: skip
+    if job.moe_grouped_gemm_kernel == "grouped":  # the earliest grouped kernel (Hopper CUTLASS)
+        require(job, "moe_grouped_gemm_kernel", "grouped_cutlass", shown="grouped",
+                fix="use moe_grouped_gemm_kernel='multi_stream' (or leave it unset for the "
+                "planner's choice), or set te_version to one with a grouped kernel")  # fmt: skip

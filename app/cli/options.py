@@ -88,7 +88,7 @@ def _stack_option(spec: StackField) -> Shared:
     flag = "--" + spec.name.replace("_", "-")
     default = spec.default
     if isinstance(default, bool) or default is None:  # not a dict lookup: 1.0 == True
-        default = {True: "on", False: "off", None: "the planner's choice"}[default]
+        default = {True: "on", False: "off", None: f"the {spec.unset}"}[default]
     text = f"{spec.help} (default {default})"
     if spec.kind == "bool":
         return Shared(spec.name, Annotated[bool | None, Opt(f"{flag}/--no-{flag[2:]}", help=text)])

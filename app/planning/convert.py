@@ -24,6 +24,7 @@ from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
 from app.planning.stack_fields import job_stack, layout_stack
 from planner import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
+from planner.space.version_check import check_settings
 
 Request = TypeVar("Request", bound=BaseModel)
 Label = Callable[[str], str]
@@ -39,6 +40,12 @@ CHOICE_LIST_FIELDS = (
     "optimizer_offload_fraction",
     "activation_offload_modules",
 )
+VERSIONED_LAYOUT_FIELDS = (
+    "cp_comm_type", "cuda_graphs", "moe_dispatcher", "moe_a2a_overlap", "fp8_param_gather",
+    "activation_offload_layers", "activation_offload_modules", "optimizer_offload_fraction",
+    "optimizer_state_dtype", "recompute_modules", "pipeline_layout",
+)  # fmt: skip
+"""Request fields whose values need a Megatron-Core / TE release (stack_features.csv)."""
 RANGE_FIELDS = {"num_gpus": "num_gpus_options", "global_batch_size": "global_batch_size_options"}
 MAX_LIST_VALUES = 64
 
@@ -311,10 +318,14 @@ def to_layout(req: EvaluationRequest) -> Layout:
 
 def to_evaluation(req: EvaluationRequest, model: ModelSpec | None = None) -> EvaluationInputs:
     """The domain inputs of one evaluation (``model`` when the caller has resolved it)."""
-    return EvaluationInputs(
+    inputs = EvaluationInputs(
         model=model or resolve_model(req.model),
         cluster=resolve_cluster(req, req.num_gpus),
         job=resolve_job(req, req.global_batch_size),
         layout=to_layout(req),
         threshold=req.memory_threshold,
     )
+    # a setting the job's Megatron-Core / TE lacks is a 422 on its field, not a broken rule
+    settings = {name: getattr(inputs.layout, name) for name in VERSIONED_LAYOUT_FIELDS}
+    check_settings(inputs.model, inputs.cluster, inputs.job, settings)
+    return inputs

@@ -26,6 +26,7 @@ from planner import (
     plan,
 )
 from planner.search.infeasible import explain_infeasible
+from planner.space.version_check import check_settings
 
 Progress = Callable[[int, int], None]
 AXES = ("tp", "pp", "vpp", "cp", "ep", "etp", "micro_batch_size")
@@ -56,6 +57,24 @@ def to_constraints(req: PlanJobCreate) -> SearchConstraints:
         cp_comm_type=req.cp_comm_type,  # stack_fields' layout descriptor: None = searched
         memory=to_memory_choices(req),
     )
+
+
+def check_plan_versions(
+    model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, c: SearchConstraints
+) -> None:
+    """A setting the plan request fixes and its Megatron-Core / TE lack: a 422 on the field
+    (lists: when the stack has none of the values the search may try)."""
+    m = c.memory
+    check_settings(model, cluster, job, {
+        "cp_comm_type": c.cp_comm_type, "moe_dispatcher": c.moe_dispatcher,
+        "moe_a2a_overlap": c.moe_a2a_overlap, "cuda_graphs": m.cuda_graphs,
+        "fp8_param_gather": m.fp8_param_gather,
+        "activation_offload_layers": m.activation_offload_layers,
+        "activation_offload_modules": m.activation_offload_modules,
+        "optimizer_offload_fraction": m.optimizer_offload_fraction,
+        "optimizer_state_dtype": m.optimizer_state_dtype,
+        "recompute_modules": m.recompute_modules, "pipeline_layout": m.pipeline_layout,
+    })  # fmt: skip
 
 
 def to_objective(req: PlanJobCreate) -> Objective:
@@ -104,11 +123,15 @@ def to_plan(req: PlanJobCreate, model: ModelSpec | None = None) -> PreparedPlan:
             "global_batch_size (or global_batch_size_options) is required",
             field="global_batch_size",
         )
+    clusters = [resolve_cluster(req, n) for n in sorted(set(gpu_counts))]
+    jobs = [resolve_job(req, b, seq_length) for b in sorted(set(batches))]
+    constraints = to_constraints(req)
+    check_plan_versions(model, clusters[0], jobs[0], constraints)  # one stack for all scenarios
     return PreparedPlan(
         model=model,
-        clusters=[resolve_cluster(req, n) for n in sorted(set(gpu_counts))],
-        jobs=[resolve_job(req, b, seq_length) for b in sorted(set(batches))],
-        constraints=to_constraints(req),
+        clusters=clusters,
+        jobs=jobs,
+        constraints=constraints,
         objective=to_objective(req),
         budget=SearchBudget(
             max_trials=EXHAUSTIVE_TRIALS if req.exhaustive else req.max_trials, seed=req.seed

@@ -55,7 +55,13 @@ class RunRead(BaseModel):
     attention_backend: AttentionBackend
     cross_entropy_fusion: CrossEntropyFusion
     moe_imbalance: float
-    moe_grouped_gemm_kernel: MoeGroupedGemmKernel
+    moe_grouped_gemm_kernel: MoeGroupedGemmKernel | None
+    """The kernel the plan runs (the search's choice where the request left it open); None in
+    an evaluation that left it open (priced as TE's default, multi_stream) and for dense models."""
+    megatron_core_version: str | None
+    """The Megatron-Core release the flags are for; None = the newest covered (0.19)."""
+    te_version: str | None
+    """The Transformer Engine release; None = the newest covered (2.18)."""
     expandable_segments: bool
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, ValidationInfo
 
 from planner import Layout, TrainingJob
-from planner.specs import CP_COMM_TYPES, CpCommType
+from planner.specs import CP_COMM_TYPES, CpCommType, SpecError
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
@@ -27,8 +27,31 @@ from planner.stack_settings import (
     CrossEntropyFusion,
     MoeGroupedGemmKernel,
 )
+from planner.stack_versions import (
+    CORE_VERSIONS,
+    NEMO_CONTAINERS,
+    NEWEST_CORE,
+    NEWEST_TE,
+    TE_VERSIONS,
+    parse_version,
+)
 
 Kind = Literal["bool", "choice", "number"]
+
+
+def _version(value: str, info: ValidationInfo) -> str:
+    """A release as written ("0.12", "v0.12.0") or a NeMo container tag; a ValueError naming
+    the accepted range otherwise (pydantic turns it into a 422 on the field)."""
+    if value.strip() in NEMO_CONTAINERS:
+        return value.strip()
+    try:
+        parse_version(str(info.field_name), value)
+    except SpecError as exc:
+        raise ValueError(exc.message) from None
+    return value.strip()
+
+
+Version = Annotated[str, AfterValidator(_version)]
 Where = Literal["job", "layout"]
 
 
@@ -50,6 +73,8 @@ class StackField:
     """Inclusive range of a number (the planner's own check, ``check_stack``)."""
     where: Where = "job"
     """The planner type that holds it: ``TrainingJob``, or ``Layout`` (None = planner's choice)."""
+    unset: str = "planner's choice"
+    """What leaving it unset (None) means, for the form's first option and the CLI's help."""
 
     @property
     def default(self) -> Any:
@@ -107,7 +132,34 @@ STACK_FIELDS: tuple[StackField, ...] = (
         help="multi_stream = TE's default GroupedLinear path (a cuBLAS GEMM per local expert on "
         "4 streams); grouped = one grouped kernel for all experts (environment "
         "NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1, cuBLASLt, TE >= 2.13; on Hopper with "
-        "bf16 also NVTE_USE_CUTLASS_GROUPED_GEMM=1, CUTLASS, TE >= 2.8); mechanisms-facts 4.1",
+        "bf16 also NVTE_USE_CUTLASS_GROUPED_GEMM=1, CUTLASS, TE >= 2.8; NVIDIA only); unset = "
+        "the planner's choice: grouped where the GPU, precision and TE have it and it is "
+        "faster, else multi_stream (evaluations: multi_stream); mechanisms-facts 4.1",
+    ),
+    StackField(
+        name="megatron_core_version",
+        kind="choice",
+        choices=(*reversed(CORE_VERSIONS), *NEMO_CONTAINERS),
+        label="Megatron-Core version",
+        flag="which flags exist",
+        unset=f"newest ({NEWEST_CORE})",
+        help=f"the Megatron-Core release the run uses ({CORE_VERSIONS[0]} to {NEWEST_CORE}, e.g. "
+        "0.12; a NeMo container tag 24.05/24.07/24.09 stands for its core and TE): settings it "
+        "lacks are refused with the minimum version, and the flags are spelled for it "
+        "(--cuda-graph-scope before 0.18, --moe-enable-deepep before 0.16); unset = the newest "
+        f"the facts cover ({NEWEST_CORE}); mechanisms-facts 8",
+    ),
+    StackField(
+        name="te_version",
+        kind="choice",
+        choices=tuple(reversed(TE_VERSIONS)),
+        label="Transformer Engine version",
+        flag="which kernels exist",
+        unset=f"newest ({NEWEST_TE})",
+        help="the Transformer Engine release (1.0 to 1.14, 2.0 to 2.18, e.g. 2.5): decides the CP "
+        "types (all_gather 1.10, a2a 1.11, a2a+p2p 1.12), the grouped expert GEMM (2.8 CUTLASS "
+        f"on Hopper, 2.13 cuBLASLt) and fp8 recipes; unset = the newest covered ({NEWEST_TE}); "
+        "mechanisms-facts 8",
     ),
     StackField(
         name="expandable_segments",
@@ -142,13 +194,16 @@ def _field(name: str) -> Any:
 
 
 class StackFields(BaseModel):
-    """The job's software stack: one value each (the planner does not search them)."""
+    """The job's software stack and its releases: one value each (None: the planner's choice, or
+    for a release the newest covered)."""
 
     tp_comm_overlap: bool = _field("tp_comm_overlap")
     attention_backend: AttentionBackend = _field("attention_backend")
     cross_entropy_fusion: CrossEntropyFusion = _field("cross_entropy_fusion")
     moe_imbalance: float = _field("moe_imbalance")
-    moe_grouped_gemm_kernel: MoeGroupedGemmKernel = _field("moe_grouped_gemm_kernel")
+    moe_grouped_gemm_kernel: MoeGroupedGemmKernel | None = _field("moe_grouped_gemm_kernel")
+    megatron_core_version: Version | None = _field("megatron_core_version")
+    te_version: Version | None = _field("te_version")
     expandable_segments: bool = _field("expandable_segments")
     cp_comm_type: CpCommType | None = _field("cp_comm_type")
 

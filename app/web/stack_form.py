@@ -43,8 +43,8 @@ def _stack_input(spec: StackField) -> Input:
         return Input(spec.name, spec.label, spec.flag, spec.help, (("on", on), ("off", off)))
     if spec.kind == "choice":
         options = tuple((c, f"{c} (recommended)" if c == spec.default else c) for c in spec.choices)
-        if spec.default is None:  # a layout setting the planner chooses unless fixed here
-            options = (("", "planner's choice"), *options)
+        if spec.default is None:  # the planner chooses (or a version: the newest) unless set
+            options = (("", spec.unset), *options)
         return Input(spec.name, spec.label, spec.flag, spec.help, options)
     return Input(spec.name, spec.label, spec.flag, spec.help, placeholder=f"{spec.default:g}")
 

@@ -17,18 +17,21 @@ from dataclasses import dataclass, field
 
 from planner.megatron.memory_flags import fp8_param_gather_on, memory_args, recompute_args
 from planner.megatron.stack_flags import stack_args, stack_env
+from planner.megatron.version_flags import dispatcher_args, fp8_recipe_args, graph_args, vpp_args
 from planner.model.flops import VOCAB_DIVISIBLE_BY, padded_vocab
 from planner.model.pipeline import pipeline_flags
 from planner.space import comm_flags
 from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
 from planner.space.comm_flags import tp_comm_overlap as tp_comm_overlap  # re-exported
 from planner.space.cp_comm_rules import hierarchical_sizes
+from planner.space.version_rules import pin_layout
 from planner.specs import (
     ClusterSpec,
     Layout,
     ModelSpec,
     TrainingJob,
 )
+from planner.stack_versions import stack_name
 
 __all__ = ["LaunchSpec", "launch_spec", "megatron_args"]
 
@@ -58,7 +61,8 @@ def megatron_args(
     model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout
 ) -> list[str]:
     """The argv for ``pretrain_gpt.py`` that trains ``model`` with ``layout``."""
-    lay = comm_flags.resolve(model, cluster, layout)  # normalized, the planner's choices explicit
+    # normalized, the planner's choices explicit (off where the job's release lacks them)
+    lay = comm_flags.resolve(model, cluster, pin_layout(job, layout))
     args = [
         "--tensor-model-parallel-size", str(lay.tp),
         "--pipeline-model-parallel-size", str(lay.pp),
@@ -73,7 +77,7 @@ def megatron_args(
         args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
     if lay.vpp > 1 and not lay.pipeline_layout:
         # the v form works with even and uneven stages alike (megatron-facts §1.2, rule 10)
-        args += ["--num-virtual-stages-per-pipeline-rank", str(lay.vpp)]
+        args += vpp_args(job, model.num_layers, lay)
     if model.is_moe:
         args += ["--expert-model-parallel-size", str(lay.ep)]
         args += ["--expert-tensor-parallel-size", str(lay.expert_tp)]
@@ -99,15 +103,17 @@ def megatron_args(
     args += ["--max-position-embeddings", str(max_pos)]
     args += _shape_args(model)
     if model.is_moe:
-        args += _moe_args(model, lay.moe_dispatcher == "flex")
+        args += _moe_args(model)
+        args += dispatcher_args(job, lay.moe_dispatcher == "flex")  # DeepEP's flag by release
     if model.multi_latent_attention:
         args += _mla_args(model)
     if model.mtp_num_layers:
         args += ["--mtp-num-layers", str(model.mtp_num_layers)]
     args += recompute_args(lay)
-    args += memory_args(model, job.precision, lay)  # precision, optimizer, offload, graphs
+    args += memory_args(model, job.precision, lay)  # precision, optimizer, offload
+    args += graph_args(model, job, lay)  # CUDA graphs, spelled for the job's core
     if job.precision == "fp8":
-        args += ["--fp8-format", "hybrid", "--fp8-recipe", _fp8_recipe(cluster.gpu.architecture)]
+        args += fp8_recipe_args(job, _fp8_recipe(cluster.gpu.architecture))
         if fp8_param_gather_on(job.precision, lay):
             args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
     args += stack_args(model, job)  # attention backend, cross-entropy, forced MoE balance
@@ -192,7 +198,7 @@ def _yarn_args(model: ModelSpec) -> list[str]:
     return args
 
 
-def _moe_args(model: ModelSpec, flex: bool) -> list[str]:
+def _moe_args(model: ModelSpec) -> list[str]:
     args = [
         "--num-experts",
         str(model.num_experts),
@@ -208,7 +214,6 @@ def _moe_args(model: ModelSpec, flex: bool) -> list[str]:
         ]
     args += ["--moe-layer-freq", _moe_layer_freq(model)]
     args.append("--moe-grouped-gemm")
-    args += list(comm_flags.FLEX_FLAGS) if flex else ["--moe-token-dispatcher-type", "alltoall"]
     if model.moe_router_topk == 1:  # top-1 with the softmax router needs it (rule 35)
         args.append("--moe-router-pre-softmax")
     return args
@@ -275,7 +280,7 @@ def launch_spec(
     script: str = "pretrain_gpt.py",
 ) -> LaunchSpec:
     """argv, environment and a ``torchrun`` line for every node (``$NODE_RANK`` varies)."""
-    resolved = comm_flags.resolve(model, cluster, layout)
+    resolved = comm_flags.resolve(model, cluster, pin_layout(job, layout))
     args = megatron_args(model, cluster, job, resolved)
     env = launch_env(cluster, resolved)
     if job.expandable_segments:  # against fragmentation (mechanisms-facts §6.7, MoE README)
@@ -318,8 +323,14 @@ def launch_spec(
         notes.append(
             "moe_grouped_gemm_kernel=grouped (NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1) needs "
             "Transformer Engine >= 2.13 with cuBLASLt >= 13.3 (>= 13.4 on Hopper; mechanisms-facts "
-            "§4.1); with an older stack pass multi_stream, TE's default"
+            "§4.1); with an older cuBLASLt pass multi_stream, TE's default"
         )
+    elif "NVTE_USE_CUTLASS_GROUPED_GEMM" in env:
+        notes.append(
+            "moe_grouped_gemm_kernel=grouped runs TE's CUTLASS grouped GEMM "
+            "(NVTE_USE_CUTLASS_GROUPED_GEMM=1, Hopper, bf16/fp16, TE >= 2.8; mechanisms-facts §4.1)"
+        )
+    notes.append(f"flags for {stack_name(job)} (megatron_core_version / te_version)")
     if resolved.moe_dispatcher == "flex":
         notes.append(
             "--moe-token-dispatcher-type flex runs DeepEP: install it (NVIDIA's NeMo and "

@@ -8,6 +8,7 @@ predates the feature: then the run cannot have used it, as for CP and EP (log sh
 
 from __future__ import annotations
 
+from planner.megatron.log_version import infer_core_version
 from planner.megatron.parsing import parse_bool
 
 __all__ = ["stack_columns"]
@@ -66,6 +67,10 @@ def stack_columns(a: dict[str, str], derived: list[str]) -> dict[str, str]:
     elif "cp_comm_type" not in a and "context_parallel_size" in a:
         out["cp_comm_type"] = "p2p"  # the argument arrived in core 0.10: CP ran the p2p ring
         derived.append("cp_comm_type=p2p (no cp_comm_type argument: Megatron predates it)")
+    inferred = infer_core_version(a)  # the log prints no release: its arguments tell
+    if inferred is not None:
+        out["megatron_core_version"] = inferred[0]
+        derived.append(f"megatron_core_version={inferred[0]} inferred: {inferred[1]}")
     bf16_grads = _flag(a, "grad_reduce_in_bf16")
     if bf16_grads is not None:
         out["grad_reduce_dtype"] = "bf16" if bf16_grads else "fp32"

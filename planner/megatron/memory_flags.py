@@ -12,7 +12,7 @@ Sources: megatron-facts §1.2, §1.6-§1.8; mechanisms-facts §3.4, §6.
 | optimizer_offload_fraction | ``--optimizer-cpu-offload --optimizer-offload-fraction f`` |
 | activation_offload_layers | ``--cpu-offloading-num-layers N`` |
 | activation_offload_modules | ``--fine-grained-activation-offloading --offload-modules ...`` |
-| cuda_graphs | ``--cuda-graph-impl transformer_engine`` (+ MoE scopes) or ``full_iteration`` |
+| cuda_graphs | by core release: :mod:`planner.megatron.version_flags` |
 | fp8_param_gather | ``--fp8-param-gather`` |
 | precision fp16 | ``--fp16`` (dynamic loss scaling, Megatron's default) instead of ``--bf16`` |
 """
@@ -35,9 +35,6 @@ __all__ = [
     "parsed_memory_fields",
     "recompute_args",
 ]
-
-# the MoE dropless recipe graphs attention, router and preprocess; experts stay eager (§3.4)
-_MOE_GRAPH_SCOPE = ["attn", "moe_router", "moe_preprocess"]
 
 
 def fp8_param_gather_on(precision: str, lay: Layout) -> bool:
@@ -67,7 +64,7 @@ def recompute_args(lay: Layout) -> list[str]:
 
 
 def memory_args(model: ModelSpec, precision: str, lay: Layout) -> list[str]:
-    """Precision, optimizer, offload and CUDA-graph flags of one resolved layout."""
+    """Precision, optimizer and offload flags of one resolved layout."""
     args = ["--fp16" if precision == "fp16" else "--bf16"]
     if lay.grad_reduce_dtype == "bf16":
         args.append("--grad-reduce-in-bf16")
@@ -86,13 +83,7 @@ def memory_args(model: ModelSpec, precision: str, lay: Layout) -> list[str]:
         # core >= 0.16; the launch script exports NVTE_CPU_OFFLOAD_V1=1 (rule 51)
         args += ["--fine-grained-activation-offloading", "--offload-modules",
                  *lay.activation_offload_modules]  # fmt: skip
-    if lay.cuda_graphs == "partial":
-        args += ["--cuda-graph-impl", "transformer_engine"]
-        if model.is_moe:
-            args += ["--cuda-graph-scope", *_MOE_GRAPH_SCOPE]
-    elif lay.cuda_graphs == "full_iteration":
-        args += ["--cuda-graph-impl", "full_iteration", "--no-check-for-nan-in-loss-and-grad"]
-    return args
+    return args  # the CUDA-graph flags depend on the core: planner.megatron.version_flags
 
 
 def add_memory_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,7 +99,10 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--optimizer-offload-fraction", type=float, default=1.0)
     p.add_argument("--cpu-offloading-num-layers", type=int, default=0)
     p.add_argument("--cuda-graph-impl", default="none")
-    p.add_argument("--cuda-graph-scope", nargs="+", default=None)
+    p.add_argument("--cuda-graph-scope", nargs="+", default=None)  # core 0.12-0.17
+    p.add_argument("--cuda-graph-modules", nargs="+", default=None)  # core >= 0.18
+    p.add_argument("--external-cuda-graph", action="store_true")  # core 0.12-0.14: TE graphs
+    p.add_argument("--enable-cuda-graph", action="store_true")  # core 0.11-0.14: local graphs
     p.add_argument("--fine-grained-activation-offloading", action="store_true")
     p.add_argument("--offload-modules", nargs="+", default=None)
 
@@ -121,9 +115,13 @@ def parsed_memory_fields(ns: argparse.Namespace, precision: str) -> dict[str, An
         modules = tuple(m for m in RECOMPUTE_MODULE_CHOICES if m in ns.recompute_modules)
     block = ns.recompute_granularity == "full" and ns.recompute_method == "block"
     graphs = "none"
-    if ns.cuda_graph_impl == "full_iteration":
+    if ns.cuda_graph_impl == "full_iteration" or "full_iteration" in (ns.cuda_graph_scope or ()):
         graphs = "full_iteration"
-    elif ns.cuda_graph_impl in ("transformer_engine", "local"):
+    elif (
+        ns.cuda_graph_impl in ("transformer_engine", "local")
+        or ns.external_cuda_graph
+        or ns.enable_cuda_graph
+    ):
         graphs = "partial"
     fields: dict[str, Any] = {
         "grad_reduce_dtype": "bf16"

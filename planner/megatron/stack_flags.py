@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from planner.megatron.version_flags import grouped_kernel_env
 from planner.specs import GPUSpec, ModelSpec, TrainingJob
 
 __all__ = ["add_stack_arguments", "parsed_stack_fields", "stack_args", "stack_env"]
@@ -39,11 +40,8 @@ def stack_env(model: ModelSpec, gpu: GPUSpec, job: TrainingJob) -> dict[str, str
     only Transformer Engine switches (mechanisms-facts §4.1)."""
     if not model.is_moe or job.moe_grouped_gemm_kernel != "grouped":
         return {}
-    # cuBLASLt grouped GEMM over the grouped tensor (TE >= 2.13, cuBLASLt >= 13.3)
-    env = {"NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM": "1"}
-    if gpu.architecture == "hopper" and job.precision == "bf16":
-        env["NVTE_USE_CUTLASS_GROUPED_GEMM"] = "1"  # CUTLASS grouped kernel, TE >= 2.8, bf16
-    return env
+    # the kernels the job's TE has, NVIDIA only (planner.megatron.version_flags)
+    return grouped_kernel_env(gpu, job)
 
 
 def add_stack_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,6 +50,7 @@ def add_stack_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cross-entropy-loss-fusion", action="store_true")
     p.add_argument("--cross-entropy-fusion-impl", choices=("native", "te"), default="native")
     p.add_argument(FORCE_BALANCE_FLAG, action="store_true")
+    p.add_argument("--moe-enable-deepep", action="store_true")  # core 0.12-0.15: flex = DeepEP
 
 
 def parsed_stack_fields(ns: argparse.Namespace) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from planner.performance.context import BF16_BYTES, StepContext
 from planner.performance.moe_compute import GemmRate, expert_mlp_time, permute_time
 from planner.space import comm_flags
 from planner.specs import GPUSpec
+from planner.stack_settings import effective_kernel
 
 PERMUTE_HBM_FRACTION = 0.5  # performance-facts §3.1/§5.3: permute/unpermute at 0.5 of HBM spec
 
@@ -112,7 +113,7 @@ def routed_expert_time(ctx: StepContext) -> FloatArray:
             hidden=ctx.hidden,
             expert_ffn=model.expert_ffn_hidden_size / shard,
             gated=model.swiglu,
-            path=ctx.job.moe_grouped_gemm_kernel,
+            path=effective_kernel(ctx.job),  # None: TE default until chosen
             imbalance=ctx.job.moe_imbalance,
         )
         fwd, bwd = np.where(mask, f, fwd), np.where(mask, b, bwd)

@@ -29,6 +29,7 @@ from planner.performance.host_overhead import (
     step_host_time,
 )
 from planner.space import comm_flags
+from planner.stack_settings import effective_kernel
 
 
 def host_costs(ctx: StepContext) -> HostCosts:
@@ -85,7 +86,7 @@ def host_exposed_time(
             cp=ctx.cp,
             local_experts=np.maximum(float(model.num_experts or 1) / ctx.ep, 1.0),
             shared_experts=bool(ctx.shapes.shared_expert_gemms),
-            grouped_gemm=ctx.job.moe_grouped_gemm_kernel,
+            grouped_gemm=effective_kernel(ctx.job),  # None: TE default until chosen
             capture_shared_experts=capture_shared_experts,
             fp8=ctx.fp8,
         )

@@ -23,6 +23,7 @@ from planner.performance.context import step_context
 from planner.performance.context_parallel import ring_model
 from planner.performance.profile import default_profile
 from planner.space.cp_comm_rules import valid_cp_comm
+from planner.space.version_rules import lacks
 from planner.specs import CP_COMM_TYPES, ClusterSpec, ModelSpec, TrainingJob
 
 __all__ = ["choose_cp_comm", "choose_open_cp_comm"]
@@ -68,6 +69,9 @@ def choose_cp_comm(
         ring.total_s,
         np.inf,
     ).reshape(n_types, k)[:, np.ravel(inverse)]  # (types, open rows)
+    for i, name in enumerate(CP_COMM_TYPES[1:], start=1):  # only the types the stack has
+        if lacks(job, "cp_comm_type", name):
+            cost[i] = np.inf
     best = np.argmin(cost, axis=0)  # p2p (0) is always valid and finite
     if memory is not None:
         gather = best == ALL_GATHER

@@ -23,6 +23,7 @@ from planner.performance.step_time import (
 from planner.search.cp_choice import choose_open_cp_comm
 from planner.space import comm_flags
 from planner.space.rules import RULES, check_rules, violations
+from planner.space.version_rules import pin_unavailable
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 STAGE_NAMES = ("first", "last")
@@ -104,7 +105,7 @@ def evaluate_layouts(
     """
     if not layouts:
         return []
-    batch = LayoutBatch.from_layouts(layouts)
+    batch = pin_unavailable(job, LayoutBatch.from_layouts(layouts))  # None = on where it exists
     violated = check_rules(model, cluster, job, batch)
     valid = np.asarray(~violated.any(axis=1), dtype=np.bool_)
     options = MemoryOptions(threshold=threshold)

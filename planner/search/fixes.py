@@ -61,8 +61,10 @@ _FIXES = {
     "fine_offload_not_with_legacy": "Set activation_offload_layers to 0 when offloading modules.",
     "fine_offload_moe_modules": "Offload expert_fc1/moe_act only for a MoE model, without "
     "'moe' among the recompute modules.",
-    "moe_grouped_gemm_kernel_supported": "Set the MoE expert GEMM kernel to multi_stream, or "
-    "train in bf16.",
+    "moe_grouped_gemm_kernel_supported": "Set the MoE expert GEMM kernel to multi_stream (or "
+    "leave it to the planner), train in bf16, or name a TE >= 2.8 (Hopper) / 2.13.",
+    "stack_version_has_setting": "Turn off the setting the message names, or set "
+    "megatron_core_version / te_version to a release that has it.",
 }
 _BY_SUMMARY = {rule.summary: rule.id for rule in RULES}
 MEMORY_FIX = (

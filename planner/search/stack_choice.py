@@ -21,7 +21,7 @@ choices (:func:`choice_counts`). docs/stack-settings.md has the table.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from planner.layout_types import CUDA_GRAPHS_CHOICES
 from planner.layouts import CP_COMM_AUTO, FloatArray, IntArray
 from planner.memory.estimate import MemoryOptions, estimate_memory
 from planner.performance.step_time import PerformanceProfile, estimate_performance
+from planner.search.kernel_choice import choose_kernel
 from planner.search.ranking import rank_order
 from planner.space.rules import check_rules
 from planner.specs import CP_COMM_TYPES, ModelSpec
@@ -102,7 +103,7 @@ def choose_cuda_graphs(
 
 def choose_open_stack(
     model: ModelSpec,
-    scenarios: Sequence[Scenario],
+    scenarios: MutableSequence[Scenario],
     pool: CandidatePool,
     profile: PerformanceProfile,
     constraints: SearchConstraints,
@@ -110,15 +111,22 @@ def choose_open_stack(
     top_k: int,
     score: Callable[[IntArray], FloatArray],
 ) -> IntArray:
-    """The pool's evaluated layouts, once the search has chosen the CUDA graphs of its best ones
-    (where the request left them open); records what it chose in ``pool.choices``."""
+    """The pool's evaluated layouts, once the search has chosen the expert-GEMM kernel
+    (:mod:`planner.search.kernel_choice`: replaces the open scenarios' jobs) and the CUDA graphs
+    of its best ones (where the request left them open); records what it chose in
+    ``pool.choices``."""
     done = np.flatnonzero(pool.evaluated)
-    graphs = None
-    if constraints.memory.cuda_graphs is None and len(done):  # the planner's to choose
+    graphs = kernels = None
+    if len(done):
         best = done[rank_order(score(done), pool.headroom_bytes[done], pool.num_gpus[done])]
         chosen = best[: max(GRAPH_CANDIDATES, 4 * top_k)]
-        graphs = choose_cuda_graphs(model, scenarios, pool, profile, threshold, chosen)
+        # the expert-GEMM kernel first: graphs price the host time, which the kernel changes
+        kernels = choose_kernel(model, scenarios, pool, profile, chosen)
+        if constraints.memory.cuda_graphs is None:  # the planner's to choose
+            graphs = choose_cuda_graphs(model, scenarios, pool, profile, threshold, chosen)
     pool.choices = choice_counts(pool, cp_open=constraints.cp_comm_type is None, graphs=graphs)
+    if kernels:
+        pool.choices["moe_grouped_gemm_kernel"] = kernels
     return done
 
 

@@ -169,7 +169,6 @@ def enabled(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolA
 
 
 DEEPEP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
-FLEX_FLAGS = ("--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "deepep")
 
 
 def flex_allowed(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:

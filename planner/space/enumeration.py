@@ -46,6 +46,7 @@ from planner.space.memory_axes import (
     attach_balanced_layouts,
 )
 from planner.space.rules import RULES, check_rules
+from planner.space.version_rules import lacks, pin_unavailable
 from planner.specs import (
     CP_COMM_TYPES,
     MOE_DISPATCHER_CHOICES,
@@ -279,7 +280,7 @@ def enumerate_layouts(
         moe_a2a_overlap=np.full(len(j_m), a2a_code(c.moe_a2a_overlap), dtype=np.int64),
         moe_dispatcher=np.full(len(j_m), dispatcher_code(c.moe_dispatcher), dtype=np.int64),
     )
-    if c.moe_a2a_overlap is None and model.is_moe:
+    if c.moe_a2a_overlap is None and model.is_moe and not lacks(job, "moe_a2a_overlap", "true"):
         # also search it off where auto turns it on: it costs a layer of activations
         on = comm_flags.allowed(model, cluster, batch)
         off = batch.take(np.flatnonzero(on))
@@ -290,7 +291,7 @@ def enumerate_layouts(
     batch = apply_memory_choices(model, batch, c.memory)
     if c.memory.pipeline_layout is None and c.memory.auto_pipeline_layout:
         batch = attach_balanced_layouts(model, batch)
-    return batch
+    return pin_unavailable(job, batch)  # what the job's Megatron/TE lacks stays off
 
 
 def first_violations(violated: BoolArray) -> IntArray:

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.e2e
 DENSE = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": "16", "seq_length": "4096",
          "global_batch_size": "256"}  # fmt: skip
 SELECTS = {"tp_comm_overlap": "off", "attention_backend": "flash", "cross_entropy_fusion": "te",
+           "megatron_core_version": "0.17", "te_version": "2.5",  # te: core 0.12-0.18, TE 2.2
            "intra_node_topology": "switch"}  # fmt: skip
 TEXTS = {"moe_imbalance": "1", "nics_per_node": "4", "nic_bandwidth_bytes_per_s": "50e9"}
 
@@ -58,6 +59,7 @@ def test_stack_and_cluster_round_trip(
     command = page.locator("#launch-command").inner_text()
     assert "--attention-backend flash" in command and "--cross-entropy-fusion-impl te" in command
     assert "--tp-comm-overlap" not in command
+    assert "flags for Megatron-Core 0.17, Transformer Engine 2.5" in page.content()  # the notes
     page.screenshot(path=str(artifacts / "stack-plan-laptop.png"), full_page=True)
 
 

@@ -25,7 +25,8 @@ JOB = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 16, "seq_leng
        "global_batch_size": 64}  # fmt: skip
 LAYOUT = {"tp": 4, "micro_batch_size": 1, "recompute": "selective"}
 STACK = {"tp_comm_overlap": False, "attention_backend": "flash", "cross_entropy_fusion": "te",
-         "moe_imbalance": 1.0, "moe_grouped_gemm_kernel": "grouped"}  # fmt: skip
+         "moe_imbalance": 1.0, "moe_grouped_gemm_kernel": "grouped",
+         "megatron_core_version": "0.18", "te_version": "2.14"}  # fmt: skip
 CLUSTER = {"nics_per_node": 2, "nic_bandwidth_bytes_per_s": 50e9, "intra_node_topology": "switch"}
 
 
@@ -38,10 +39,10 @@ def test_descriptors_carry_the_planners_defaults() -> None:
     assert {s.name: defaults[s.name] for s in STACK_FIELDS} == {
         "tp_comm_overlap": True, "attention_backend": "auto", "cross_entropy_fusion": "native",
         "moe_imbalance": 1.2, "expandable_segments": False, "cp_comm_type": None,
-        "moe_grouped_gemm_kernel": "multi_stream",
+        "moe_grouped_gemm_kernel": None, "megatron_core_version": None, "te_version": None,
     }  # fmt: skip
-    # an environment variable, not a Megatron flag
-    env = ("moe_imbalance", "expandable_segments", "moe_grouped_gemm_kernel")
+    # an environment variable or a release, not a Megatron flag
+    env = ("moe_imbalance", "expandable_segments", "moe_grouped_gemm_kernel", "te_version")
     assert all("--" in s.help for s in STACK_FIELDS if s.name not in env)
 
 
@@ -104,6 +105,13 @@ BAD = [
     ({"cross_entropy_fusion": "fused"}, "cross_entropy_fusion", "native"),
     ({"moe_grouped_gemm_kernel": "cutlass"}, "moe_grouped_gemm_kernel", "multi_stream"),
     ({"intra_node_topology": "ring"}, "intra_node_topology", "mesh"),
+    ({"megatron_core_version": "0.3"}, "megatron_core_version", "use 0.4 to 0.19"),
+    ({"te_version": "two"}, "te_version", "write major.minor"),
+    ({"cp": 2, "cp_comm_type": "a2a", "te_version": "1.10"}, "cp_comm_type",
+     "needs Transformer Engine >= 1.11"),
+    ({"cross_entropy_fusion": "te"}, "cross_entropy_fusion", "<= 0.18"),
+    ({"cuda_graphs": "full_iteration", "megatron_core_version": "24.09"}, "cuda_graphs",
+     "Megatron-Core >= 0.14"),
     ({"cp": 2, "cp_comm_type": "allgather"}, "cp_comm_type", "all_gather"),
     ({"nics_per_node": 8}, "nic_bandwidth_bytes_per_s", "required with nics_per_node"),
     ({"nic_bandwidth_bytes_per_s": 50e9}, "nics_per_node", "required with"),

@@ -23,6 +23,8 @@ STACK_FORM = {
     "attention_backend": "flash",
     "cross_entropy_fusion": "te",
     "moe_imbalance": "1.0",
+    "megatron_core_version": "0.18",
+    "te_version": "2.5",
     "nics_per_node": "4",
     "nic_bandwidth_bytes_per_s": "50e9",
     "intra_node_topology": "mesh",
@@ -50,6 +52,7 @@ def test_form_builds_the_api_request_and_shows_it_again() -> None:
     assert req["cross_entropy_fusion"] == "te" and req["moe_imbalance"] == 1.0
     assert req["nics_per_node"] == 4 and req["nic_bandwidth_bytes_per_s"] == 50e9
     assert req["intra_node_topology"] == "mesh"
+    assert (req["megatron_core_version"], req["te_version"]) == ("0.18", "2.5")
     PlanJobCreate.model_validate(req)  # what the API takes
     again = forms.values_from_request(req)
     assert {k: again[k] for k in STACK_FORM} == STACK_FORM | {
@@ -73,6 +76,9 @@ def test_home_offers_every_stack_descriptor_and_the_cluster_group(
     for name in ("nics_per_node", "nic_bandwidth_bytes_per_s", "intra_node_topology"):
         assert f'name="{name}"' in html
     assert "--tp-comm-overlap" in html  # the help names the Megatron flag
+    # the releases: the newest by default, every known one and the NeMo containers listed
+    assert '<option value="" selected>newest (0.19)</option>' in html
+    assert '<option value="24.09"' in html and '<option value="1.11"' in html
 
 
 @pytest.mark.parametrize(
@@ -85,6 +91,9 @@ def test_home_offers_every_stack_descriptor_and_the_cluster_group(
         ({"moe_imbalance": "0.5"}, "moe_imbalance", "MoE load imbalance must be at least 1."),
         ({"moe_imbalance": "lots"}, "moe_imbalance", "must be a number"),
         ({"nics_per_node": "2.5"}, "nics_per_node", "whole number"),
+        ({"cross_entropy_fusion": "te", "megatron_core_version": "0.18", "te_version": "2.1"},
+         "cross_entropy_fusion", "needs Transformer Engine &gt;= 2.2"),
+        ({"megatron_core_version": "0.2"}, "megatron_core_version", "use 0.4 to 0.19"),
     ],
 )  # fmt: skip
 def test_bad_value_is_an_error_under_its_input(

@@ -109,7 +109,7 @@ def test_row_keys_equal_shared_csv_header() -> None:
     assert set(keys[len(header) :]) <= {"tp_comm_overlap", "attention_backend",
                                         "cross_entropy_fusion", "moe_imbalance",
                                         "cuda_graphs", "grad_reduce_dtype",
-                                        "cp_comm_type"}  # fmt: skip
+                                        "cp_comm_type", "megatron_core_version"}  # fmt: skip
     assert list(MEASUREMENT_COLUMNS) == header
 
 
@@ -347,7 +347,8 @@ def test_row_records_the_software_stack_from_the_arguments() -> None:
     )  # fmt: skip
     assert new == {"tp_comm_overlap": "yes", "attention_backend": "flash",
                    "cross_entropy_fusion": "te", "moe_imbalance": "1.0",
-                   "cuda_graphs": "full_iteration", "grad_reduce_dtype": "fp32"}  # fmt: skip
+                   "cuda_graphs": "full_iteration", "grad_reduce_dtype": "fp32",
+                   "megatron_core_version": "0.12"}  # fusion impl te: 0.12-0.18  # fmt: skip
     old = stack_columns({"tensor_model_parallel_size": "8"}, derived)  # a 2021 log
     assert old["tp_comm_overlap"] == "no" and old["cross_entropy_fusion"] == "unfused"
     assert any("predates" in d for d in derived)

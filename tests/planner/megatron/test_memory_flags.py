@@ -39,7 +39,7 @@ CASES: list[tuple[Any, TrainingJob, Layout, list[str]]] = [
     (LLAMA8B, JOB, replace(BASE, cuda_graphs="partial"),
      ["--cuda-graph-impl", "transformer_engine"]),
     (MIXTRAL, JOB, Layout(tp=2, ep=4, dp=4, cuda_graphs="partial"),
-     ["--cuda-graph-scope", "attn", "moe_router", "moe_preprocess"]),
+     ["--cuda-graph-modules", "attn", "moe_router", "moe_preprocess"]),
     (LLAMA8B, JOB, replace(BASE, cuda_graphs="full_iteration"),
      ["--cuda-graph-impl", "full_iteration", "--no-check-for-nan-in-loss-and-grad"]),
     (LLAMA8B, FP8, replace(BASE, fp8_param_gather=False), []),

@@ -22,7 +22,7 @@ BATCH = LayoutBatch.from_columns(tp=[1, 8], dp=[8, 1])
 
 
 def _loss(impl: str) -> np.ndarray:
-    job = replace(JOB, cross_entropy_fusion=impl)
+    job = replace(JOB, cross_entropy_fusion=impl, megatron_core_version="0.18")  # te: <= 0.18
     return loss_time(step_context(LLAMA_8B, CLUSTER, job, BATCH, default_profile(GPU)))
 
 
