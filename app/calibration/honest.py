@@ -45,9 +45,16 @@ def calibrate_gpu_rows(
 
     The rows are one cluster: its level first (``fit_level``; planner.calibration.level), then
     the regularised coefficient fit on what the level leaves, kept by ``fit_decision``.
-    ``fit_level=False``: the calibration without a level (what ``bench.five_runs`` compares)."""
+    ``fit_level=False``: the calibration without a level (what ``bench.five_runs`` compares).
+    A ``prior`` that already carries a level (a calibrated profile) has it re-estimated from
+    ``rows``, not composed with it."""
     if progress is not None:
         progress(f"{label}: sensitivity", 0, 1)
+    if fit_level and prior.cluster_step_scale != 1.0:
+        # the level's prior is the spread between clusters around a profile with no level of
+        # its own (planner.calibration.level): a calibrated prior's level is re-estimated from
+        # the rows, never shrunk again on top of itself
+        prior = prior.with_coefficients(cluster_step_scale=1.0)
     prepared = prepare(rows, prior)
     level = prepared_level(prepared)
     levelled = with_level(prepared, level) if fit_level else prepared

@@ -106,6 +106,8 @@ def calibrate(
         rows = read_measurement_rows(measurements or [], log or [], gpu_type, gpus_per_node)
         run_suggest(suggest, request, rows, json_output, max_nodes=max_nodes)
         return
+    if max_nodes is not None:
+        fail("--max-nodes is a budget for --suggest's runs: add --suggest K", field="max_nodes")
     if not measurements and not log:
         fail("give --measurements FILE.csv and/or --log FILE", field="measurements")
     if output is not None and not output.expanduser().resolve().parent.is_dir():

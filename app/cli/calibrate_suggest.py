@@ -44,7 +44,9 @@ def run_suggest(
     from app.planning.suggest import suggest
     from planner.specs import SpecError
 
-    body = {**read_request(request_file), "k": k, "max_nodes": max_nodes}
+    body = {**read_request(request_file), "k": k}
+    if max_nodes is not None:  # else the request file's own max_nodes, if it gives one
+        body["max_nodes"] = max_nodes
     try:
         result = suggest(body, measured_rows=rows)
     except SpecError as exc:

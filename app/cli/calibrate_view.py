@@ -48,10 +48,11 @@ def _pct(value: float | None) -> str:
 
 def level_words(level: dict[str, Any]) -> str:
     """The cluster's level in one line (planner.calibration.level)."""
+    rows = f"{level['n_rows']} row" + ("" if level["n_rows"] == 1 else "s")
     return (
         f"cluster level: step time x{level['cluster_step_scale']:.3f} (throughput "
         f"x{level['throughput_factor']:.3f}; posterior sd {100 * level['log_sd']:.1f} % against "
-        f"{100 * level['prior_log_sd']:.1f} % between clusters; {level['n_rows']} rows, "
+        f"{100 * level['prior_log_sd']:.1f} % between clusters; {rows}, "
         f"{level['shrinkage']:.2f} of their mean error)"
     )
 

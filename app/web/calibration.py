@@ -113,10 +113,10 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
                 field="suggest_max_nodes",
             )
         body = data if ("evaluation" in data or "plan" in data) else {"evaluation": data}
-        max_nodes = int(nodes_text) if nodes_text else None
-        result = await run_in_threadpool(
-            suggest, {**body, "k": int(k_text), "max_nodes": max_nodes}
-        )
+        body = {**body, "k": int(k_text)}
+        if nodes_text:  # else the JSON's own max_nodes, if it gives one
+            body["max_nodes"] = int(nodes_text)
+        result = await run_in_threadpool(suggest, body)
     except SpecError as exc:
         own = ("suggest_k", "suggest_max_nodes")
         field = exc.field if exc.field in own else "suggest_request"

@@ -143,8 +143,8 @@ def uncertainty(
         # step time is inversely proportional to tokens/s at a fixed batch
         "step_time_interval_s": [step_time_s / high, step_time_s / low],
         "interval": {
-            "band": f"{round(100 * table.low_quantile)}th-{round(100 * table.high_quantile)}th "
-            "percentile of leave-one-source-out residuals"
+            "band": f"{round(100 * (table.high_quantile - table.low_quantile))} % split-conformal "
+            "band of leave-one-source-out residuals (ranks counted in effective rows)"
             + (
                 f", narrowed x{narrow:.2f} by the cluster's calibrated level"
                 if narrow < 1.0

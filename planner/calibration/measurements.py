@@ -40,6 +40,7 @@ printed TFLOP/s (or MFU/HFU x the bf16 peak) divided by the FLOPs per token of t
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,15 @@ class _Skip(Exception):
     pass
 
 
+def _positive(row: Mapping[str, str], key: str) -> float | None:
+    """A speed column: missing, or a finite number > 0 (a zero, negative or NaN speed has no
+    log, and would make the cluster's level and the fit NaN)."""
+    value = _float(row, key)
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise _Skip(f"{key}={value} must be a finite positive number (or empty)")
+    return value
+
+
 def _require(row: Mapping[str, str], key: str) -> int:
     value = _int(row, key)
     if value is None:
@@ -203,16 +213,16 @@ def _tokens_per_s_per_gpu(
     """The row's throughput as tokens/s per GPU, and how it was derived: printed, from the step
     time, or from TFLOP/s / MFU with the FLOP formula of its basis."""
     seq, gbs = job.seq_length, job.global_batch_size
-    tokens = _float(row, "tokens_per_sec_per_gpu")
-    step = _float(row, "step_time_s")
+    tokens = _positive(row, "tokens_per_sec_per_gpu")
+    step = _positive(row, "step_time_s")
     if tokens is not None:
         return tokens, "printed"
     if step is not None:
         return gbs * seq / (step * num_gpus), "step_time"
     basis = row.get("tflops_basis") or ""
-    tflops = _float(row, "tflops_per_gpu")
-    mfu_pct = _float(row, "mfu_pct")
-    hfu_pct = _float(row, "hfu_pct")
+    tflops = _positive(row, "tflops_per_gpu")
+    mfu_pct = _positive(row, "mfu_pct")
+    hfu_pct = _positive(row, "hfu_pct")
     if tflops is None and mfu_pct is not None:
         tflops, basis = mfu_pct / 100 * gpu.peak_bf16_flop_per_s / 1e12, "model flops"
     elif tflops is None and hfu_pct is not None:
@@ -325,7 +335,7 @@ def _parse_row(
         precision=prec,  # type: ignore[arg-type]
         **_stack_columns(row, STACK_FIELDS),
     )
-    step = _float(row, "step_time_s")
+    step = _positive(row, "step_time_s")
     tokens, derivation = _tokens_per_s_per_gpu(row, model, job, num_gpus, gpu, recompute)
     mfu = _float(row, "mfu_pct")
     return Measurement(

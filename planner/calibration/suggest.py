@@ -195,7 +195,8 @@ def candidate_runs(
     seen = set()
     for change, lay in _variants(layout, model):
         for nodes in node_counts(cluster, lay, max_nodes):
-            gpus = nodes * cluster.gpus_per_node
+            # a cluster of less than one node (num_gpus < gpus_per_node) runs on what it has
+            gpus = min(nodes * cluster.gpus_per_node, cluster.num_gpus)
             fit = fit_stages(model, lay, gpus)
             if fit is None:
                 continue

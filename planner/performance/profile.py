@@ -8,6 +8,8 @@ performance-facts.md and bench/results/gpu_kernels.md.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -124,14 +126,18 @@ class PerformanceProfile:
             if f.name in ("gpu", "provenance"):
                 continue
             value = getattr(self, f.name)
-            if not np.isfinite(value) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise SpecError(f"{f.name}={value!r} must be a number", field=f.name)
+            if f.name == "cluster_step_scale":
+                continue  # its own range, below
+            if not math.isfinite(value) or value < 0:
                 raise SpecError(
                     f"{f.name}={value} must be a finite non-negative number", field=f.name
                 )
-        if not self.cluster_step_scale > 0:
+        if not (np.isfinite(self.cluster_step_scale) and self.cluster_step_scale > 0):
             raise SpecError(
-                f"cluster_step_scale={self.cluster_step_scale} must be > 0 (1.0: the cluster runs "
-                "as the mechanisms predict)",
+                f"cluster_step_scale={self.cluster_step_scale} must be > 0 and finite (1.0: the "
+                "cluster runs as the mechanisms predict)",
                 field="cluster_step_scale",
             )
         for name in (

@@ -135,3 +135,21 @@ def test_cli_suggest_prints_the_note_and_takes_a_budget(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "Note:" in result.stdout and "allow at least 8" in result.stdout
+
+
+def test_cli_suggest_keeps_the_request_files_budget(tmp_path: Path) -> None:
+    # a request file in the API's shape may carry max_nodes; without --max-nodes it applies
+    request = tmp_path / "suggest.json"
+    layout = {**WIDE_70B, "model": "llama3.1-405b", "pp": 9}
+    request.write_text(json.dumps({"evaluation": layout, "max_nodes": 4}))
+    result = CliRunner().invoke(cli, ["calibrate", "--suggest", "2", "--request", str(request)])
+    assert result.exit_code == 0, result.output
+    assert "allow at least 8" in result.stdout
+
+
+def test_cli_max_nodes_without_suggest_fails_clearly() -> None:
+    result = CliRunner().invoke(
+        cli, ["calibrate", "--measurements", "examples/measurements.csv", "--max-nodes", "4"]
+    )
+    assert result.exit_code != 0
+    assert "--max-nodes" in result.output and "--suggest" in result.output

@@ -60,3 +60,16 @@ def test_a_large_replica_gets_proxies_and_a_budget_note(client: TestClient) -> N
         "/calibration/suggest", data={"request": json.dumps(wide), "k": "2", "max_nodes": "x"}
     )
     assert response.status_code == 422 and 'id="suggest_max_nodes-error"' in response.text
+
+
+def test_a_budget_inside_the_json_applies_when_the_field_is_empty(client: TestClient) -> None:
+    # the textarea takes the API's body ({"evaluation": ..., "max_nodes": 4}); an empty form
+    # field must not erase its budget
+    wide = {**LAYOUT, "model": "llama3.1-405b", "num_gpus": 576, "tp": 8, "cp": 4, "pp": 9}
+    wide["seq_length"], wide["global_batch_size"] = 16384, 64
+    body = json.dumps({"evaluation": wide, "max_nodes": 4})
+    response = client.post(
+        "/calibration/suggest", data={"request": body, "k": "2", "max_nodes": ""}
+    )
+    assert response.status_code == 200, response.text[:500]
+    assert "allow at least 8" in response.text

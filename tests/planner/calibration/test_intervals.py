@@ -83,7 +83,7 @@ def test_the_interval_brackets_the_prediction_and_step_time_inverts_it() -> None
     assert out["tokens_per_s_per_gpu_interval"] == pytest.approx([800.0, 1200.0])
     assert out["step_time_interval_s"] == pytest.approx([10 / 1.2, 10 / 0.8])
     assert out["extrapolation"] == []
-    assert "percentile" in out["interval"]["band"]
+    assert "split-conformal" in out["interval"]["band"]  # the rule interval_bands applies
 
 
 def test_extrapolation_names_each_reason() -> None:

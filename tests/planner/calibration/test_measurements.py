@@ -132,3 +132,26 @@ def test_unstated_vpp_skips_a_pipelined_row_but_not_an_unpipelined_one() -> None
     stated = [dict(r, vpp="1") if r["row_id"] == "R1" else r for r in piped]
     ms, _ = parse_rows(stated, GPUS.__getitem__)
     assert next(m for m in ms if m.row_id == "R1").layout.pp == 2
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("tokens_per_sec_per_gpu", "0"),
+        ("tokens_per_sec_per_gpu", "-5"),
+        ("tokens_per_sec_per_gpu", "nan"),
+        ("tokens_per_sec_per_gpu", "inf"),
+        ("step_time_s", "0"),
+        ("mfu_pct", "-1"),
+        ("tflops_per_gpu", "0"),
+    ],
+)
+def test_a_non_positive_or_non_finite_throughput_is_skipped_naming_its_column(
+    column: str, value: str
+) -> None:
+    # a zero or negative speed has no log: it would turn the cluster's level into NaN
+    row = {**rows()[0], "tokens_per_sec_per_gpu": "", "step_time_s": "", "mfu_pct": ""}
+    row[column] = value
+    ms, skipped = parse_rows([row], GPUS.__getitem__)
+    assert ms == []
+    assert column in skipped[0].reason and "positive" in skipped[0].reason

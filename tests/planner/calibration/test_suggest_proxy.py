@@ -107,3 +107,25 @@ def test_a_proxy_larger_than_the_budget_says_how_many_nodes_to_allow() -> None:
 def test_max_nodes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_nodes=0"):
         suggest_runs(MT_NLG, CLUSTER, JOB, PLAN, default_profile(H100), k=1, max_nodes=0)
+
+
+def test_a_cluster_smaller_than_one_node_gets_runs_on_its_own_gpus() -> None:
+    # one GPU of an 8-GPU node type: every run must fit on that one GPU, never a full node
+    one = ClusterSpec(name="one", gpu=H100, num_gpus=1)
+    small = replace(
+        LLAMA_70B,
+        name="small",
+        num_layers=4,
+        hidden_size=1024,
+        ffn_hidden_size=4096,
+        num_attention_heads=8,
+        num_query_groups=8,
+    )
+    plan = Layout(tp=1, pp=1, cp=1, dp=1, micro_batch_size=1)
+    job = TrainingJob(seq_length=2048, global_batch_size=8)
+    result = suggest_runs(small, one, job, plan, default_profile(H100), k=3)
+    assert result.runs
+    assert all(r.cluster.num_gpus == 1 for r in result.runs), [
+        r.cluster.num_gpus for r in result.runs
+    ]
+    assert all("--nproc-per-node 1" in r.command for r in result.runs)

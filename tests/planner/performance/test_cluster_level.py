@@ -42,3 +42,20 @@ def test_the_level_round_trips_and_must_be_positive() -> None:
     assert again.cluster_step_scale == 1.07
     with pytest.raises(SpecError, match=r"cluster_step_scale=0\.0 must be > 0"):
         prior.with_coefficients(cluster_step_scale=0.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        (-1.0, r"cluster_step_scale=-1\.0 must be > 0 and finite"),
+        (float("inf"), r"cluster_step_scale=inf must be > 0 and finite"),
+        ("abc", r"cluster_step_scale='abc' must be a number"),
+        (None, r"cluster_step_scale=None must be a number"),
+    ],
+)
+def test_a_bad_level_names_the_field_and_its_range(value: object, words: str) -> None:
+    # a stored or uploaded profile (planner plan --profile FILE) may carry any JSON value
+    data = {**default_profile(H100).to_dict(), "cluster_step_scale": value}
+    with pytest.raises(SpecError, match=words) as err:
+        PerformanceProfile.from_dict(data)
+    assert err.value.field == "cluster_step_scale"
