@@ -88,6 +88,11 @@ def calibrate_gpu_rows(
     }
 
 
+TIE_TOLERANCE = 1e-9
+"""Relative slack in the keep-or-reject comparison: held-out errors equal but for float rounding
+count as a tie."""
+
+
 def fit_decision(cv: HonestCV | None) -> dict[str, Any]:
     """Keep the coefficient fit only if it predicts held-out rows at least as well as its
     baseline: the prior with the cluster's level (``cv.level_only``) when the calibration fitted
@@ -120,7 +125,8 @@ def fit_decision(cv: HonestCV | None) -> dict[str, Any]:
         "level": "the prior with the cluster's level",
         "fit": "the level and the coefficient fit" if base == "level" else "the fit",
     }
-    choice = "fit" if held["fit"] <= held[base] else base
+    # a fit that moved nothing equals the level up to rounding (~1e-16): a tie keeps the fit
+    choice = "fit" if held["fit"] <= held[base] * (1 + TIE_TOLERANCE) else base
     figures = ", ".join(f"{words[c]} {100 * v:.1f} %" for c, v in held.items())
     verdict = (
         f"{words['fit']} is kept"

@@ -112,3 +112,10 @@ def test_without_the_level_the_calibration_is_the_previous_one() -> None:
     assert report["level"]["applied"] is False
     assert report["moved"]
     assert "level_only" not in report["cross_validation"]
+
+
+def test_a_fit_equal_to_the_level_but_for_rounding_is_a_tie_and_kept() -> None:
+    """A fit that moved nothing differs from the level alone by ~1e-16: not 'predicts worse'."""
+    tie = fit_decision(_cv(0.03, 0.004, 0.004 + 2e-16))
+    assert tie["choice"] == "fit" and tie["kept_prior"] is False
+    assert "predicts them worse" not in tie["reason"]
