@@ -85,7 +85,8 @@ def cross_validate_prepared(
     levelled: FloatArray = np.empty(n)
     fold_medians = []
     for f, held in enumerate(folds):
-        train = [i for i in range(n) if i not in set(held)]
+        out = set(held)
+        train = [i for i in range(n) if i not in out]
         fold = prepared
         if fit_level:
             level = prepared_level(prepared, train)
