@@ -429,9 +429,9 @@ def diagnose(m: Measurement, held_out_by: str) -> str:
         )
     if m.source_id == "narayanan2021":
         return (
-            "smallest models of the 2021 sweep (h 2304/3072, s/h 0.9/0.7, m = 1 micro-batch): "
-            "time in the unfused a x s softmax/dropout grows with s/h, and attention_score_bytes "
-            "is fitted on Korthikanti rows with s/h <= 0.33 [U]; no mechanism fixed"
+            "2021 sweep (unfused a x s softmax/dropout priced from megatron-facts §7.1, "
+            "planner.performance.unfused_attention; bench/results/small_models.md): what is "
+            "left is not a trend with h"
         )
     if "grok" in sweep:
         return (

@@ -28,6 +28,7 @@ from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_exp
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
 from planner.performance.ring_attention import CpAttentionTime
+from planner.performance.unfused_attention import unfused_score_seconds
 from planner.specs import ModelSpec
 
 
@@ -220,14 +221,13 @@ def core_attention_time(ctx: StepContext, ring: CpAttentionTime | None = None) -
     core = core * cp_core_factor(ctx, attn_eff, full_eff, ring)
     # unfused attention: a/t heads x s keys per token through HBM (none with flash/fused)
     unfused = 1.0 if ctx.job.attention_backend == "unfused" else 0.0
-    scores = (
-        unfused
-        * prof.attention_score_bytes
-        * model.num_attention_heads
-        / tp
-        * s
-        * tokens
-        / ctx.hbm_bytes_per_s
+    scores = unfused * unfused_score_seconds(
+        heads_per_gpu=model.num_attention_heads / tp,
+        seq_len=s,
+        tokens=tokens,
+        hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+        attention_dropout=model.attention_dropout > 0,
+        extra_bytes_per_score=prof.attention_score_bytes,
     )
     return np.asarray(core + scores / 3.0, np.float64)
 
