@@ -53,8 +53,9 @@ class PerformanceProfile:
     attention_score_bytes: float = 0.0
     """Extra HBM bytes per attention score (query x key x head), fwd+bwd, beyond the 22 (32 with
     attention dropout) that jobs with ``attention_backend="unfused"`` always pay
-    (planner.performance.unfused_attention, from the tensors of megatron-facts §7.1). A fitted correction: 0 in every prior and every
-    shipped profile; never used with flash/fused attention."""
+    (planner.performance.unfused_attention, from the tensors of megatron-facts §7.1). A fitted
+    correction: 0 in every prior and every shipped profile; never used with flash/fused
+    attention."""
     hbm_efficiency: float = 0.8
     """Memory-bound ops and the optimizer step: fraction of HBM bandwidth (§3.1; a plain 4 GiB
     copy reaches 0.88-0.89 on H100/H200, gpu_kernels.md; fused elementwise ops less)."""

@@ -41,6 +41,12 @@ def score_bytes(*, attention_dropout: bool) -> float:
     return SOFTMAX_BYTES_FWD + SOFTMAX_BYTES_BWD + drop
 
 
+def forward_fraction(*, attention_dropout: bool) -> float:
+    """Share of the forward in the bytes per score: what a recompute replays (8/22 or 13/32)."""
+    fwd = SOFTMAX_BYTES_FWD + (DROPOUT_BYTES_FWD if attention_dropout else 0.0)
+    return fwd / score_bytes(attention_dropout=attention_dropout)
+
+
 def unfused_score_seconds(
     *,
     heads_per_gpu: FloatArray | float,

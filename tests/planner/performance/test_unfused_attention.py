@@ -78,6 +78,24 @@ def test_the_profile_correction_adds_bytes() -> None:
     base = dict(heads_per_gpu=8, seq_len=2048, tokens=4096, hbm_bytes_per_s=1e12)
     plain = unfused_score_seconds(**base, attention_dropout=False)  # type: ignore[arg-type]
     more = unfused_score_seconds(
-        **base, attention_dropout=False, extra_bytes_per_score=11.0  # type: ignore[arg-type]
+        **base,
+        attention_dropout=False,
+        extra_bytes_per_score=11.0,  # type: ignore[arg-type]
     )
     assert float(more) == pytest.approx(float(plain) * 33 / 22)
+
+
+def test_full_recompute_replays_the_forward_share_13_of_32() -> None:
+    cluster = ClusterSpec(name="c", gpu=A100, num_gpus=1, gpus_per_node=8)
+    layout = LayoutBatch.from_layouts(
+        [Layout(tp=1, pp=1, dp=1, micro_batch_size=16, recompute="full")]
+    )
+    profile = default_profile(A100)
+
+    def recompute(job: TrainingJob) -> float:
+        est = estimate_performance(GPT_1_7B, cluster, job, layout, profile)
+        return float(est.breakdown["recompute_s"][0])
+
+    extra = recompute(JOB) - recompute(replace(JOB, attention_backend="flash"))
+    # forward: scores 2 + softmax 4 + dropout 5 + PV read 2 = 13 B per score, 24 layers
+    assert extra == pytest.approx(24 * 13 / 32 * 5.154e10 / (0.8 * 2.039e12), rel=1e-3)
