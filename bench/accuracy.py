@@ -412,9 +412,9 @@ def out_of_sample_gpus() -> list[dict[str, Any]]:
 
 _OLD_SOFTWARE = (
     "A100 rows are 2021-22 Megatron (fp16, unfused softmax + dropout over the a x s score "
-    "matrix, no tp-comm-overlap); transferred H100 (2024) software coefficients (tp_overlap, "
-    "dp_overlap, flash attention: attention_score_bytes 0) describe other software, so this is "
-    "a software-generation gap, not GPU physics"
+    "matrix, priced from the job's stack, no tp-comm-overlap); transferred H100 (2024) "
+    "software coefficients (tp_overlap, dp_overlap, attention efficiency) describe other "
+    "software, so this is a software-generation gap, not GPU physics"
 )
 
 

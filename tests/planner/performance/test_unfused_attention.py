@@ -7,20 +7,13 @@ from dataclasses import replace
 
 import pytest
 
+from models_db.catalog import load_gpu
 from planner.layouts import LayoutBatch
 from planner.performance.step_time import default_profile, estimate_performance
 from planner.performance.unfused_attention import score_bytes, unfused_score_seconds
-from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, TrainingJob
+from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
-A100 = GPUSpec(
-    name="a100-sxm4-80gb",
-    hbm_bytes=80 * 2**30,
-    hbm_bandwidth_bytes_per_s=2.039e12,
-    peak_bf16_flop_per_s=312e12,
-    peak_fp8_flop_per_s=None,
-    intra_node_bandwidth_bytes_per_s=300e9,
-    architecture="ampere",
-)
+A100 = load_gpu("a100-sxm4-80gb")  # 2.039 TB/s HBM (catalog)
 GPT_1_7B = ModelSpec(  # Narayanan 2021 Table 1, first row
     name="gpt-1.7b",
     num_layers=24,
