@@ -412,9 +412,9 @@ def out_of_sample_gpus() -> list[dict[str, Any]]:
 
 _OLD_SOFTWARE = (
     "A100 rows are 2021-22 Megatron (fp16, unfused softmax + dropout over the a x s score "
-    "matrix, no tp-comm-overlap); transferred H100 (2024) software coefficients (tp_overlap, "
-    "dp_overlap, flash attention: attention_score_bytes 0) describe other software, so this is "
-    "a software-generation gap, not GPU physics"
+    "matrix, priced from the job's stack, no tp-comm-overlap); transferred H100 (2024) "
+    "software coefficients (tp_overlap, dp_overlap, attention efficiency) describe other "
+    "software, so this is a software-generation gap, not GPU physics"
 )
 
 
@@ -429,9 +429,9 @@ def diagnose(m: Measurement, held_out_by: str) -> str:
         )
     if m.source_id == "narayanan2021":
         return (
-            "smallest models of the 2021 sweep (h 2304/3072, s/h 0.9/0.7, m = 1 micro-batch): "
-            "time in the unfused a x s softmax/dropout grows with s/h, and attention_score_bytes "
-            "is fitted on Korthikanti rows with s/h <= 0.33 [U]; no mechanism fixed"
+            "2021 sweep (unfused a x s softmax/dropout priced from megatron-facts §7.1, "
+            "planner.performance.unfused_attention; bench/results/small_models.md): what is "
+            "left is not a trend with h"
         )
     if "grok" in sweep:
         return (

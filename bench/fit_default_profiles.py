@@ -47,9 +47,11 @@ TRANSFERS = (
 LEGACY_ONLY = {"attention_score_bytes": 0.0, "attention_efficiency": None}
 """Reset after fitting where the rows ran legacy software (the fit used attention_score_bytes):
 the A100 rows (2021-22) ran Megatron's unfused softmax, so their fitted attention speed and
-score traffic describe a kernel current Megatron no longer uses. Shipped profiles assume
-fused/flash attention: no score traffic and the architecture's flash-attention efficiency
-(None = the prior of planner.performance.step_time.default_profile, from performance-facts §2)."""
+score-traffic correction describe a kernel current Megatron no longer uses. Shipped profiles keep
+the architecture's flash-attention efficiency (None = the prior of
+planner.performance.step_time.default_profile, from performance-facts §2) and no correction; a
+job that says ``attention_backend="unfused"`` still pays the score traffic of
+planner.performance.unfused_attention (megatron-facts §7.1), which is no coefficient."""
 
 
 def _write(profile: PerformanceProfile) -> None:
@@ -107,7 +109,8 @@ def main() -> int:
                 f"Shipped with { {k: shipped[k] for k in legacy} } instead of the fitted "
                 f"{legacy}: these rows ran Megatron's unfused attention (2021-22); current "
                 "Megatron uses fused/flash attention, which writes no score matrix and runs "
-                "at the architecture's flash-attention efficiency.",
+                "at the architecture's flash-attention efficiency. (An unfused job still pays "
+                "its 22-32 B per score, planner/performance/unfused_attention.py: not fitted.)",
                 "",
             ]
         report.append("")

@@ -25,6 +25,9 @@ from dataclasses import replace
 from planner.specs import ModelSpec
 
 BLOOM_VOCAB = 250_880  # BigScience BLOOM tokenizer (tr11-176B-ml: vocab 250,680 padded 250,880)
+DROPOUT_DEFAULT_SOURCES = ("narayanan2021", "korthikanti2022")
+"""Sources whose runs used Megatron's default dropout of 0.1 (Korthikanti §4's activation count
+includes the attention dropout mask and output, megatron-facts §7.1)."""
 _SWIGLU_FAMILIES = ("llama", "mistral", "mixtral", "qwen", "deepseek")
 # runs on uploaded text, so linear: whitespace is collapsed first and every gap is " ?" (the old
 # `\s*(...)?\s*~?\s*` backtracked cubically: 4 000 spaces after "vocab" took 70 s)
@@ -109,6 +112,15 @@ def _log_flags(row: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def _fraction(text: str | None, default: float) -> float:
+    """A dropout flag as logged, or ``default`` where absent or not a number in [0, 1)."""
+    try:
+        value = float(text) if text is not None else default
+    except ValueError:
+        return default
+    return value if 0.0 <= value < 1.0 else default
+
+
 def _true(text: str) -> bool:
     return text.strip().lower() in ("true", "1", "yes")
 
@@ -155,6 +167,9 @@ def from_columns(row: Mapping[str, str], name: str) -> tuple[ModelSpec, list[str
     norm = "LayerNorm" if gpt_like else "RMSNorm"
     pos = "learned_absolute" if "gpt" in lower else "rope"
     untie = not gpt_like
+    # the Megatron papers' runs kept Megatron's --attention-dropout / --hidden-dropout default
+    # of 0.1 (megatron-facts §1 table): Korthikanti §4 counts their dropout masks (§7.1)
+    dropout = 0.1 if (row.get("source_id") or "") in DROPOUT_DEFAULT_SOURCES else 0.0
     if from_log or any(k in flags for k in ("swiglu", "normalization", "position_embedding_type")):
         # Megatron's defaults for flags the arguments block leaves out (megatron-facts §1.4)
         swiglu = _true(flags.get("swiglu", "False"))
@@ -174,6 +189,8 @@ def from_columns(row: Mapping[str, str], name: str) -> tuple[ModelSpec, list[str
         normalization=norm,  # type: ignore[arg-type]
         position_embedding_type=pos,  # type: ignore[arg-type]
         untie_embeddings_and_output_weights=untie,
+        attention_dropout=_fraction(flags.get("attention_dropout"), dropout),
+        hidden_dropout=_fraction(flags.get("hidden_dropout"), dropout),
         **kwargs,  # type: ignore[arg-type]
     )
     return model, notes

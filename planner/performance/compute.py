@@ -28,6 +28,7 @@ from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_exp
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
 from planner.performance.ring_attention import CpAttentionTime
+from planner.performance.unfused_attention import forward_fraction, unfused_score_seconds
 from planner.specs import ModelSpec
 
 
@@ -210,7 +211,7 @@ def loss_time(ctx: StepContext) -> FloatArray:
 
 def core_attention_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> FloatArray:
     """Forward seconds of one layer's core attention (flash attention, performance-facts §4)."""
-    prof, gpu, model, tokens, tp, s = ctx.profile, ctx.gpu, ctx.model, ctx.tokens, ctx.tp, ctx.seq
+    prof, gpu, tokens, tp, s = ctx.profile, ctx.gpu, ctx.tokens, ctx.tp, ctx.seq
     chunk = s / ctx.cp
     attn_eff = prof.attention_efficiency * chunk / (chunk + prof.attention_half_seq)
     core_flop = ctx.shapes.core_attention_fwd_flop_per_token_per_seq * s * tokens / tp
@@ -218,18 +219,22 @@ def core_attention_time(ctx: StepContext, ring: CpAttentionTime | None = None) -
     # cp > 1: the ring's c calls of 2c blocks instead of one s / c chunk (context_parallel)
     full_eff = prof.attention_efficiency * s / (s + prof.attention_half_seq)
     core = core * cp_core_factor(ctx, attn_eff, full_eff, ring)
-    # unfused attention: a/t heads x s keys per token through HBM (none with flash/fused)
-    unfused = 1.0 if ctx.job.attention_backend == "unfused" else 0.0
-    scores = (
-        unfused
-        * prof.attention_score_bytes
-        * model.num_attention_heads
-        / tp
-        * s
-        * tokens
-        / ctx.hbm_bytes_per_s
+    return np.asarray(core + unfused_scores_time(ctx) / 3.0, np.float64)
+
+
+def unfused_scores_time(ctx: StepContext) -> FloatArray:
+    """Forward + backward seconds of one layer's score-matrix traffic: a/t heads x s keys per
+    token through HBM with ``--attention-backend unfused`` (none with flash/fused attention)."""
+    if ctx.job.attention_backend != "unfused":
+        return np.zeros_like(ctx.tokens)
+    return unfused_score_seconds(
+        heads_per_gpu=ctx.model.num_attention_heads / ctx.tp,
+        seq_len=ctx.seq,
+        tokens=ctx.tokens,
+        hbm_bytes_per_s=ctx.hbm_bytes_per_s,
+        attention_dropout=ctx.model.attention_dropout > 0,
+        extra_bytes_per_score=ctx.profile.attention_score_bytes,
     )
-    return np.asarray(core + scores / 3.0, np.float64)
 
 
 def logits_time(ctx: StepContext) -> FloatArray:
@@ -323,8 +328,10 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
         for g in sh.attention_gemms
         if model.multi_latent_attention and g.k != h and g.shard == "n"
     )
+    # a replay runs the forward's share of the score traffic (13 of 32 B), not a third of it
+    fwd_share = forward_fraction(attention_dropout=model.attention_dropout > 0)
     replay = ReplayParts(
-        core_attn=core,
+        core_attn=core + (fwd_share - 1.0 / 3.0) * unfused_scores_time(ctx),
         dense_mlp=gemms_time(ctx, sh.dense_mlp_gemms, tokens, tp) + dense_bytes * tokens / hbm / 2,
         moe_block=np.maximum(moe_fwd - attn_gemm - core, 0.0),
         shared_experts=gemms_time(ctx, sh.shared_expert_gemms, tokens, tp),
@@ -343,10 +350,13 @@ def recompute_time(ctx: StepContext, c: ComputeTimes) -> FloatArray:
     """Recompute of one micro-batch (megatron-facts §1.6): the replays of the selective modules
     (core attention by default; planner.performance.memory_settings), or with full recompute the
     forward of the recomputed layers again."""
+    # full recompute replays each layer's forward: its share of the score traffic (unfused)
+    fwd_share = forward_fraction(attention_dropout=ctx.model.attention_dropout > 0)
+    scores_fwd = ctx.layers_per_stage * (fwd_share - 1.0 / 3.0) * unfused_scores_time(ctx)
     return recompute_seconds(
         ctx.batch,
         c.replay,
         dense_layers=ctx.layers_per_stage * (1 - ctx.moe_fraction),
         moe_layers=ctx.layers_per_stage * ctx.moe_fraction,
-        layers_fwd=c.stage_fwd + c.mtp_fwd,
+        layers_fwd=c.stage_fwd + c.mtp_fwd + scores_fwd,
     )

@@ -53,9 +53,11 @@ class PerformanceProfile:
     """Per-GPU sequence chunk at which attention reaches half its plateau (gpu_kernels: 0.32-0.35
     at 2k, 0.40-0.42 at 4k, 0.45-0.48 at 8k on H100/H200)."""
     attention_score_bytes: float = 0.0
-    """HBM bytes per attention score (query x key x head), fwd+bwd: 0 with flash attention;
-    ~10-20 for Megatron's unfused softmax + dropout path of 2021-22 (Korthikanti §4: scores,
-    softmax output, dropout mask and output are all written; backward reads them again)."""
+    """Extra HBM bytes per attention score (query x key x head), fwd+bwd, beyond the 22 (32 with
+    attention dropout) that jobs with ``attention_backend="unfused"`` always pay
+    (planner.performance.unfused_attention, from the tensors of megatron-facts §7.1). A fitted
+    correction: 0 in every prior and every shipped profile; never used with flash/fused
+    attention."""
     hbm_efficiency: float = 0.8
     """Memory-bound ops and the optimizer step: fraction of HBM bandwidth (§3.1; a plain 4 GiB
     copy reaches 0.88-0.89 on H100/H200, gpu_kernels.md; fused elementwise ops less)."""
@@ -189,7 +191,6 @@ _PRIORS: dict[str, dict[str, float]] = {
     "volta": {  # V100 fp16: no flash attention (sm80+), Megatron's unfused softmax path [U]
         "gemm_efficiency": 0.75,  # [U] no measured V100 row in the shared data
         "attention_efficiency": 0.3,
-        "attention_score_bytes": 12.0,  # see the field: 10-20 for the unfused path
         "nvlink_efficiency": 0.7,
         "tp_overlap": 0.0,
     },

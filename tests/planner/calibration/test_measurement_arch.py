@@ -132,3 +132,29 @@ def test_log_rows_without_flags_are_at_megatron_defaults() -> None:
         "LayerNorm",
         "learned_absolute",
     )
+
+
+def gpt_row(source_id: str) -> dict[str, str]:
+    return row(
+        row_id=source_id,
+        source_id=source_id,
+        model_name="GPT-1.7B (Narayanan Table 1)",
+        recompute="full",
+        num_layers="24",
+        hidden_size="2304",
+        ffn_hidden_size="9216",
+        num_attention_heads="24",
+        vocab_size="51200",
+        tp="1",
+        ep="1",
+        num_gpus="32",
+        micro_batch_size="16",
+        global_batch_size="512",
+    )
+
+
+def test_megatron_paper_rows_run_megatrons_default_dropout() -> None:
+    ms, _ = parse_rows([gpt_row("narayanan2021"), gpt_row("megatron_readme_h100")], lambda s: H100)
+    paper, other = (m.model for m in ms)
+    assert (paper.attention_dropout, paper.hidden_dropout) == (0.1, 0.1)
+    assert (other.attention_dropout, other.hidden_dropout) == (0.0, 0.0)
