@@ -99,3 +99,28 @@ def _best_plan(req: PlanJobCreate, profile: PerformanceProfile | None) -> tuple[
         raise SpecError("the search found no feasible plan to measure around", field="plan")
     best = result.plans[0]
     return best.model, best.cluster, best.job, best.layout, p.threshold
+
+
+def suggest_stored(session: Any, backend: Any, body: SuggestionRequest) -> dict[str, Any]:
+    """:func:`suggest` for a request that may name the service's clusters and models: the
+    references resolved in ``session``, the cluster's newest calibration as the profile and its
+    stored measurements as rows already known. The API route and the web page both call it.
+    A SpecError's field is prefixed with ``evaluation.`` or ``plan.``."""
+    from app.calibration.repository import MeasurementRepository
+    from app.planning.service import resolve_references
+
+    key = "evaluation" if body.evaluation is not None else "plan"
+    inner = getattr(body, key)
+    request, resolved = resolve_references(session, inner.model_dump(exclude_none=True))
+    rows: list[dict[str, Any]] = []
+    slug = (resolved.get("cluster") or {}).get("slug")
+    if slug:
+        rows = [m.data for m in MeasurementRepository(session).list(slug)]
+    try:
+        return suggest(
+            {key: request, "k": body.k, "max_nodes": body.max_nodes},
+            profile=backend.profile_for(resolved),
+            measured_rows=rows,
+        )
+    except SpecError as exc:
+        raise SpecError(exc.message, field=f"{key}.{exc.field}" if exc.field else key) from exc

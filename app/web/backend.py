@@ -60,6 +60,7 @@ class WebBackend(Protocol):
     def calibration_preview(
         self, cluster: str, body: bytes, media_type: str, save: bool
     ) -> dict[str, Any]: ...
+    def suggest_runs(self, body: dict[str, Any]) -> dict[str, Any]: ...
     def get_plan(self, job_id: str) -> JobView | None: ...
 
 
@@ -176,6 +177,21 @@ class ServiceBackend:
             except AppError as exc:
                 raise SpecError(_spec_error(exc).message, field="file") from exc
         return preview
+
+    def suggest_runs(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What to measure next, as ``POST /v1/calibration-suggestions`` answers it: the
+        service's clusters and models resolve, and a cluster's calibration and stored
+        measurements count (one function for both: app.planning.suggest.suggest_stored)."""
+        from app.core.errors import AppError
+        from app.planning.convert import parse_request
+        from app.planning.suggest import SuggestionRequest, suggest_stored
+
+        request = parse_request(SuggestionRequest, body)
+        try:
+            with self._session() as session:
+                return suggest_stored(session, self._app.state.backend, request)
+        except AppError as exc:  # an unknown cluster or model reference
+            raise _spec_error(exc) from exc
 
     # --- planning --------------------------------------------------------------------------
     def check_request(self, request: dict[str, Any]) -> dict[str, Any]:

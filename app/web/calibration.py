@@ -92,8 +92,6 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
     """What to measure next (issue 12 item 10): runs that pin down one layout's prediction."""
     import json
 
-    from app.planning.suggest import suggest
-
     form = await request.form()
     text = str(form.get("request", ""))
     k_text = str(form.get("k", "3"))
@@ -116,7 +114,7 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
         body = {**body, "k": int(k_text)}
         if nodes_text:  # else the JSON's own max_nodes, if it gives one
             body["max_nodes"] = int(nodes_text)
-        result = await run_in_threadpool(suggest, body)
+        result = await run_in_threadpool(backend.suggest_runs, body)
     except SpecError as exc:
         own = ("suggest_k", "suggest_max_nodes")
         field = exc.field if exc.field in own else "suggest_request"

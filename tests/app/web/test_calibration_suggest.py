@@ -73,3 +73,22 @@ def test_a_budget_inside_the_json_applies_when_the_field_is_empty(client: TestCl
     )
     assert response.status_code == 200, response.text[:500]
     assert "allow at least 8" in response.text
+
+
+def test_the_page_uses_the_clusters_calibration_and_rows_as_the_api_does(
+    client: TestClient,
+) -> None:
+    """A request naming a stored cluster: the web answer is the API's (its newest calibration
+    as the profile, its stored measurements as rows already known)."""
+    from tests.app.calibration.test_api import _h100_rows
+
+    rows = [r for r in _h100_rows(limit_sweeps=20) if r["precision"] == "bf16"][:8]
+    assert client.post("/v1/clusters/dgx-h100/measurements", json=rows).status_code < 300
+    assert client.post("/v1/clusters/dgx-h100/calibrations").status_code < 300
+    req = {**{k: v for k, v in LAYOUT.items() if k != "gpu"}, "cluster": "dgx-h100"}
+    api = client.post("/v1/calibration-suggestions", json={"evaluation": req, "k": 2}).json()
+    assert api["profile"] == "fitted" and api["measured_rows"] == 8
+    web = client.post("/calibration/suggest", data={"request": json.dumps(req), "k": "2"})
+    assert web.status_code == 200, web.text[:500]
+    before, after = api["plan_uncertainty_pct_before"], api["plan_uncertainty_pct_after"]
+    assert f"±{before:.1f} % now and ±{after:.1f} % once" in web.text
