@@ -237,6 +237,27 @@ class PlannerClient:
         out: JSON = self._request("POST", f"/v1/clusters/{cluster}/calibrations")
         return out
 
+    def suggest_runs(
+        self,
+        *,
+        evaluation: EvaluationRequest | JSON | None = None,
+        plan: JSON | None = None,
+        k: int = 3,
+        max_nodes: int | None = None,
+    ) -> JSON:
+        """The ``k`` short runs that would most reduce one plan's uncertainty, each with its
+        launch command (``POST /v1/calibration-suggestions``); give one of ``evaluation`` (a
+        layout) or ``plan`` (a search), and ``max_nodes`` as the budget per run."""
+        body: JSON = {"k": k}
+        if evaluation is not None:
+            body["evaluation"] = _body(evaluation)
+        if plan is not None:
+            body["plan"] = plan
+        if max_nodes is not None:
+            body["max_nodes"] = max_nodes
+        out: JSON = self._request("POST", "/v1/calibration-suggestions", json=body)
+        return out
+
     # --- batches and scaling curves -------------------------------------------------------------
     def submit_batch(self, jobs: list[JSON]) -> JSON:
         """Queue plan jobs (each may carry a ``name``); ``POST /v1/batches`` -> the batch."""

@@ -153,3 +153,21 @@ def test_cli_max_nodes_without_suggest_fails_clearly() -> None:
     )
     assert result.exit_code != 0
     assert "--max-nodes" in result.output and "--suggest" in result.output
+
+
+def test_the_sdk_asks_the_same_question(client: TestClient) -> None:
+    """PlannerClient.suggest_runs is the API's answer, budget and field errors included."""
+    from app.sdk import PlannerAPIError, PlannerClient
+
+    api = client.post(
+        "/v1/calibration-suggestions", json={"evaluation": LAYOUT_70B, "k": 2, "max_nodes": 2}
+    ).json()
+    with PlannerClient("http://testserver", transport=client._transport) as sdk:
+        got = sdk.suggest_runs(evaluation=LAYOUT_70B, k=2, max_nodes=2)
+        assert [r["command"] for r in got["runs"]] == [r["command"] for r in api["runs"]]
+        try:
+            sdk.suggest_runs(evaluation=LAYOUT_70B, max_nodes=0)
+        except PlannerAPIError as exc:
+            assert exc.status == 422 and any(e["field"] == "max_nodes" for e in exc.errors)
+        else:
+            raise AssertionError("max_nodes 0 was accepted")
