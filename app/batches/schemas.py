@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from app.core.schemas import RequestModel
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate
 
 MAX_BATCH_JOBS = 2000
@@ -22,7 +23,7 @@ class BatchJobCreate(PlanJobCreate):
     name: str | None = Field(default=None, max_length=200)
 
 
-class BatchCreate(BaseModel):
+class BatchCreate(RequestModel):
     """Plan jobs (the body of ``POST /v1/plan-jobs``, plus an optional ``name`` each).
 
     Each job stays raw JSON here: :class:`BatchJobCreate` validates it on its own, so one bad job

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from app.core.messages import problem_fields
+from app.core.schemas import RequestModel
 from planner.specs import SpecError
 
 MAX_ROWS = 10_000
@@ -29,7 +30,7 @@ LOG_PARSE_BUDGET_S = 2.0
 Cell = str | int | float | bool | None
 
 
-class NamedText(BaseModel):
+class NamedText(RequestModel):
     """An uploaded file's text and the name its rows are traced back to."""
 
     model_config = ConfigDict(extra="forbid")
@@ -38,7 +39,7 @@ class NamedText(BaseModel):
     text: str
 
 
-class CalibrateRequest(BaseModel):
+class CalibrateRequest(RequestModel):
     """Measured runs to fit a performance profile to, and how to fit it."""
 
     model_config = ConfigDict(extra="forbid")

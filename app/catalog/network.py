@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from app.core.schemas import RequestModel
 from planner.specs import IntraNodeTopology, SpecError, check_nic_pair
 
 NICS_HELP = "network adapters per node; with nic_bandwidth_bytes_per_s it sets the per-GPU network"
@@ -28,7 +29,7 @@ AGREEMENT = 1e-6
 """Relative difference under which a per-GPU bandwidth and NICs x rate agree (float rounding)."""
 
 
-class NetworkFields(BaseModel):
+class NetworkFields(RequestModel):
     """The cluster-description fields; None = the preset's (or one NIC per GPU)."""
 
     nics_per_node: int | None = Field(default=None, ge=1, le=1024, description=NICS_HELP)

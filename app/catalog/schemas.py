@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.catalog.network import TOPOLOGY_HELP, NetworkFields
 from app.core.bounds import check_spec_numbers
-from app.core.schemas import SLUG_PATTERN, SlugRef
+from app.core.schemas import SLUG_PATTERN, RequestModel, SlugRef
 from planner.specs import IntraNodeTopology
 
 Kind = Literal["model", "gpu", "cluster"]
@@ -39,7 +39,7 @@ class ClusterPresetSpec(NetworkFields):
     intra_node_topology: IntraNodeTopology = Field(default="switch", description=TOPOLOGY_HELP)
 
 
-class CatalogEntryCreate(BaseModel):
+class CatalogEntryCreate(RequestModel):
     """A new user-defined entry. ``spec`` holds the ModelSpec / GPUSpec / cluster fields."""
 
     model_config = ConfigDict(
@@ -58,7 +58,7 @@ class CatalogEntryCreate(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class CatalogEntryUpdate(BaseModel):
+class CatalogEntryUpdate(RequestModel):
     """A new version of an existing user-defined entry."""
 
     model_config = ConfigDict(
@@ -75,7 +75,7 @@ class CatalogEntryUpdate(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class HFImport(BaseModel):
+class HFImport(RequestModel):
     """A Hugging Face ``config.json`` to turn into a model entry."""
 
     model_config = ConfigDict(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, GetCoreSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
 
 PROBLEM_REF = "#/components/schemas/Problem"
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
@@ -19,6 +20,62 @@ def normalize_slug(value: Any) -> Any:
 
 SlugRef = Annotated[str, Field(pattern=SLUG_PATTERN), BeforeValidator(normalize_slug)]
 """A model/GPU/cluster slug given as a reference (compared case-insensitively)."""
+
+
+BOOL_NOT_NUMBER = "bool_not_number"
+"""Error type of a boolean sent for a number (``app.core.messages`` treats it as a type clash)."""
+_NUMBER_WORDS = {"int": "a whole number such as 8", "float": "a number such as 0.8"}
+
+
+def _refuse_bool(kind: str) -> core_schema.NoInfoValidatorFunction:
+    def check(value: Any) -> Any:
+        if isinstance(value, bool):  # pydantic's lax mode would take true as 1
+            raise PydanticCustomError(
+                BOOL_NOT_NUMBER,
+                "got {value}: true/false is not a number; send {expected}",
+                {"value": "true" if value else "false", "expected": _NUMBER_WORDS[kind]},
+            )
+        return value
+
+    return check
+
+
+_MARK = "refuses_bool"
+
+
+def _numbers_refuse_bool(schema: Any, handler: GetCoreSchemaHandler, seen: set[str]) -> Any:
+    """``schema`` (a pydantic-core schema) with every int and float schema inside it wrapped by
+    a check that refuses booleans: in list items, union members, nested models and typed dicts
+    (through their definitions), wherever. Changes the definitions it reaches in place."""
+    if isinstance(schema, list):
+        return [_numbers_refuse_bool(item, handler, seen) for item in schema]
+    if not isinstance(schema, dict) or (schema.get("metadata") or {}).get(_MARK):
+        return schema
+    if schema.get("type") == "definition-ref" and schema["schema_ref"] not in seen:
+        seen.add(schema["schema_ref"])
+        target = handler.resolve_ref_schema(schema)  # type: ignore[arg-type]
+        target.update(_numbers_refuse_bool(dict(target), handler, seen))
+        return schema
+    out = {key: _numbers_refuse_bool(value, handler, seen) for key, value in schema.items()}
+    kind = out.get("type")
+    if kind in _NUMBER_WORDS:
+        return core_schema.no_info_before_validator_function(
+            _refuse_bool(kind), out, metadata={_MARK: True}
+        )
+    return out
+
+
+class RequestModel(BaseModel):
+    """Base of every request body (API, web form, CLI, batch rows): a boolean is never a count
+    or a size, so ``true`` in an integer or float field is a 422 naming the field (pydantic's
+    lax mode would read it as 1). Numeric text (``"8"``) is still accepted: the web form, CLI
+    flags and CSV/YAML batch rows build these same models from text."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: type[BaseModel], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return _numbers_refuse_bool(handler(source), handler, set())  # type: ignore[no-any-return]
 
 
 class ProblemField(BaseModel):

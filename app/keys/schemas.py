@@ -6,10 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.core.schemas import RequestModel
+
 Scope = Literal["read", "plan", "admin"]
 
 
-class ApiKeyCreate(BaseModel):
+class ApiKeyCreate(RequestModel):
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"scopes": ["plan"], "name": "ci"}]}
     )

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from app.core.schemas import RequestModel
 
 GradReduceDtype = Literal["fp32", "bf16"]
 OptimizerStateDtype = Literal["fp32", "bf16"]
@@ -44,7 +46,7 @@ OFFLOAD_MODULES_HELP = (
 LAYOUT_HELP = "--pipeline-model-parallel-layout, e.g. 'Et*8|t*8|t*8|t*8L' (pp x vpp stages)"
 
 
-class _MemoryCommon(BaseModel):
+class _MemoryCommon(RequestModel):
     fp8_param_gather: bool | None = Field(default=None, description=FP8_GATHER_HELP)
     recompute_modules: list[RecomputeModule] | None = Field(
         default=None, min_length=1, max_length=7, description=MODULES_HELP

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationInfo
 
+from app.core.schemas import RequestModel
 from planner import Layout, TrainingJob
 from planner.specs import CP_COMM_TYPES, CpCommType, SpecError
 from planner.stack_settings import (
@@ -193,7 +194,7 @@ def _field(name: str) -> Any:
     return Field(default=spec.default, ge=lo, le=hi, description=spec.help)
 
 
-class StackFields(BaseModel):
+class StackFields(RequestModel):
     """The job's software stack and its releases: one value each (None: the planner's choice, or
     for a release the newest covered)."""
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from app.calibration.fit import parse_measurement_rows
+from app.core.schemas import RequestModel
 from app.planning.compute import profile_for
 from app.planning.convert import parse_request, resolve_model, to_evaluation
 from app.planning.schemas import EvaluationRequest, PlanJobCreate
@@ -19,7 +20,7 @@ from planner.calibration.suggest import suggest_runs
 MAX_SUGGESTIONS = 20
 
 
-class SuggestionRequest(BaseModel):
+class SuggestionRequest(RequestModel):
     """The plan whose prediction the runs should pin down, and how many runs to propose."""
 
     model_config = ConfigDict(extra="forbid")
