@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, BeforeValidator, Field, GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
@@ -53,7 +53,7 @@ def _numbers_refuse_bool(schema: Any, handler: GetCoreSchemaHandler, seen: set[s
         return schema
     if schema.get("type") == "definition-ref" and schema["schema_ref"] not in seen:
         seen.add(schema["schema_ref"])
-        target = handler.resolve_ref_schema(schema)  # type: ignore[arg-type]
+        target = cast(dict[str, Any], handler.resolve_ref_schema(schema))
         target.update(_numbers_refuse_bool(dict(target), handler, seen))
         return schema
     out = {key: _numbers_refuse_bool(value, handler, seen) for key, value in schema.items()}

@@ -62,7 +62,9 @@ def megatron_args(
 ) -> list[str]:
     """The argv for ``pretrain_gpt.py`` that trains ``model`` with ``layout``."""
     # normalized, the planner's choices explicit (off where the job's release lacks them)
-    lay = comm_flags.resolve(model, cluster, pin_layout(job, layout))
+    lay = comm_flags.resolve(
+        model, cluster, pin_layout(job, layout), tp_overlap_on=job.tp_comm_overlap
+    )
     args = [
         "--tensor-model-parallel-size", str(lay.tp),
         "--pipeline-model-parallel-size", str(lay.pp),
@@ -280,7 +282,9 @@ def launch_spec(
     script: str = "pretrain_gpt.py",
 ) -> LaunchSpec:
     """argv, environment and a ``torchrun`` line for every node (``$NODE_RANK`` varies)."""
-    resolved = comm_flags.resolve(model, cluster, pin_layout(job, layout))
+    resolved = comm_flags.resolve(
+        model, cluster, pin_layout(job, layout), tp_overlap_on=job.tp_comm_overlap
+    )
     args = megatron_args(model, cluster, job, resolved)
     env = launch_env(cluster, resolved)
     if job.expandable_segments:  # against fragmentation (mechanisms-facts §6.7, MoE README)

@@ -201,7 +201,7 @@ def estimate_memory(
     counts = param_counts(model, seq_length=job.seq_length)
     # routed tokens on the busiest EP rank: the job's routing unless the caller overrides it
     imbalance = job.moe_imbalance if opts.moe_token_imbalance is None else opts.moe_token_imbalance
-    a2a = comm_flags.enabled(model, cluster, batch)
+    a2a = comm_flags.enabled(model, cluster, batch, tp_overlap_on=job.tp_comm_overlap)
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size)
     extra_layers = overlap_extra_layers(a2a)
     first_load, last_load = default_loads(model, batch, inflight_first, inflight_last, extra_layers)

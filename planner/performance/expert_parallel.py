@@ -161,7 +161,7 @@ def ep_all_to_all_time(
     # the other's compute, so at most that compute hides it. Only steady-state steps have a
     # partner: rank 0 warms up W = 2(p-1) + (v-1)p + 1 virtual micro-batches (megatron-facts
     # §3.3) and cools down as many; at p = 1 that leaves (m-1)/m paired.
-    on = comm_flags.enabled(model, cluster, batch)
+    on = comm_flags.enabled(model, cluster, batch, tp_overlap_on=ctx.job.tp_comm_overlap)
     warmup = np.where(batch.pp > 1, 2 * (pp - 1) + (vpp - 1) * pp + 1, 1.0)
     paired = np.maximum(m * vpp - warmup, 0.0) / (m * vpp)
     window = np.maximum(compute_mb - tp_hidden_mb, 0.0)

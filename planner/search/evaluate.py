@@ -125,7 +125,9 @@ def evaluate_layouts(
         result: dict[str, Any] = {
             "valid": ok,
             "violations": messages,
-            "layout": comm_flags.resolve(model, cluster, layout).to_dict(),
+            "layout": comm_flags.resolve(
+                model, cluster, layout, tp_overlap_on=job.tp_comm_overlap
+            ).to_dict(),
             "memory": memory_json(mem, i),
             "performance": None,
             "megatron": None,

@@ -348,7 +348,9 @@ def _nearest(
             break
         out.append(
             NearLayout(
-                layout=comm_flags.resolve(model, cluster, chosen.layout(k)).to_dict(),
+                layout=comm_flags.resolve(
+                    model, cluster, chosen.layout(k), tp_overlap_on=job.tp_comm_overlap
+                ).to_dict(),
                 total_bytes=total,
                 limit_bytes=cap,
                 over_bytes=over,

@@ -447,7 +447,9 @@ def _build_plans(
             )
             out[int(i)] = Plan(
                 rank=0,
-                layout=comm_flags.resolve(model, sc.cluster, batch.layout(k)),
+                layout=comm_flags.resolve(
+                    model, sc.cluster, batch.layout(k), tp_overlap_on=sc.job.tp_comm_overlap
+                ),
                 model=model,
                 cluster=sc.cluster,
                 job=sc.job,

@@ -127,8 +127,9 @@ def allowed(
 ) -> BoolArray:
     """Where Megatron (and the planner's other flags) allow the overlap. ``tp_overlap_on`` is
     the job's ``tp_comm_overlap``: a job that turns it off emits no ``--tp-comm-overlap``
-    (planner.megatron.flags), so nothing holds CUDA_DEVICE_MAX_CONNECTIONS at 1. The 'auto'
-    setting keeps the default (True) everywhere, so memory and time agree on it."""
+    (planner.megatron.flags), so nothing holds CUDA_DEVICE_MAX_CONNECTIONS at 1 and 'auto'
+    turns the overlap on there too. Every caller passes the job's setting (memory, time, rules
+    and flags agree on it)."""
     if not model.is_moe or model.mtp_num_layers > 1:
         return np.zeros(len(batch), dtype=np.bool_)
     ok = (batch.ep > 1) & (batch.recompute != RECOMPUTE_FULL)
@@ -162,10 +163,14 @@ def reasons_for(ctx: JobLayouts, i: int) -> list[str]:
     return reasons_blocked(ctx.model, ctx.cluster, layout, tp_overlap_on=ctx.job.tp_comm_overlap)
 
 
-def enabled(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch) -> BoolArray:
-    """Whether each layout runs with the overlap: auto -> where allowed, else as requested."""
+def enabled(
+    model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch, *, tp_overlap_on: bool
+) -> BoolArray:
+    """Whether each layout runs with the overlap: auto -> where allowed (under the job's
+    ``tp_comm_overlap``, ``tp_overlap_on``), else as requested."""
     request = batch.moe_a2a_overlap
-    return np.where(request == A2A_AUTO, allowed(model, cluster, batch), request == A2A_ON)
+    auto = allowed(model, cluster, batch, tp_overlap_on=tp_overlap_on)
+    return np.where(request == A2A_AUTO, auto, request == A2A_ON)
 
 
 DEEPEP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
@@ -197,16 +202,20 @@ def distinct_node_share(nodes: Any, topk: int) -> Any:
     return r * (1.0 - (1.0 - 1.0 / r) ** topk) / topk
 
 
-def resolve(model: ModelSpec, cluster: ClusterSpec, layout: Layout) -> Layout:
+def resolve(
+    model: ModelSpec, cluster: ClusterSpec, layout: Layout, *, tp_overlap_on: bool
+) -> Layout:
     """The layout with ``moe_a2a_overlap`` and ``moe_dispatcher`` made explicit (False and None
-    for dense models)."""
+    for dense models); ``tp_overlap_on``: the job's ``tp_comm_overlap``."""
     lay = layout.normalized()
     if lay.moe_a2a_overlap is not None and (lay.moe_dispatcher is not None or not model.is_moe):
         return lay  # already explicit (resolving twice is free)
     batch = LayoutBatch.from_layouts([lay])
     values = lay.to_dict()
     if lay.moe_a2a_overlap is None:
-        values["moe_a2a_overlap"] = bool(enabled(model, cluster, batch)[0])
+        values["moe_a2a_overlap"] = bool(
+            enabled(model, cluster, batch, tp_overlap_on=tp_overlap_on)[0]
+        )
     if lay.moe_dispatcher is None and model.is_moe:
         values["moe_dispatcher"] = "flex" if flex_dispatch(model, cluster, batch)[0] else "alltoall"
     return Layout(**values)

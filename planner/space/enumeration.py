@@ -282,7 +282,7 @@ def enumerate_layouts(
     )
     if c.moe_a2a_overlap is None and model.is_moe and not lacks(job, "moe_a2a_overlap", "true"):
         # also search it off where auto turns it on: it costs a layer of activations
-        on = comm_flags.allowed(model, cluster, batch)
+        on = comm_flags.allowed(model, cluster, batch, tp_overlap_on=job.tp_comm_overlap)
         off = batch.take(np.flatnonzero(on))
         off = replace(off, moe_a2a_overlap=np.full(len(off), A2A_OFF, dtype=np.int64))
         batch = LayoutBatch.concat([batch, off])

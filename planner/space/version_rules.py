@@ -128,7 +128,7 @@ def usage(
         out[("moe_dispatcher", "flex")] = flex
         out[("moe_dispatcher", "alltoall")] = (batch.ep > 1) & ~flex
         out[("moe_a2a_overlap", "true")] = np.asarray(
-            comm_flags.enabled(model, cluster, batch), np.bool_
+            comm_flags.enabled(model, cluster, batch, tp_overlap_on=job.tp_comm_overlap), np.bool_
         )
     return {k: np.asarray(v, np.bool_) for k, v in out.items()}
 

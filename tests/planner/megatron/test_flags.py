@@ -151,7 +151,9 @@ def test_flags_parse_back_to_the_same_layout_and_job(case: Any) -> None:
     model, layout, job = case
     world = layout.num_gpus
     parsed = parse_megatron_args(megatron_args(model, cluster(8), job, layout), world_size=world)
-    assert parsed.layout == comm_flags.resolve(model, cluster(8), layout)
+    assert parsed.layout == comm_flags.resolve(
+        model, cluster(8), layout, tp_overlap_on=job.tp_comm_overlap
+    )
     assert (parsed.seq_length, parsed.global_batch_size, parsed.precision) == (
         job.seq_length,
         job.global_batch_size,

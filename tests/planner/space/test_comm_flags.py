@@ -6,11 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from planner.layouts import LayoutBatch
+from planner.layouts import RECOMPUTE_FULL, LayoutBatch
 from planner.megatron.flags import launch_spec, megatron_args
 from planner.memory.estimate import estimate_memory
 from planner.performance.step_time import default_profile, estimate_performance
 from planner.space import comm_flags
+from planner.space.enumeration import SearchConstraints, enumerate_layouts
 from planner.space.rules import violations
 from planner.specs import ClusterSpec, Layout, TrainingJob
 from tests.planner.fixtures import H100, MIXTRAL_8X7B
@@ -37,9 +38,11 @@ def test_auto_turns_it_on_for_expert_parallel_layouts_megatron_accepts() -> None
         Layout(tp=2, ep=8, etp=1, dp=32),  # --tp-comm-overlap wants CUDA_DEVICE_MAX_CONNECTIONS=1
         Layout(ep=8, dp=64, moe_a2a_overlap=False),  # the user's choice
     ]
-    got = comm_flags.enabled(MIXTRAL_8X7B, c, LayoutBatch.from_layouts(on + off))
+    got = comm_flags.enabled(
+        MIXTRAL_8X7B, c, LayoutBatch.from_layouts(on + off), tp_overlap_on=True
+    )
     assert got.tolist() == [True] * len(on) + [False] * len(off)
-    assert not comm_flags.resolve(DENSE, c, Layout(dp=64)).moe_a2a_overlap
+    assert not comm_flags.resolve(DENSE, c, Layout(dp=64), tp_overlap_on=True).moe_a2a_overlap
 
 
 def test_flags_and_environment_follow_the_resolved_choice() -> None:
@@ -123,9 +126,11 @@ def test_fp8_jobs_gather_fp8_weights_with_the_distributed_optimizer() -> None:
 def test_flex_dispatcher_is_picked_where_the_expert_group_spans_nodes() -> None:
     c = cluster(64)
     spans, inside = Layout(tp=2, ep=8, etp=2, dp=32), Layout(tp=2, ep=8, etp=1, dp=32)
-    assert comm_flags.resolve(MIXTRAL_8X7B, c, spans).moe_dispatcher == "flex"
-    assert comm_flags.resolve(MIXTRAL_8X7B, c, inside).moe_dispatcher == "alltoall"
-    assert comm_flags.resolve(DENSE, c, Layout(dp=64)).moe_dispatcher is None
+    assert comm_flags.resolve(MIXTRAL_8X7B, c, spans, tp_overlap_on=True).moe_dispatcher == "flex"
+    assert (
+        comm_flags.resolve(MIXTRAL_8X7B, c, inside, tp_overlap_on=True).moe_dispatcher == "alltoall"
+    )
+    assert comm_flags.resolve(DENSE, c, Layout(dp=64), tp_overlap_on=True).moe_dispatcher is None
     spec = launch_spec(MIXTRAL_8X7B, c, JOB, spans)
     assert "--moe-flex-dispatcher-backend" in spec.args and "flex" in spec.args
     assert any("DeepEP" in note for note in spec.notes)
@@ -149,7 +154,10 @@ def test_flex_sends_one_copy_per_destination_node() -> None:
 def test_flex_on_a_gpu_without_deepep_is_refused() -> None:
     a100 = ClusterSpec(name="a", gpu=replace(H100, architecture="ampere"), num_gpus=64)
     layout = Layout(tp=2, ep=8, etp=2, dp=32)
-    assert comm_flags.resolve(MIXTRAL_8X7B, a100, layout).moe_dispatcher == "alltoall"
+    assert (
+        comm_flags.resolve(MIXTRAL_8X7B, a100, layout, tp_overlap_on=True).moe_dispatcher
+        == "alltoall"
+    )
     messages = violations(MIXTRAL_8X7B, a100, JOB, replace(layout, moe_dispatcher="flex"))
     assert any("DeepEP" in m for m in messages)
 
@@ -187,5 +195,41 @@ def test_on_hopper_a_job_without_tp_comm_overlap_may_ask_for_it_with_tp() -> Non
     assert "--tp-comm-overlap" not in spec.args
     assert set(comm_flags.A2A_FLAGS) <= set(spec.args)
     assert spec.env["CUDA_DEVICE_MAX_CONNECTIONS"] == comm_flags.CONNECTIONS
-    auto = Layout(tp=2, ep=8, etp=1, dp=32)  # 'auto' keeps the conservative default
-    assert not comm_flags.enabled(MIXTRAL_8X7B, cluster(64), LayoutBatch.from_layouts([auto]))[0]
+    auto = LayoutBatch.from_layouts([Layout(tp=2, ep=8, etp=1, dp=32)])
+    assert not comm_flags.enabled(MIXTRAL_8X7B, cluster(64), auto, tp_overlap_on=True)[0]
+    assert comm_flags.enabled(MIXTRAL_8X7B, cluster(64), auto, tp_overlap_on=False)[0]
+
+
+def _a2a_of_tp2_layouts(job: TrainingJob) -> set[bool]:
+    """The A2A overlap values the search space tries for tp = 2 expert-parallel layouts."""
+    batch = enumerate_layouts(
+        MIXTRAL_8X7B, cluster(64), job, SearchConstraints(tp=(2,), pp=(1,), ep=(8,))
+    )
+    keep = (batch.tp == 2) & batch.sequence_parallel & (batch.recompute != RECOMPUTE_FULL)
+    on = comm_flags.enabled(MIXTRAL_8X7B, cluster(64), batch, tp_overlap_on=job.tp_comm_overlap)
+    return {bool(x) for x in on[keep]}
+
+
+def test_auto_tries_it_with_tp_when_the_job_turns_tp_comm_overlap_off() -> None:
+    """Both sides of the clash rule in 'auto' mode: with --tp-comm-overlap (the default) the
+    search never turns the A2A overlap on for a tp = 2 layout on Hopper; with the job's
+    tp_comm_overlap off it tries both on and off."""
+    assert _a2a_of_tp2_layouts(JOB) == {False}
+    assert _a2a_of_tp2_layouts(replace(JOB, tp_comm_overlap=False)) == {False, True}
+
+
+def test_auto_resolves_the_same_way_in_memory_time_and_flags() -> None:
+    """An evaluated tp = 2 layout left on auto, under a job without TP overlap: the flags,
+    the memory estimate (one more layer in flight) and the reported layout all have it on."""
+    job = replace(JOB, tp_comm_overlap=False)
+    layout = Layout(tp=2, ep=8, etp=1, dp=32)
+    spec = launch_spec(MIXTRAL_8X7B, cluster(64), job, layout)
+    assert set(comm_flags.A2A_FLAGS) <= set(spec.args)
+    assert comm_flags.resolve(
+        MIXTRAL_8X7B, cluster(64), layout, tp_overlap_on=False
+    ).moe_a2a_overlap
+    auto = estimate_memory(MIXTRAL_8X7B, cluster(64), job, LayoutBatch.from_layouts([layout]))
+    on = LayoutBatch.from_layouts([replace(layout, moe_a2a_overlap=True)])
+    assert auto.total_bytes[0] == estimate_memory(MIXTRAL_8X7B, cluster(64), job, on).total_bytes[0]
+    with_tp = launch_spec(MIXTRAL_8X7B, cluster(64), JOB, layout)
+    assert "--overlap-moe-expert-parallel-comm" not in with_tp.args
