@@ -124,7 +124,7 @@ def plan(
     if json_output:
         print_json(result.raw)
     else:
-        _print_result(result)
+        _print_result(result, level_line(run_profile, profile, cluster))
     if not result.plans:
         if not json_output:
             Console(stderr=True).print("[bold red]No feasible layout.[/]")
@@ -144,7 +144,21 @@ def _plan_with_progress(plan_request: Any, request: Any, profile: Any) -> PlanAn
         return out
 
 
-def _print_result(result: PlanAnswer) -> None:
+def level_line(run_profile: Any, profile_file: Any, cluster: str | None) -> str | None:
+    """The sentence saying that the profile carries a cluster's calibrated level (its
+    ``cluster_step_scale``, planner.calibration.level), which scales every predicted step time;
+    None for a profile without one (the shipped profiles)."""
+    scale = getattr(run_profile, "cluster_step_scale", 1.0)
+    if run_profile is None or scale == 1.0:
+        return None
+    source = f"the profile {profile_file}" if profile_file else f"cluster {cluster}'s calibration"
+    return (
+        f"Cluster level applied ({source}): every step time x{scale:.3f}, "
+        f"tokens/s x{1 / scale:.3f}."
+    )
+
+
+def _print_result(result: PlanAnswer, level: str | None = None) -> None:
     from app.planning.reports import InverseResult
 
     console = out_console()
@@ -206,6 +220,8 @@ def _print_result(result: PlanAnswer) -> None:
                 cells.append(f"{plan.objective.usd or 0:,.0f}")
         table.add_row(*cells)
     console.print(table)
+    if level:
+        console.print(level, highlight=False)
     if not isinstance(result, InverseResult) and result.winner:
         console.print(f"Why #1: {result.winner['sentence']}.", highlight=False)
     _print_choices(console, result)
