@@ -57,7 +57,7 @@ def test_flags_are_emitted_and_parse_back(case: tuple[Any, ...]) -> None:
     joined = " ".join(args)
     assert " ".join(expected) in joined or all(flag in args for flag in expected)
     parsed = parse_megatron_args(args, world_size=layout.num_gpus)
-    assert parsed.layout == overlap.resolve(model, c, layout)
+    assert parsed.layout == overlap.resolve(model, c, layout, tp_overlap_on=job.tp_comm_overlap)
     assert parsed.precision == job.precision
 
 
