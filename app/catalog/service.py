@@ -215,7 +215,14 @@ class CatalogService:
 
     def delete(self, kind: str, slug: str) -> None:
         self._forget()  # this process sees the change at once
-        self.repo.delete(self._writable(kind, slug))
+        row = self._writable(kind, slug)
+        users = [c.slug for c in self.list("cluster") if kind == "gpu" and c.spec["gpu"] == slug]
+        if users:  # deleting it would leave those clusters naming a GPU that no longer exists
+            raise ConflictError(
+                f"GPU {slug!r} is used by cluster(s) {', '.join(users)}; delete them first "
+                f"(DELETE /v1/clusters/SLUG) or point them at another GPU (PUT /v1/clusters/SLUG)"
+            )
+        self.repo.delete(row)
 
     def import_hf(self, slug: str, config: dict[str, Any]) -> CatalogEntryRead:
         from planner.model.hf_config import model_from_hf_config

@@ -13,7 +13,7 @@ from app.calibration.fit import parse_measurement_rows
 from app.core.schemas import RequestModel
 from app.planning.compute import profile_for
 from app.planning.convert import parse_request, resolve_model, to_evaluation
-from app.planning.schemas import EvaluationRequest, PlanJobCreate
+from app.planning.schemas import MAX_GPUS, EvaluationRequest, PlanJobCreate
 from planner import PerformanceProfile, SpecError
 from planner.calibration.suggest import suggest_runs
 
@@ -35,6 +35,7 @@ class SuggestionRequest(RequestModel):
     max_nodes: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_GPUS,  # a node has at least one GPU
         description="the most nodes one run may use (your budget per run); default: the "
         "cluster's. Where the plan's smallest proxy needs more, the answer's `note` says how "
         "many to allow",

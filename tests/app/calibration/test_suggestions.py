@@ -124,6 +124,10 @@ def test_a_budget_below_the_proxy_is_said_in_the_answer(client: TestClient) -> N
         "/v1/calibration-suggestions", json={"evaluation": WIDE_70B, "k": 3, "max_nodes": 0}
     )
     assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "max_nodes"
+    huge = client.post(  # bounded like every number: a node has at least one GPU
+        "/v1/calibration-suggestions", json={"evaluation": WIDE_70B, "max_nodes": 10**23}
+    )
+    assert huge.status_code == 422 and huge.json()["errors"][0]["field"] == "max_nodes"
 
 
 def test_cli_suggest_prints_the_note_and_takes_a_budget(tmp_path: Path) -> None:
