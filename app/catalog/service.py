@@ -210,7 +210,14 @@ class CatalogService:
         self._forget()  # this process sees the change at once
         row = self._writable(kind, slug)
         stored = self.validate(kind, slug, spec)
-        self.repo.add_version(row, stored, meta)
+        try:
+            with self.repo.session.begin_nested():
+                self.repo.add_version(row, stored, meta)
+        except IntegrityError as exc:  # another PUT took this version number first
+            raise ConflictError(
+                f"{KIND_NAMES[kind]} {slug!r} was changed by another request at the same time; "
+                f"GET /v1/{kind}s/{slug} to see its version, then send the PUT again"
+            ) from exc
         return to_read(row, stored, meta)
 
     def delete(self, kind: str, slug: str) -> None:
