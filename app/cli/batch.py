@@ -60,7 +60,7 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror}", field="jobs")
+        fail(f"cannot read {path}: {exc.strerror}", field="JOBS")
     suffix = path.suffix.lower()
     if suffix == ".csv":
         jobs: list[dict[str, Any]] = []
@@ -73,17 +73,17 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
             jobs.append(job)
         return jobs
     if suffix not in (".yaml", ".yml", ".json"):
-        fail(f"{path}: use a .csv, .yaml, .yml or .json file", field="jobs")
+        fail(f"{path}: use a .csv, .yaml, .yml or .json file", field="JOBS")
     import yaml
 
     try:
         data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        fail(f"{path}: cannot parse: {exc}", field="jobs")
+        fail(f"{path}: cannot parse: {exc}", field="JOBS")
     if isinstance(data, dict) and "jobs" in data:
         data = data["jobs"]
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        fail(f"{path}: expected a list of job objects", field="jobs")
+        fail(f"{path}: expected a list of job objects", field="JOBS")
     # an output read back: its result columns go, empty cells are unset
     return [{k: v for k, v in x.items() if k not in RESULT_COLUMNS and v != ""} for x in data]
 
@@ -136,7 +136,7 @@ def batch(
         fail(f"{output}: the output must end in .csv or .json", field="output")
     items = read_jobs(jobs)
     if not items:
-        fail(f"{jobs}: no jobs", field="jobs")
+        fail(f"{jobs}: no jobs", field="JOBS")
     if cluster is not None:
         items = [
             job if job.get("cluster") or job.get("gpu") else {**job, "cluster": cluster}

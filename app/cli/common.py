@@ -28,7 +28,8 @@ def fail(message: str, *, field: str | None = None, code: int = EXIT_BAD_INPUT) 
     if field:
         from app.planning.convert import flag_label
 
-        flag = field if field.startswith("--") else flag_label(field)
+        # an option's field becomes its flag; a positional argument is named as usage shows it
+        flag = field if field.startswith("--") or field.isupper() else flag_label(field)
     where = f" (field: {flag})" if flag and not message.startswith(flag) else ""
     err_console.print(f"[bold red]error:[/] {message}{where}", highlight=False, markup=True)
     raise SystemExit(code)
@@ -59,6 +60,12 @@ def inline_model_file(ref: object) -> object:
         return ref
     path = Path(ref).expanduser()
     if not path.is_file():
+        if "/" in ref or path.suffix in (".json", ".yaml", ".yml"):  # no slug has either
+            fail(
+                f"cannot read {ref}: no such file; give a catalog slug (planner catalog list models) "
+                "or the path of a model spec or config.json",
+                field="model",
+            )
         return ref
     import models_db
     from planner.specs import SpecError

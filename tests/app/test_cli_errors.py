@@ -160,3 +160,18 @@ def test_result_prints_the_plans_of_a_finished_job(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(PlannerClient, "get_plans", lambda self, job_id: typed)
     code, out, _ = run("result", "job-9", "--json")
     assert code == 0 and json.loads(out)["plans"][0]["layout"]["tp"] == 8
+
+
+@pytest.mark.parametrize("model", ["./missing-model.json", "specs/nope.yaml"])
+def test_a_model_file_that_does_not_exist_is_said_so(model: str) -> None:
+    """It read "--model must be a catalog slug ... (got './missing-model.json')" before."""
+    code, _, err = run("plan", *JOB[2:], "--model", model)
+    assert code == 2
+    assert f"cannot read {model}: no such file" in err and "--model" in err
+    assert "Traceback" not in err
+
+
+def test_a_missing_jobs_file_names_the_argument_not_an_option(tmp_path: Path) -> None:
+    code, _, err = run("batch", str(tmp_path / "none.csv"), "-o", str(tmp_path / "out.csv"))
+    assert code == 2
+    assert "cannot read" in err and "(field: JOBS)" in err and "--jobs" not in err
