@@ -32,10 +32,23 @@ def _flag(field: str | None) -> str:
 
 
 def _read(path: Path, flag: str) -> dict[str, str]:
+    field = flag.removeprefix("--")
+    # a log may carry a stray byte (a progress bar, a terminal escape): decoded leniently
+    errors = "strict" if flag == "--measurements" else "replace"
     try:
-        return {"name": path.stem, "text": path.read_text(encoding="utf-8", errors="replace")}
+        text = path.read_bytes().decode("utf-8", errors=errors)
     except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror}", field=flag.removeprefix("--"))
+        fail(f"cannot read {path}: {exc.strerror}", field=field)
+    except UnicodeDecodeError as exc:
+        fail(f"{path} is not UTF-8 text (byte {exc.start}); give a CSV file", field=field)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if flag == "--measurements" and len(lines) < 2:  # said per file, not "no rows" for all
+        fail(
+            f"{path} has no measurement rows: give a CSV with a header line (the columns of "
+            "shared/data/measured-throughput.csv) and one line per measured run",
+            field=field,
+        )
+    return {"name": path.stem, "text": text}
 
 
 def read_measurement_rows(

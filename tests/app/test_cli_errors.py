@@ -175,3 +175,23 @@ def test_a_missing_jobs_file_names_the_argument_not_an_option(tmp_path: Path) ->
     code, _, err = run("batch", str(tmp_path / "none.csv"), "-o", str(tmp_path / "out.csv"))
     assert code == 2
     assert "cannot read" in err and "(field: JOBS)" in err and "--jobs" not in err
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"", "has no measurement rows"),
+        (b"{not a csv", "has no measurement rows"),
+        (b"model,tp\n", "has no measurement rows"),
+        (b"\xff\xfe\x00binary", "is not UTF-8 text"),
+    ],
+)
+def test_a_measurements_file_without_rows_is_named(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    """Each said "no measurement rows in the request" before, or read binary as text."""
+    path = tmp_path / "runs.csv"
+    path.write_bytes(content)
+    code, _, err = run("calibrate", "--measurements", str(path))
+    assert code == 2
+    assert f"{path} {said}" in err and "--measurements" in err
