@@ -44,6 +44,13 @@ MULTI = {"recompute_modules": RECOMPUTE_MODULE_OPTIONS,
          "activation_offload_modules": OFFLOAD_MODULE_OPTIONS}  # fmt: skip
 
 
+TEXT_LABELS = {
+    "recompute_num_layers": "Full recompute: layers per chunk",
+    "activation_offload_layers": "Activation offload layers",
+    "optimizer_offload_fraction": "Optimizer offload fraction",
+}
+"""The typed fields' labels on the form (_memory_fields.html), for their messages."""
+
 def memory_values(form: Mapping[str, Any], multi: Mapping[str, list[str]]) -> dict[str, Any]:
     """The checkbox groups and switches of the posted form, as the form shows them again."""
     values: dict[str, Any] = {name: list(multi.get(name, [])) for name in MULTI}
@@ -75,7 +82,7 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
         text = str(values.get(name, "")).strip()
         if text:
             if not text.isdigit():
-                message = f"{name} must be a whole number, 0 or more; got {text!r}"
+                message = f"{TEXT_LABELS[name]} must be a whole number, 0 or more; got {text!r}"
                 raise SpecError(message, field=name)
             req[name] = int(text)
     fractions = str(values.get("optimizer_offload_fraction", "")).replace(" ", "")
@@ -84,7 +91,8 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
             req["optimizer_offload_fraction"] = [float(x) for x in fractions.split(",") if x]
         except ValueError:
             raise SpecError(
-                "optimizer_offload_fraction must be numbers from 0 to 1 (0,0.5), "
+                f"{TEXT_LABELS['optimizer_offload_fraction']} must be numbers from 0 to 1 "
+                "(0 or a list: 0,0.5), "
                 f"got {fractions!r}",
                 field="optimizer_offload_fraction",
             ) from None

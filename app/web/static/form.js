@@ -53,6 +53,7 @@
     });
     var gpus = Number(value(form, "num_gpus")), nodes = Number(value(form, "num_nodes"));
     var perNode = value(form, "cluster") ? 0 : Number(value(form, "gpus_per_node"));
+    if (errors.gpus_per_node) perNode = 0;  // a bad node size is said once, beside its own field
     if (!errors.num_gpus && !errors.num_nodes && gpus && nodes && perNode && gpus !== nodes * perNode) {
       errors.num_gpus = errors.num_nodes = fmt(gpus) + " GPUs is not " + fmt(nodes) + " nodes of " + fmt(perNode) + ": give one of the two, or make them agree.";
     } else if (!errors.num_gpus && gpus && perNode && !nodes && gpus > perNode && gpus % perNode) {

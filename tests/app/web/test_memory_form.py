@@ -71,3 +71,22 @@ def test_a_negative_layer_count_says_zero_or_more() -> None:
 
     with pytest.raises(SpecError, match="0 or more; got '-1'"):
         memory_request({"recompute_num_layers": "-1"})
+
+
+@pytest.mark.parametrize(
+    ("field", "label"),
+    [
+        ("recompute_num_layers", "Full recompute: layers per chunk"),
+        ("activation_offload_layers", "Activation offload layers"),
+        ("optimizer_offload_fraction", "Optimizer offload fraction"),
+    ],
+)
+def test_typed_memory_fields_are_named_by_their_label(field: str, label: str) -> None:
+    """The message under the input names it as the form does, not by its request field."""
+    from app.web.memory_form import memory_request
+    from planner.specs import SpecError
+
+    with pytest.raises(SpecError) as caught:
+        memory_request({field: "abc"})
+    assert caught.value.message.startswith(f"{label} must be")
+    assert caught.value.field == field
