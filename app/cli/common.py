@@ -60,10 +60,10 @@ def inline_model_file(ref: object) -> object:
         return ref
     path = Path(ref).expanduser()
     if not path.is_file():
-        if "/" in ref or path.suffix in (".json", ".yaml", ".yml"):  # no slug has either
+        if "/" in ref or path.suffix in (".json", ".yaml", ".yml"):  # meant as a file
             fail(
-                f"cannot read {ref}: no such file; give a catalog slug (planner catalog list models) "
-                "or the path of a model spec or config.json",
+                f"cannot read {ref}: no such file; give a catalog slug (planner catalog list "
+                "models) or the path of a model spec or config.json",
                 field="model",
             )
         return ref
