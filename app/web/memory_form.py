@@ -51,6 +51,7 @@ TEXT_LABELS = {
 }
 """The typed fields' labels on the form (_memory_fields.html), for their messages."""
 
+
 def memory_values(form: Mapping[str, Any], multi: Mapping[str, list[str]]) -> dict[str, Any]:
     """The checkbox groups and switches of the posted form, as the form shows them again."""
     values: dict[str, Any] = {name: list(multi.get(name, [])) for name in MULTI}
