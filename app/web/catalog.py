@@ -133,7 +133,8 @@ def catalog_models(request: Request, backend: Backend) -> Response:
 async def parse_model(request: Request, backend: Backend) -> Response:
     form = await request.form()
     text = str(form.get("config_json", ""))
-    name = str(form.get("name", "")).strip() or "pasted-model"
+    typed = str(form.get("name", "")).strip()  # shown back as typed when the submit fails
+    name = typed or "pasted-model"
     try:
         config = load_json_text(text, "hf_config")
         if not isinstance(config, dict):
@@ -157,6 +158,7 @@ async def parse_model(request: Request, backend: Backend) -> Response:
                 "config_text": text,
                 "config_error": f"not valid JSON: {exc.msg} at line "
                 f"{exc.lineno}, column {exc.colno}",
+                "parsed_name": typed,
             },
             status_code=422,
         )
@@ -166,7 +168,7 @@ async def parse_model(request: Request, backend: Backend) -> Response:
             request,
             backend,
             "models",
-            {"config_text": text, key: exc.message, "parsed_name": name},
+            {"config_text": text, key: exc.message, "parsed_name": typed},
             status_code=422,
         )
     parsed = [(k, json.dumps(v)) for k, v in spec.items() if k != "sources"]

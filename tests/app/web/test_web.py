@@ -250,6 +250,16 @@ def test_catalog_rejects_bad_config_json(client: TestClient) -> None:
     assert "not valid JSON" in response.text
 
 
+@pytest.mark.parametrize("config", ["{not json", "[1, 2]"])
+def test_a_failed_catalog_submit_keeps_the_name_as_typed(client: TestClient, config: str) -> None:
+    """Bad JSON cleared the name field before: a failed submit loses nothing typed."""
+    data = {"name": "my-model", "config_json": config, "store": "1"}
+    response = client.post("/catalog/models", data=data)
+    assert response.status_code == 422
+    assert 'id="name" name="name" type="text" value="my-model"' in response.text
+    assert "pasted-model" not in response.text
+
+
 def test_layout_text_hides_unit_axes() -> None:
     layout = {
         "tp": 4,
