@@ -116,8 +116,9 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
             body["max_nodes"] = int(nodes_text)
         result = await run_in_threadpool(backend.suggest_runs, body)
     except SpecError as exc:
-        own = ("suggest_k", "suggest_max_nodes")
-        field = exc.field if exc.field in own else "suggest_request"
+        own = {"suggest_k": "suggest_k", "k": "suggest_k"}
+        own |= {"suggest_max_nodes": "suggest_max_nodes", "max_nodes": "suggest_max_nodes"}
+        field = own.get(exc.field or "", "suggest_request")  # the request's fields: their inputs
         ctx = _context(
             backend,
             suggest_error={"field": field, "message": exc.message},

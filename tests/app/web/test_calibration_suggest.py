@@ -62,6 +62,15 @@ def test_a_large_replica_gets_proxies_and_a_budget_note(client: TestClient) -> N
     assert response.status_code == 422 and 'id="suggest_max_nodes-error"' in response.text
 
 
+def test_a_budget_past_the_limit_is_flagged_under_its_own_input(client: TestClient) -> None:
+    """The request's bound (max_nodes <= 65536) was shown under the JSON textarea before."""
+    data = {"request": json.dumps(LAYOUT), "k": "2", "max_nodes": "99999999"}
+    response = client.post("/calibration/suggest", data=data)
+    assert response.status_code == 422
+    assert 'id="suggest_max_nodes-error"' in response.text
+    assert 'id="suggest_request-error"' not in response.text
+
+
 def test_a_budget_inside_the_json_applies_when_the_field_is_empty(client: TestClient) -> None:
     # the textarea takes the API's body ({"evaluation": ..., "max_nodes": 4}); an empty form
     # field must not erase its budget
