@@ -109,6 +109,14 @@ def _message(field: str, err: dict[str, Any]) -> str:
         return f"unknown field {field!r}; remove it (see the schema for accepted fields)"
     if kind == "missing":
         return "a JSON request body is required" if field == "body" else f"{field} is required"
+    if field == "body" and kind in ("model_attributes_type", "model_type", "dict_type"):
+        given = err.get("input")
+        if isinstance(given, str | bytes):  # HTTP: sent without Content-Type: application/json
+            return (
+                "the body must be a JSON object of the request's fields, sent with "
+                "Content-Type: application/json"
+            )
+        return f"the request must be a JSON object of its fields (got {_shown(given)})"
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == SLUG_PATTERN:
         return f"{field} must be {_SLUG_RULE} (got {_shown(err.get('input'))})"
     message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")

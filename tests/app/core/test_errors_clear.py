@@ -185,3 +185,20 @@ def test_problem_fields_keeps_nested_field_paths() -> None:
         ]
     )
     assert [e["field"] for e in errors] == ["recompute.1", "spec.hiden_size"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "said"),
+    [
+        ({}, b'{"model": "llama3.1-70b"}', "Content-Type: application/json"),
+        ({"content-type": "text/plain"}, b'{"model": "llama3.1-70b"}', "Content-Type"),
+        ({"content-type": "application/json"}, b"[1, 2]", "JSON object of its fields (got a list)"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_says_how_to_send_it(
+    client: TestClient, headers: dict[str, str], body: bytes, said: str
+) -> None:
+    """``curl -d '{...}'`` without a Content-Type read "Input should be a valid dictionary or
+    object to extract fields from" before."""
+    errors = errors_of(client.post("/v1/plan-jobs", content=body, headers=headers))
+    assert errors[0]["field"] == "body" and said in errors[0]["message"]
