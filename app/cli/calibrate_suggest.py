@@ -49,8 +49,10 @@ def run_suggest(
         body["max_nodes"] = max_nodes
     try:
         result = suggest(body, measured_rows=rows)
-    except SpecError as exc:
-        fail(exc.message, field=exc.field)
+    except SpecError as exc:  # a field of the request file is named inside it, not as a flag
+        field = exc.field or "request"
+        flags = {"k": "--suggest", "max_nodes": "--max-nodes" if max_nodes is not None else None}
+        fail(exc.message, field=flags.get(field) or f"--request ({field})")
     if json_output:
         print_json(result)
         return

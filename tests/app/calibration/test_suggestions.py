@@ -175,3 +175,16 @@ def test_the_sdk_asks_the_same_question(client: TestClient) -> None:
             assert exc.status == 422 and any(e["field"] == "max_nodes" for e in exc.errors)
         else:
             raise AssertionError("max_nodes 0 was accepted")
+
+
+def test_cli_names_a_bad_field_of_the_request_file_inside_it(tmp_path: Path) -> None:
+    """It read "(field: --evaluation (num_gpus))" before: a flag that does not exist."""
+    request = tmp_path / "layout.json"
+    request.write_text(json.dumps({**WIDE_70B, "num_gpus": True}))
+    result = CliRunner().invoke(cli, ["calibrate", "--suggest", "2", "--request", str(request)])
+    assert result.exit_code == 2
+    assert "(field: --request (evaluation.num_gpus))" in result.stderr
+    flag = ["calibrate", "--suggest", "2", "--request", str(request), "--max-nodes", "99999999"]
+    request.write_text(json.dumps(WIDE_70B))
+    result = CliRunner().invoke(cli, flag)
+    assert result.exit_code == 2 and "(field: --max-nodes)" in result.stderr
