@@ -193,6 +193,7 @@ def evaluate_bulk(
     from planner.performance import estimate_performance
     from planner.search.cp_choice import choose_open_cp_comm
     from planner.space.rules import RULES, check_rules
+    from planner.space.version_rules import pin_unavailable
 
     # the job's fields checked by the one typed request of the question; layouts default
     req = parse_request(EvaluationRequest, common)
@@ -200,7 +201,9 @@ def evaluate_bulk(
     cluster = resolve_cluster(req, req.num_gpus)
     job = resolve_job(req, req.global_batch_size)
     threshold = req.memory_threshold
-    batch = LayoutBatch.from_columns(**columns)
+    # the planner's own switches (None = on where allowed) off where the job's stack lacks
+    # them, as a single evaluation and the search do (planner.space.version_rules)
+    batch = pin_unavailable(job, LayoutBatch.from_columns(**columns))
     violated = np.asarray(check_rules(model, cluster, job, batch), dtype=np.bool_)
     valid = np.asarray(~violated.any(axis=1), dtype=np.bool_)
     options = MemoryOptions(threshold=threshold)

@@ -79,3 +79,21 @@ def test_many_layouts_in_one_request(client: TestClient) -> None:
     lines = lines_of(client.post("/v1/evaluations/bulk", json={**JOB, "layouts": many}))
     assert len(lines) == 5000
     assert lines[4999]["valid"] == lines[4999 % len(LAYOUTS)]["valid"]
+
+
+def test_an_older_stack_prices_bulk_layouts_as_one_evaluation_does() -> None:
+    """Megatron-Core 0.8 lacks the MoE all-to-all overlap: a layout that leaves it to the
+    planner runs without it, in bulk as alone (bulk called it invalid before: 'a setting of the
+    layout needs a newer Megatron-Core')."""
+    from app.planning.bulk import evaluate_bulk, layout_columns
+
+    job = {"model": "mixtral-8x7b", "gpu": "h100-sxm-80gb", "num_gpus": 64, "seq_length": 4096,
+           "global_batch_size": 256, "megatron_core_version": "0.8"}  # fmt: skip
+    single = evaluate_request({**job, "ep": 8}).model_dump(mode="json")
+    assert single["valid"] and single["layout"]["moe_a2a_overlap"] is False
+    result = evaluate_bulk(job, layout_columns([{"ep": 8}], 64))
+    assert not result.violated.any()
+    assert result.memory_bytes[0] == pytest.approx(single["memory"]["total_bytes"], rel=1e-9)
+    assert result.tokens_per_s_per_gpu is not None
+    speed = single["performance"]["tokens_per_s_per_gpu"]
+    assert result.tokens_per_s_per_gpu[0] == pytest.approx(speed, rel=1e-6)
