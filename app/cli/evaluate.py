@@ -104,12 +104,14 @@ def evaluate(
     **shared: Any,
 ) -> None:
     """Check one layout (or many): Megatron's rules, memory per GPU, speed, launch flags."""
+    from app.cli.plan import level_line
     from app.cli.requests import build_request
     from app.planning.compute import evaluate_requests
     from app.planning.reports import EvaluationFailure, LayoutReport
     from app.planning.schemas import EvaluationRequest
     from planner import SpecError
 
+    level = None  # the calibrated level line (one request; --input lines may differ)
     if input is not None:
         reports = _evaluate_lines(_read_jsonl(input), profile)
     else:
@@ -120,11 +122,12 @@ def evaluate(
             reports = [(None, r) for r in evaluate_requests([request], profile=run_profile)]
         except SpecError as exc:
             fail(exc.message, field=exc.field)
+        level = level_line(run_profile, profile, cluster)
     if json_output:
         for line, report in reports:
             print_json(report.raw if line is None else {**report.raw, "line": line})
     else:
-        _print_table([report for _, report in reports])
+        _print_table([report for _, report in reports], level)
     first = reports[0][1]
     if input is None and not (isinstance(first, LayoutReport) and first.valid):
         raise SystemExit(1)
@@ -176,7 +179,7 @@ def _evaluate_lines(
     return [(number, outputs[number]) for number, _ in items]
 
 
-def _print_table(reports: list[Report]) -> None:
+def _print_table(reports: list[Report], level: str | None = None) -> None:
     from app.planning.reports import EvaluationFailure, LayoutReport
 
     console = out_console()
@@ -205,6 +208,8 @@ def _print_table(reports: list[Report]) -> None:
             "; ".join(out.violations),
         )
     console.print(table)
+    if level:
+        console.print(level, highlight=False)
     first = reports[0] if len(reports) == 1 else None
     if isinstance(first, LayoutReport) and first.performance is not None:
         print_uncertainty(console, first.performance.model_dump())

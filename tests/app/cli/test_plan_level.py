@@ -1,6 +1,7 @@
-"""``planner plan`` says when the profile it predicts with carries a cluster's calibrated level
-(``cluster_step_scale`` != 1: every step time scaled), as the calibration's ``level`` block does
-in the API and the web page; a profile without one prints nothing about it."""
+"""``planner plan`` and ``planner evaluate`` say when the profile they predict with carries a
+cluster's calibrated level (``cluster_step_scale`` != 1: every step time scaled), as the
+calibration's ``level`` block does in the API and the web page; a profile without one prints
+nothing about it."""
 
 from __future__ import annotations
 
@@ -41,3 +42,12 @@ def test_no_level_line_without_a_level(tmp_path: Path) -> None:
         result = runner.invoke(cli, args)
         assert result.exit_code == 0, result.stderr
         assert "Cluster level" not in result.stdout
+
+
+def test_evaluate_states_the_level_too(tmp_path: Path) -> None:
+    path = _profile_file(tmp_path, 0.8)
+    args = ["evaluate", *PLAN[1:-2], "--tp", "2", "--profile", str(path)]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.stderr
+    assert "every step time x0.800, tokens/s x1.250." in result.stdout
+    assert "Cluster level" not in runner.invoke(cli, args[:-2]).stdout
