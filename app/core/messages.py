@@ -117,6 +117,8 @@ def _message(field: str, err: dict[str, Any]) -> str:
                 "Content-Type: application/json"
             )
         return f"the request must be a JSON object of its fields (got {_shown(given)})"
+    if kind == "int_parsing_size":  # 1e30 for an integer: pydantic says "input string"
+        return f"{field} is too large (got {_shown(err.get('input'))}); see its limit in the schema"
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == SLUG_PATTERN:
         return f"{field} must be {_SLUG_RULE} (got {_shown(err.get('input'))})"
     message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")

@@ -202,3 +202,14 @@ def test_a_body_that_is_not_a_json_object_says_how_to_send_it(
     object to extract fields from" before."""
     errors = errors_of(client.post("/v1/plan-jobs", content=body, headers=headers))
     assert errors[0]["field"] == "body" and said in errors[0]["message"]
+
+
+def test_a_huge_number_for_an_integer_says_too_large(client: TestClient) -> None:
+    """1e30 read "Unable to parse input string as an integer, exceeded maximum size" before."""
+    errors = errors_of(client.post("/v1/plan-jobs", json={**PLAN, "num_gpus": 1e30}))
+    assert errors == [
+        {
+            "field": "num_gpus",
+            "message": "num_gpus is too large (got 1e+30); see its limit in the schema",
+        }
+    ]
