@@ -41,7 +41,3 @@ class CalibrationRepository:
     def list(self, cluster_slug: str) -> list[CalibrationRow]:
         stmt = select(CalibrationRow).where(CalibrationRow.cluster_slug == cluster_slug)
         return list(self.session.scalars(stmt.order_by(CalibrationRow.id.desc())))
-
-    def latest(self, cluster_slug: str) -> CalibrationRow | None:
-        rows = self.list(cluster_slug)
-        return rows[0] if rows else None

@@ -56,7 +56,10 @@ def resolve_references(
         # the runner gets plain numbers: the same for a preset or a user's (one rule, in convert)
         req = inline_cluster(req, preset)
         resolved["cluster"] = {"slug": cluster, **preset}
-        calibration = CalibrationRepository(session).latest(cluster)
+        # a calibration describes the GPU it was fitted on: once the cluster names another GPU
+        # (a PUT, or a slug deleted and created again) that GPU's shipped profile applies
+        fitted = CalibrationRepository(session).list(cluster)  # newest first
+        calibration = next((c for c in fitted if c.profile.get("gpu") == preset["gpu"]), None)
         if calibration is not None:
             resolved["profile"] = {"calibration_id": calibration.id, "profile": calibration.profile}
     for kind in ("model", "gpu"):
