@@ -89,6 +89,24 @@ def _api_problem(exc: BaseException) -> Explained | None:
     return Explained(message=f"HTTP {status}: {detail}{where}", exit_code=EXIT_BAD_INPUT)
 
 
+def _settings(exc: BaseException) -> Explained | None:
+    """A bad ``PLANNER_*`` environment variable (app.core.settings), named without its value
+    (the settings hide their input: a secret must not reach the terminal or a log)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+        return None
+    if exc.title != "Settings":
+        return None
+    problems = "; ".join(
+        f"PLANNER_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
+    )
+    return Explained(
+        message=f"bad setting: {problems}; fix the environment variable (or unset it for the "
+        "default)",
+        exit_code=EXIT_BAD_INPUT,
+    )
+
+
 def _database(exc: BaseException) -> Explained | None:
     sa_exc = sys.modules.get("sqlalchemy.exc")
     if sa_exc is None or not isinstance(exc, sa_exc.OperationalError | sa_exc.ArgumentError):
@@ -125,7 +143,7 @@ def explain(exc: BaseException) -> Explained | None:
         return Explained(message="interrupted", exit_code=EXIT_INTERRUPTED)
     if isinstance(exc, TimeoutError):  # the SDK's wait_for_job/wait_for_batch
         return Explained(message=f"{exc}; wait longer (--wait-timeout / --timeout) or retry")
-    for rule in (_http_transport, _api_problem, _database, _file):
+    for rule in (_http_transport, _api_problem, _settings, _database, _file):
         found = rule(exc)
         if found is not None:
             return found

@@ -195,3 +195,15 @@ def test_a_measurements_file_without_rows_is_named(
     code, _, err = run("calibrate", "--measurements", str(path))
     assert code == 2
     assert f"{path} {said}" in err and "--measurements" in err
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["keys", "list"]])
+def test_a_bad_setting_is_one_line_naming_the_variable_not_its_value(
+    command: list[str], tmp_path: Path
+) -> None:
+    """A traceback from pydantic-settings before."""
+    env = {"PLANNER_RATE_LIMIT_PER_S": "s3cret-token", "PLANNER_DATA_DIR": str(tmp_path)}
+    result = CliRunner().invoke(cli, command, env=env)
+    assert result.exit_code == 2, result.output
+    assert "PLANNER_RATE_LIMIT_PER_S" in result.stderr and "Traceback" not in result.output
+    assert "s3cret" not in result.output + result.stderr
