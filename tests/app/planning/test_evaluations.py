@@ -52,15 +52,17 @@ def test_cluster_newest_calibration_becomes_the_profile(
     factory = client.app.state.session_factory  # type: ignore[attr-defined]
     with factory() as session, session.begin():
         repo = CalibrationRepository(session)
-        for value in (1, 2):
+        for value in (1, 2):  # a stored profile names its GPU (PerformanceProfile.to_dict)
+            fitted = {"gpu": "h100-sxm-80gb", "v": value}
             repo.add(
                 CalibrationRow(
-                    cluster_slug="dgx-h100", num_measurements=1, profile={"v": value}, report={}
+                    cluster_slug="dgx-h100", num_measurements=1, profile=fitted, report={}
                 )
             )
     body = {k: v for k, v in BODY.items() if k != "gpu"}
     r = client.post("/v1/evaluations", json={**body, "cluster": "dgx-h100"})
     assert r.status_code == 200
     sent, profile = planner_fake.evaluate_calls[-1]
-    assert (sent["gpu"], sent["gpus_per_node"], profile) == ("h100-sxm-80gb", 8, {"v": 2})
+    expected = ("h100-sxm-80gb", 8, {"gpu": "h100-sxm-80gb", "v": 2})
+    assert (sent["gpu"], sent["gpus_per_node"], profile) == expected
     assert r.json()["gpu"] == "h100-sxm-80gb"
