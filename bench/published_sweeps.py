@@ -309,7 +309,9 @@ def evaluate_sweep(sweep: LayoutSweep) -> dict[str, Any]:
     memory: list[float] = []
     for p in sweep.points:
         job = p.job or sweep.job
-        (ev,) = evaluate_layouts(sweep.model, sweep.cluster, job, [p.layout], profile, threshold=1.0)
+        (ev,) = evaluate_layouts(
+            sweep.model, sweep.cluster, job, [p.layout], profile, threshold=1.0
+        )
         perf = ev["performance"]
         predicted.append(None if perf is None else float(perf["tokens_per_s_per_gpu"]))
         memory.append(float(ev["memory"]["utilization"]))

@@ -8,12 +8,23 @@ by term with the planner's own step terms (:func:`planner.estimate_performance`)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
-from bench.published_sweeps import LayoutSweep, cp_figure_sweeps, run, simumax_sweeps
+import numpy as np
+
+from bench.published_sweeps import (
+    LayoutSweep,
+    cp_figure_sweeps,
+    evaluate_sweep,
+    run,
+    simumax_sweeps,
+)
 from models_db.profiles import load_profile
 from planner import LayoutBatch, estimate_performance
+from planner.performance import tensor_parallel
 from planner.performance.compute import (
     core_attention_time,
     elementwise_bytes_per_token,
@@ -191,7 +202,9 @@ def results_markdown(payload: dict[str, Any]) -> list[str]:
     for r in payload["results"]:
         lines += [_point_row(r, p) for p in r["points"]]
     lines += ["", "Sources and assumptions:", ""]
-    lines += [f"- {r['sweep']}: {r['source']}. Assumed: {r['assumed']}." for r in payload["results"]]
+    lines += [
+        f"- {r['sweep']}: {r['source']}. Assumed: {r['assumed']}." for r in payload["results"]
+    ]
     lines += [
         "",
         "SimuMax's unstated settings, each varied (TP4 and TP8 relative to TP2; published "
@@ -245,6 +258,12 @@ def point_breakdown(sweep: LayoutSweep, label: str) -> dict[str, float]:
     # forward units x 3 (fwd + bwd, megatron-facts §5) x layers; per micro-batch, in ms
     out = {k: 3e3 * float(v[0]) * layers for k, v in per_layer.items()}
     out["logits + loss"] = 1e3 * float(3.0 * logits_time(ctx)[0] + loss_time(ctx)[0])
+    # achieved TFLOP/s of each layer GEMM at its per-GPU shape (performance-facts §1.3 compares)
+    for g in (*sh.attention_gemms, *sh.dense_mlp_gemms):
+        flop = g.fwd_flop_per_token * ctx.tokens / ctx.tp
+        rate = flop / gemms_time(ctx, (g,), ctx.tokens, ctx.tp)
+        name = f"GEMM n {g.n:.0f} x k {g.k:.0f} (/tp on {g.shard or '-'}): TFLOP/s"
+        out[name] = float(rate[0]) / 1e12
     tp_fwd = float(tp_layer_comm_fwd(ctx)[0])
     out["TP collectives, before hiding (fwd + bwd)"] = 2e3 * tp_fwd * layers
     out["TP message MiB"] = float(ctx.activation_bytes[0]) / 2**20
@@ -261,14 +280,59 @@ def diagnosis() -> dict[str, Any]:
     on = next(s for s in simumax_sweeps(tp_comm_overlap=True) if s.sweep_id.endswith("_32mb"))
     cp16 = cp_figure_sweeps()[0]
     return {
+        "cp_what_if": cp_what_ifs(),
         "simumax_32mb": {p.label: point_breakdown(simu, p.label) for p in simu.points},
         "simumax_32mb_overlap_on": {p.label: point_breakdown(on, p.label) for p in on.points},
         "cp_figure_16k": {p.label: point_breakdown(cp16, p.label) for p in cp16.points},
     }
 
 
+def _overlap_anywhere(cluster: Any, tp: Any, sp: Any) -> Any:
+    """What-if: TE's userbuffers overlap on every TP group with SP, nodes or not."""
+    return (np.asarray(tp) > 1) & np.asarray(sp, dtype=np.bool_)
+
+
+def cp_what_ifs() -> dict[str, Any]:
+    """The CP figure's ranked sweeps under two what-ifs that are NOT the shipped model, to find
+    the term that decides the cross-node TP bars: a 16-GPU NVLink domain (same NICs), and
+    --tp-comm-overlap priced across nodes (the planner emits it only inside a node)."""
+    out: dict[str, Any] = {}
+    for sweep in cp_figure_sweeps():
+        if len(sweep.points) < 3:
+            continue
+        wide = evaluate_sweep(replace(sweep, cluster=replace(sweep.cluster, gpus_per_node=16)))
+        with mock.patch.object(tensor_parallel, "tp_comm_overlap", _overlap_anywhere):
+            across = evaluate_sweep(sweep)
+        out[sweep.sweep_id] = {
+            name: {
+                "spearman": r["spearman"],
+                "relative": {p["label"]: p["predicted_relative"] for p in r["points"]},
+            }
+            for name, r in (("nvlink_16", wide), ("tp_overlap_across_nodes", across))
+        }
+    return out
+
+
+def _what_if_lines(what: dict[str, Any]) -> list[str]:
+    lines = [
+        "",
+        "What-ifs on the CP figure (not the shipped model): predicted relative throughput per bar "
+        "and Spearman, (a) with 16 GPUs per NVLink domain, (b) with TP overlap priced across "
+        "nodes at the profile's in-node hidden fraction.",
+        "",
+        "| sweep | what-if | bars (predicted relative) | Spearman |",
+        "|---|---|---|---|",
+    ]
+    for sweep, cases in what.items():
+        for name, r in cases.items():
+            bars = ", ".join(f"{k} {v:.3f}" for k, v in r["relative"].items())
+            lines.append(f"| {sweep} | {name.replace('_', ' ')} | {bars} | {r['spearman']:.2f} |")
+    return lines
+
+
 def diagnosis_markdown(diag: dict[str, Any]) -> list[str]:
-    lines: list[str] = []
+    lines: list[str] = _what_if_lines(diag.get("cp_what_if", {}))
+    diag = {k: v for k, v in diag.items() if k != "cp_what_if"}
     titles = {
         "simumax_32mb": "SimuMax B200 sweep, 32 micro-batches, s 4096, TP overlap off (ms per "
         "micro-batch; TP8's per-GPU throughput is 4x its micro-batch rate over TP2's)",
@@ -288,7 +352,6 @@ def diagnosis_markdown(diag: dict[str, Any]) -> list[str]:
         for t in terms:
             lines.append(f"| {t} | " + " | ".join(f"{table[lab][t]:.2f}" for lab in labels) + " |")
     return lines
-
 
 
 READING = Path(__file__).with_name("published_sweeps_reading.md")

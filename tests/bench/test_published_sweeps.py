@@ -59,19 +59,22 @@ def test_dsv3_ladder_changes_only_stack_fields() -> None:
     layouts = [p.layout for p in ladder.points]
     base = layouts[0]
     for lay in layouts[1:]:
-        assert replace(
-            lay,
-            moe_dispatcher=base.moe_dispatcher,
-            cuda_graphs=base.cuda_graphs,
-            recompute_modules=base.recompute_modules,
-        ) == base
+        assert (
+            replace(
+                lay,
+                moe_dispatcher=base.moe_dispatcher,
+                cuda_graphs=base.cuda_graphs,
+                recompute_modules=base.recompute_modules,
+            )
+            == base
+        )
     assert [p.published for p in ladder.points] == sorted(p.published for p in ladder.points)
 
 
 def test_evaluate_sweep_prices_the_stated_layouts_through_the_public_api() -> None:
     sweep = simumax_sweeps()[2]
     out = evaluate_sweep(sweep)
-    ref, tp4, tp8 = out["points"]
+    ref, _, tp8 = out["points"]
     assert ref["predicted_relative"] == 1.0 and ref["published_relative"] == 1.0
     point = sweep.points[2]
     assert point.job is not None
@@ -95,8 +98,7 @@ def test_spearman_follows_the_published_order_not_the_prediction() -> None:
     compares two orders and can fail."""
     sweep = simumax_sweeps()[0]
     reversed_pub = tuple(
-        replace(p, published=value)
-        for p, value in zip(sweep.points, (1.0, 1.2, 1.5), strict=True)
+        replace(p, published=value) for p, value in zip(sweep.points, (1.0, 1.2, 1.5), strict=True)
     )
     out = evaluate_sweep(replace(sweep, points=reversed_pub))
     assert out["spearman"] == pytest.approx(-1.0)
