@@ -27,6 +27,10 @@ is reported
 only within a sweep of one source. Figures recalled from papers outside our reference sheets
 (tagged [U]) are shown as a sensitivity check and kept out of the headline figures. What each
 case fills in beyond the source (a Megatron default, a GBS) is in its ``assumed`` field.
+
+Published layout sweeps (one job, the stated layouts or stack settings varied) are priced as
+stated, not searched, in :mod:`bench.published_sweeps`; their section of the page and the
+inventory of every sweep found in the sheets come from :mod:`bench.published_sweeps_report`.
 """
 
 from __future__ import annotations
