@@ -16,7 +16,9 @@ one micro-batch's expert-parallel dispatch/combine runs while the other computes
 
 * the model has experts and ep > 1, with the alltoall (or flex) dispatcher, which the planner
   always emits;
-* no full recompute (and no ``moe`` recompute module, which the planner never emits);
+* no full recompute, and no ``moe`` in ``--recompute-modules`` (a user's setting: the rules
+  refuse it with the overlap fixed on, planner.space.memory_rules; :func:`allowed` does not
+  check it, so with the overlap left unset both flags are emitted);
 * MTP depth D <= 1;
 * an interleaved schedule (vpp > 1) whenever pp > 1.
 
