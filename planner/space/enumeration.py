@@ -293,6 +293,9 @@ def enumerate_layouts(
     if c.cp_comm_type is not None:  # None: planner.search.cp_choice picks per layout
         batch = replace(batch, cp_comm_type=np.full(len(batch), cp_comm_code(c.cp_comm_type)))
     batch = apply_memory_choices(model, batch, c.memory)
+    if c.moe_a2a_overlap is None:  # drop the off copies where recomputing 'moe' keeps it off
+        off_twin = (batch.moe_a2a_overlap == A2A_OFF) & comm_flags.moe_recomputed(batch)
+        batch = batch.take(np.flatnonzero(~off_twin))
     if c.memory.pipeline_layout is None and c.memory.auto_pipeline_layout:
         batch = attach_balanced_layouts(model, batch)
     return pin_unavailable(job, batch)  # what the job's Megatron/TE lacks stays off
