@@ -17,17 +17,19 @@ block is built as one module after the decoder].
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from planner.layouts import FloatArray, LayoutBatch
+from planner.layouts import BoolArray, FloatArray, IntArray, LayoutBatch
 from planner.specs import SpecError
 
 __all__ = [
     "PipelineLayout",
     "balanced_layout",
+    "layout_mtp_rank",
     "layout_rank_layers",
     "parse_pipeline_layout",
 ]
@@ -156,6 +158,12 @@ class PipelineLayout:
         """Decoder layers on the busiest rank (the pipeline's pace)."""
         return max(len(self.rank_layers(pp, r)) for r in range(pp))
 
+    def mtp_rank(self, pp: int) -> int:
+        """Pipeline rank that runs the MTP layers: the one holding the 'm' stage (virtual stage
+        k on rank k mod p, megatron-facts §1.2), else the last rank (mechanisms-facts §7)."""
+        holders = [i for i, s in enumerate(self.stages) if "m" in s]
+        return holders[0] % pp if holders else pp - 1
+
 
 @lru_cache(maxsize=256)
 def parse_pipeline_layout(text: str) -> PipelineLayout:
@@ -223,20 +231,47 @@ def balanced_layout(num_layers: int, mtp_num_layers: int, pp: int, vpp: int) -> 
     return layout
 
 
+def _per_layout(
+    batch: LayoutBatch, rows: IntArray, values: Callable[[PipelineLayout, int], tuple[float, ...]]
+) -> FloatArray:
+    """``values(parsed layout, pp)`` for each of ``rows`` (rows x values), one parse per
+    distinct (layout, pp)."""
+    texts, code = np.unique(batch.mem.pipeline_layout[rows].astype(str), return_inverse=True)
+    keys = np.stack([code.reshape(-1), batch.pp[rows]], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    per_key = np.array(
+        [values(parse_pipeline_layout(str(texts[c])), p) for c, p in unique.tolist()],
+        dtype=np.float64,
+    )
+    result: FloatArray = per_key[inverse.reshape(-1)]
+    return result
+
+
 def layout_rank_layers(
     batch: LayoutBatch, busiest: FloatArray, last: FloatArray
 ) -> tuple[FloatArray, FloatArray]:
     """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
     busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
     rows = np.flatnonzero(batch.mem.has_layout)
-    if not rows.size:
-        return busiest, last
-    texts, code = np.unique(batch.mem.pipeline_layout[rows].astype(str), return_inverse=True)
-    keys = np.stack([code.reshape(-1), batch.pp[rows]], axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    per_key = np.zeros((unique.shape[0], 2))
-    for k, (c, p) in enumerate(unique.tolist()):  # one parse per distinct (layout, pp)
-        parsed = parse_pipeline_layout(str(texts[c]))
-        per_key[k] = parsed.max_rank_layers(p), len(parsed.rank_layers(p, p - 1))
-    busiest[rows], last[rows] = per_key[inverse.reshape(-1)].T
+    if rows.size:
+        per_row = _per_layout(
+            batch, rows, lambda lay, p: (lay.max_rank_layers(p), len(lay.rank_layers(p, p - 1)))
+        )
+        busiest[rows], last[rows] = per_row.T
     return busiest, last
+
+
+def layout_mtp_rank(batch: LayoutBatch, last: FloatArray) -> tuple[FloatArray, BoolArray]:
+    """(decoder layers on the rank that runs the MTP layers, whether that is the last rank):
+    the last rank unless a pipeline layout puts the 'm' stage on another (mechanisms-facts §7)."""
+    layers, on_last = last.astype(np.float64).copy(), np.ones(len(batch), dtype=np.bool_)
+    rows = np.flatnonzero(batch.mem.has_layout)
+    if rows.size:
+
+        def mtp(lay: PipelineLayout, p: int) -> tuple[float, ...]:
+            r = lay.mtp_rank(p)
+            return len(lay.rank_layers(p, r)), float(r == p - 1)
+
+        per_row = _per_layout(batch, rows, mtp)
+        layers[rows], on_last[rows] = per_row[:, 0], per_row[:, 1] > 0
+    return layers, on_last

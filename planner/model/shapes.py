@@ -40,7 +40,8 @@ class LayerShapes:
     """Routed-expert GEMMs counted for top-k copies of a token (n/k: one expert's widths)."""
     core_attention_fwd_flop_per_token_per_seq: float
     """Forward core-attention FLOPs per token per unit of sequence length (x s gives per token)."""
-    mtp_extra_fwd_flop_per_token: float
+    mtp_extra_gemms: tuple[Gemm, ...]
+    """Per MTP depth, besides its transformer layer: the eh-projection (2h -> h)."""
     num_dense_layers: int
     num_moe_layers: int
     mtp_layers: int
@@ -153,7 +154,11 @@ def layer_shapes(model: ModelSpec) -> LayerShapes:
         shared_expert_gemms=shared,
         expert_gemms=experts,
         core_attention_fwd_flop_per_token_per_seq=core,
-        mtp_extra_fwd_flop_per_token=2.0 * (3 * h + 2 * h * h),  # §5.3 MTP extras / 3
+        # megatron-facts §5.3 MTP extras 6(3h + 2h^2): the eh-projection's 2h^2 (column-parallel
+        # as its parameters, planner.model.params); the 3h of its norms is elementwise, negligible
+        mtp_extra_gemms=(Gemm(fwd_flop_per_token=2 * 2 * h * h, n=h, k=2 * h, shard="n"),)
+        if model.mtp_num_layers
+        else (),
         num_dense_layers=model.num_layers - n_moe,
         num_moe_layers=n_moe,
         mtp_layers=model.mtp_num_layers,

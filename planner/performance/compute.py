@@ -126,7 +126,7 @@ class ComputeTimes:
     stage_fwd: FloatArray
     """Decoder layers of the busiest rank, forward."""
     mtp_fwd: FloatArray
-    """MTP layers (on the last rank), forward."""
+    """MTP layers with their eh-projections (on the rank that holds them), forward."""
     compute_mb: FloatArray
     """Forward + backward (3x forward) of the busiest rank, the last rank's loss included."""
     replay: ReplayParts
@@ -319,9 +319,17 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
     stage_fwd = ctx.layers_per_stage * layer_fwd
     logits_fwd = logits_time(ctx)
     heads = 1 + sh.mtp_layers
-    mtp_fwd = sh.mtp_layers * (moe_fwd if sh.mtp_is_moe else dense_fwd)
-    last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * loss_time(ctx)
-    compute_mb = np.maximum(3 * stage_fwd, 3 * ctx.last_layers * layer_fwd + last_extra)
+    # each MTP depth: one layer of the last decoder layer's kind and its eh-projection GEMM
+    # (megatron-facts §5.3 MTP extras), on the last rank unless a pipeline layout places the
+    # MTP stage on another (mechanisms-facts §7); the output layers and losses stay on the last
+    mtp_eh = gemms_time(ctx, sh.mtp_extra_gemms, tokens, tp)
+    mtp_fwd = sh.mtp_layers * ((moe_fwd if sh.mtp_is_moe else dense_fwd) + mtp_eh)
+    on_last = ctx.mtp_on_last
+    last_extra = 3 * (heads * logits_fwd + on_last * mtp_fwd) + heads * loss_time(ctx)
+    mtp_rank = (1.0 - on_last) * 3 * (ctx.mtp_rank_layers * layer_fwd + mtp_fwd)
+    compute_mb = np.maximum(
+        np.maximum(3 * stage_fwd, 3 * ctx.last_layers * layer_fwd + last_extra), mtp_rank
+    )
     h, model = ctx.model.hidden_size, ctx.model
     up_proj = tuple(
         g

@@ -14,7 +14,7 @@ import numpy as np
 from planner.layouts import FloatArray, IntArray, LayoutBatch
 from planner.model.flops import padded_vocab
 from planner.model.pipeline import stage_layers
-from planner.model.pipeline_layout import layout_rank_layers
+from planner.model.pipeline_layout import layout_mtp_rank, layout_rank_layers
 from planner.model.shapes import LayerShapes, layer_shapes
 from planner.performance.collectives import Links, link_share
 from planner.performance.profile import PerformanceProfile
@@ -61,6 +61,11 @@ class StepContext:
     """Decoder layers on the busiest pipeline rank."""
     last_layers: FloatArray
     """Decoder layers on the last rank, which also runs the output layer and the loss."""
+    mtp_rank_layers: FloatArray
+    """Decoder layers on the rank that runs the MTP layers (the last rank unless a pipeline
+    layout puts them on another: ``mtp_on_last`` False)."""
+    mtp_on_last: FloatArray
+    """1.0 where the MTP layers run on the last rank."""
     moe_fraction: float
     """Share of the decoder layers that are MoE layers."""
     vocab: FloatArray
@@ -94,6 +99,7 @@ def step_context(
     busiest, last = layers.busiest, layers.last
     if batch.mem.has_layout.any():  # --pipeline-model-parallel-layout sets each rank's layers
         busiest, last = layout_rank_layers(batch, busiest, last)
+    mtp_layers, mtp_on_last = layout_mtp_rank(batch, last)
     tp = batch.tp.astype(f)
     return StepContext(
         model=model,
@@ -136,6 +142,8 @@ def step_context(
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s * profile.hbm_efficiency,
         layers_per_stage=busiest,
         last_layers=last,
+        mtp_rank_layers=mtp_layers,
+        mtp_on_last=mtp_on_last.astype(f),
         moe_fraction=sh.num_moe_layers / float(model.num_layers),
         vocab=padded_vocab(model, tp),
     )
