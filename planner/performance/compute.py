@@ -24,7 +24,7 @@ from planner.performance.cross_entropy import (
     cross_entropy_time,
     row_collective_bytes,
 )
-from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
+from planner.performance.expert_parallel import routed_expert_time
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
 from planner.performance.ring_attention import CpAttentionTime
@@ -64,16 +64,13 @@ def elementwise_bytes_per_token(
     tp: IntArray,
     sp: FloatArray,
     fp8: bool,
-    *,
-    permute_slowdown: float = 2.0,
 ) -> tuple[FloatArray, FloatArray, float]:
     """Forward HBM bytes per token of the memory-bound ops of one dense and one MoE layer.
 
     performance-facts §3.2: norms 4h each, residual adds 6h each (both in the sequence-parallel
     region: divided by t with SP), SwiGLU 6F/t (GeLU 4F/t), rotary 4(a_q + a_kv)d/t, dropout
     about 5h per site (MoE permute/unpermute are priced with the experts by
-    :func:`~planner.performance.expert_parallel.routed_expert_time`; ``permute_slowdown`` is
-    kept for callers and no longer used). FP8 (current
+    :func:`~planner.performance.expert_parallel.routed_expert_time`). FP8 (current
     scaling, §3.2): every GEMM input X (forward) and output gradient dY (backward) is read for
     its amax, read again and written as row- and column-wise (transposed) fp8 copies: 6 B per
     element each, over fwd + bwd = 2 B per element of (inputs + outputs) in these forward-
@@ -292,11 +289,7 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
     attn_gemm = gemms_time(ctx, sh.attention_gemms, tokens, tp)
     core = core_attention_time(ctx, ring)
     dense_bytes, moe_bytes, _ = elementwise_bytes_per_token(
-        ctx.model,
-        ctx.batch.tp,
-        ctx.sp,
-        ctx.fp8,
-        permute_slowdown=ctx.profile.hbm_efficiency / PERMUTE_HBM_FRACTION,
+        ctx.model, ctx.batch.tp, ctx.sp, ctx.fp8
     )
     dense_fwd = (
         attn_gemm
