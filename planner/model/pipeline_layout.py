@@ -28,8 +28,8 @@ from planner.specs import SpecError
 
 __all__ = [
     "PipelineLayout",
+    "RankLayers",
     "balanced_layout",
-    "layout_mtp_rank",
     "layout_rank_layers",
     "parse_pipeline_layout",
 ]
@@ -247,31 +247,34 @@ def _per_layout(
     return result
 
 
-def layout_rank_layers(
-    batch: LayoutBatch, busiest: FloatArray, last: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankLayers:
+    """Decoder layers per pipeline rank that the step time reads, per layout."""
+
+    busiest: FloatArray
+    """On the busiest rank (the pipeline's pace)."""
+    last: FloatArray
+    """On the last rank (with the output layer and the loss)."""
+    mtp: FloatArray
+    """On the rank that runs the MTP layers."""
+    mtp_on_last: BoolArray
+    """The MTP layers run on the last rank: always without a layout (mechanisms-facts §7)."""
+
+
+def layout_rank_layers(batch: LayoutBatch, busiest: FloatArray, last: FloatArray) -> RankLayers:
+    """The ranks' decoder layers, from the layout where given (else ``busiest`` and ``last``);
+    the MTP layers run on the rank of the layout's 'm' stage (:meth:`PipelineLayout.mtp_rank`)."""
     busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
-    rows = np.flatnonzero(batch.mem.has_layout)
-    if rows.size:
-        per_row = _per_layout(
-            batch, rows, lambda lay, p: (lay.max_rank_layers(p), len(lay.rank_layers(p, p - 1)))
-        )
-        busiest[rows], last[rows] = per_row.T
-    return busiest, last
-
-
-def layout_mtp_rank(batch: LayoutBatch, last: FloatArray) -> tuple[FloatArray, BoolArray]:
-    """(decoder layers on the rank that runs the MTP layers, whether that is the last rank):
-    the last rank unless a pipeline layout puts the 'm' stage on another (mechanisms-facts §7)."""
-    layers, on_last = last.astype(np.float64).copy(), np.ones(len(batch), dtype=np.bool_)
+    mtp, on_last = last.copy(), np.ones(len(batch), dtype=np.bool_)
     rows = np.flatnonzero(batch.mem.has_layout)
     if rows.size:
 
-        def mtp(lay: PipelineLayout, p: int) -> tuple[float, ...]:
+        def per_rank(lay: PipelineLayout, p: int) -> tuple[float, ...]:
             r = lay.mtp_rank(p)
-            return len(lay.rank_layers(p, r)), float(r == p - 1)
+            last_n, mtp_n = len(lay.rank_layers(p, p - 1)), len(lay.rank_layers(p, r))
+            return lay.max_rank_layers(p), last_n, mtp_n, float(r == p - 1)
 
-        per_row = _per_layout(batch, rows, mtp)
-        layers[rows], on_last[rows] = per_row[:, 0], per_row[:, 1] > 0
-    return layers, on_last
+        values = _per_layout(batch, rows, per_rank)
+        busiest[rows], last[rows], mtp[rows] = values[:, 0], values[:, 1], values[:, 2]
+        on_last[rows] = values[:, 3] > 0
+    return RankLayers(busiest=busiest, last=last, mtp=mtp, mtp_on_last=on_last)

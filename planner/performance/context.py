@@ -14,7 +14,7 @@ import numpy as np
 from planner.layouts import FloatArray, IntArray, LayoutBatch
 from planner.model.flops import padded_vocab
 from planner.model.pipeline import stage_layers
-from planner.model.pipeline_layout import layout_mtp_rank, layout_rank_layers
+from planner.model.pipeline_layout import layout_rank_layers
 from planner.model.shapes import LayerShapes, layer_shapes
 from planner.performance.collectives import Links, link_share
 from planner.performance.profile import PerformanceProfile
@@ -96,10 +96,8 @@ def step_context(
     seq, hidden = float(job.seq_length), float(model.hidden_size)
     tokens = b * seq / cp
     layers = stage_layers(model, batch)
-    busiest, last = layers.busiest, layers.last
-    if batch.mem.has_layout.any():  # --pipeline-model-parallel-layout sets each rank's layers
-        busiest, last = layout_rank_layers(batch, busiest, last)
-    mtp_layers, mtp_on_last = layout_mtp_rank(batch, last)
+    # --pipeline-model-parallel-layout, where given, sets each rank's layers
+    ranks = layout_rank_layers(batch, layers.busiest, layers.last)
     tp = batch.tp.astype(f)
     return StepContext(
         model=model,
@@ -140,10 +138,10 @@ def step_context(
             mesh=cluster.intra_node_topology == "mesh",
         ),
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s * profile.hbm_efficiency,
-        layers_per_stage=busiest,
-        last_layers=last,
-        mtp_rank_layers=mtp_layers,
-        mtp_on_last=mtp_on_last.astype(f),
+        layers_per_stage=ranks.busiest,
+        last_layers=ranks.last,
+        mtp_rank_layers=ranks.mtp,
+        mtp_on_last=ranks.mtp_on_last.astype(f),
         moe_fraction=sh.num_moe_layers / float(model.num_layers),
         vocab=padded_vocab(model, tp),
     )
