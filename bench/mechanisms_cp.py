@@ -110,9 +110,7 @@ def layer_seconds(
     sh = layer_shapes(model)
     tokens = seq / cp
     gemm_f = _gemm_seconds(sh.attention_gemms + sh.dense_mlp_gemms, tokens, tp, gpu, prof, fp8)
-    dense_bytes, _, _ = elementwise_bytes_per_token(
-        model, np.array([tp]), np.array([1.0]), fp8, permute_slowdown=2.0
-    )
+    dense_bytes, _, _ = elementwise_bytes_per_token(model, np.array([tp]), np.array([1.0]), fp8)
     hbm = gpu.hbm_bandwidth_bytes_per_s * prof.hbm_efficiency
     mem_f = float(dense_bytes[0]) * tokens / hbm
     tp_one, crosses = _tp_seconds(table, tp, tokens * model.hidden_size * 2.0)

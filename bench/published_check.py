@@ -27,6 +27,10 @@ is reported
 only within a sweep of one source. Figures recalled from papers outside our reference sheets
 (tagged [U]) are shown as a sensitivity check and kept out of the headline figures. What each
 case fills in beyond the source (a Megatron default, a GBS) is in its ``assumed`` field.
+
+Published layout sweeps (one job, the stated layouts or stack settings varied) are priced as
+stated, not searched, in :mod:`bench.published_sweeps`; their section of the page and the
+inventory of every sweep found in the sheets come from :mod:`bench.published_sweeps_report`.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from bench.accuracy import commit, data_path
 from bench.published_cases import Case, external_cases
 from bench.published_moe_h100 import extras, extras_markdown, moe_h100_cases
 from bench.published_sensitivity import sensitivity_markdown, sensitivity_rows
+from bench.published_sweeps_report import sweeps_markdown, sweeps_payload
 from models_db.catalog import load_gpu, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.measurement_stacks import annotate_rows, stack_notes
@@ -398,6 +403,7 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
         )
     lines += extras_markdown(payload.get("moe_h100"))  # H100 MoE breakdown and ranking
     lines += sensitivity_markdown(payload.get("sensitivity", []))
+    lines += sweeps_markdown(payload.get("layout_sweeps"))  # stated layouts of one job each
     if READING.exists():  # the hand-written reading of these numbers (dated inside)
         lines += ["", READING.read_text(encoding="utf-8").rstrip()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -413,6 +419,7 @@ def main() -> int:
         "results": results,
         "sensitivity": sensitivity_rows(cases, results),
         "moe_h100": extras(cases),
+        "layout_sweeps": sweeps_payload(),
     }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "published_check.json").write_text(json.dumps(payload, indent=1) + "\n")

@@ -56,7 +56,9 @@ def dispatcher_value(code: int) -> MoeDispatcher | None:
 
 
 CP_COMM_AUTO = -1
-"""Code of ``cp_comm_type`` None (Megatron's default, p2p); others index CP_COMM_TYPES."""
+"""Code of ``cp_comm_type`` None, left open: searches and evaluations choose a type per layout
+(planner.search.cp_choice), and the models price a code still open as p2p, Megatron's default.
+Other codes index CP_COMM_TYPES."""
 
 
 def cp_comm_code(value: str | None) -> int:

@@ -81,13 +81,17 @@ class MemoryEstimate:
     terms: dict[str, FloatArray]
     """Each term for the most loaded rank (see :data:`TERM_NAMES`)."""
     first_stage_terms: dict[str, FloatArray]
+    """The terms of pipeline rank 0."""
     last_stage_terms: dict[str, FloatArray]
+    """The terms of pipeline rank p-1."""
     first_stage_bytes: FloatArray
     last_stage_bytes: FloatArray
     total_bytes: FloatArray
-    """max(first, last)."""
+    """The most loaded rank's total: max(first, last), or over every rank with a
+    pipeline_layout."""
     worst_stage: IntArray
-    """0 = first rank, 1 = last rank."""
+    """1 where the last rank is the most loaded, else 0: without a pipeline_layout 0 is the
+    first rank, with one it is any other rank (:attr:`worst_rank` says which)."""
     capacity_bytes: float
     threshold: float
     fits: BoolArray

@@ -1,6 +1,6 @@
 """What each pipeline rank holds: layers, in-flight micro-batches, embedding, loss and MTP.
 
-Without an explicit layout the planner charges two ranks (planner.memory.stages): the first
+Without an explicit layout the planner charges two ranks (:func:`default_loads`): the first
 (embedding, the most micro-batches in flight, the busiest of ranks 0..p-2) and the last (output
 layer, loss, MTP). With ``--pipeline-model-parallel-layout`` every rank is charged from the layout
 itself: rank r holds virtual stages r, r + p, ... (megatron-facts §1.2) and, at the end of the
@@ -158,7 +158,8 @@ def _loads(table: np.ndarray) -> list[StageLoad]:
 def load_params(
     model: ModelSpec, counts: ParamCounts, batch: LayoutBatch, load: StageLoad
 ) -> StageParams:
-    """Parameters per GPU of one rank from its load (the rules of planner.memory.stages)."""
+    """Parameters per GPU of one rank from its load: layers' TP-sharded part over tp, routed
+    experts over etp x ep, the embedding where it sits, the output layer with the loss."""
     t = batch.tp.astype(np.float64)
     expert_shard = (batch.etp * batch.ep).astype(np.float64)
     dense_l, moe_l = counts.dense_layer, counts.moe_layer
@@ -190,9 +191,10 @@ def default_loads(
     inflight_last: FloatArray,
     extra_layers: FloatArray,
 ) -> tuple[StageLoad, StageLoad]:
-    """(first, last) loads of the two-rank charge used without a layout (planner.memory.stages):
-    the first rank holds the most layers of ranks 0..p-2, the last the loss and the MTP block;
-    ``extra_layers`` (the A2A overlap's) are charged as MoE layers where the rank has any."""
+    """(first, last) loads of the two-rank charge used without a layout: the first rank holds
+    the most layers of ranks 0..p-2, the last the loss and the MTP block; ``inflight_*`` come
+    from :func:`planner.memory.stages.in_flight_microbatches` and ``extra_layers`` (the A2A
+    overlap's) are charged as MoE layers where the rank has any."""
     layers = stage_layers(model, batch)
     extra_first = np.where(layers.first_moe > 0, extra_layers, 0.0)
     extra_last = np.where(layers.last_moe > 0, extra_layers, 0.0)

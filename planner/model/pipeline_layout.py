@@ -17,16 +17,18 @@ block is built as one module after the decoder].
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from planner.layouts import FloatArray, LayoutBatch
+from planner.layouts import BoolArray, FloatArray, IntArray, LayoutBatch
 from planner.specs import SpecError
 
 __all__ = [
     "PipelineLayout",
+    "RankLayers",
     "balanced_layout",
     "layout_rank_layers",
     "parse_pipeline_layout",
@@ -156,6 +158,12 @@ class PipelineLayout:
         """Decoder layers on the busiest rank (the pipeline's pace)."""
         return max(len(self.rank_layers(pp, r)) for r in range(pp))
 
+    def mtp_rank(self, pp: int) -> int:
+        """Pipeline rank that runs the MTP layers: the one holding the 'm' stage (virtual stage
+        k on rank k mod p, megatron-facts §1.2), else the last rank (mechanisms-facts §7)."""
+        holders = [i for i, s in enumerate(self.stages) if "m" in s]
+        return holders[0] % pp if holders else pp - 1
+
 
 @lru_cache(maxsize=256)
 def parse_pipeline_layout(text: str) -> PipelineLayout:
@@ -223,20 +231,50 @@ def balanced_layout(num_layers: int, mtp_num_layers: int, pp: int, vpp: int) -> 
     return layout
 
 
-def layout_rank_layers(
-    batch: LayoutBatch, busiest: FloatArray, last: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """(decoder layers on the busiest rank, on the last rank), from the layout where given."""
-    busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
-    rows = np.flatnonzero(batch.mem.has_layout)
-    if not rows.size:
-        return busiest, last
+def _per_layout(
+    batch: LayoutBatch, rows: IntArray, values: Callable[[PipelineLayout, int], tuple[float, ...]]
+) -> FloatArray:
+    """``values(parsed layout, pp)`` for each of ``rows`` (rows x values), one parse per
+    distinct (layout, pp)."""
     texts, code = np.unique(batch.mem.pipeline_layout[rows].astype(str), return_inverse=True)
     keys = np.stack([code.reshape(-1), batch.pp[rows]], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    per_key = np.zeros((unique.shape[0], 2))
-    for k, (c, p) in enumerate(unique.tolist()):  # one parse per distinct (layout, pp)
-        parsed = parse_pipeline_layout(str(texts[c]))
-        per_key[k] = parsed.max_rank_layers(p), len(parsed.rank_layers(p, p - 1))
-    busiest[rows], last[rows] = per_key[inverse.reshape(-1)].T
-    return busiest, last
+    per_key = np.array(
+        [values(parse_pipeline_layout(str(texts[c])), p) for c, p in unique.tolist()],
+        dtype=np.float64,
+    )
+    result: FloatArray = per_key[inverse.reshape(-1)]
+    return result
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankLayers:
+    """Decoder layers per pipeline rank that the step time reads, per layout."""
+
+    busiest: FloatArray
+    """On the busiest rank (the pipeline's pace)."""
+    last: FloatArray
+    """On the last rank (with the output layer and the loss)."""
+    mtp: FloatArray
+    """On the rank that runs the MTP layers."""
+    mtp_on_last: BoolArray
+    """The MTP layers run on the last rank: always without a layout (mechanisms-facts §7)."""
+
+
+def layout_rank_layers(batch: LayoutBatch, busiest: FloatArray, last: FloatArray) -> RankLayers:
+    """The ranks' decoder layers, from the layout where given (else ``busiest`` and ``last``);
+    the MTP layers run on the rank of the layout's 'm' stage (:meth:`PipelineLayout.mtp_rank`)."""
+    busiest, last = busiest.astype(np.float64).copy(), last.astype(np.float64).copy()
+    mtp, on_last = last.copy(), np.ones(len(batch), dtype=np.bool_)
+    rows = np.flatnonzero(batch.mem.has_layout)
+    if rows.size:
+
+        def per_rank(lay: PipelineLayout, p: int) -> tuple[float, ...]:
+            r = lay.mtp_rank(p)
+            last_n, mtp_n = len(lay.rank_layers(p, p - 1)), len(lay.rank_layers(p, r))
+            return lay.max_rank_layers(p), last_n, mtp_n, float(r == p - 1)
+
+        values = _per_layout(batch, rows, per_rank)
+        busiest[rows], last[rows], mtp[rows] = values[:, 0], values[:, 1], values[:, 2]
+        on_last[rows] = values[:, 3] > 0
+    return RankLayers(busiest=busiest, last=last, mtp=mtp, mtp_on_last=on_last)

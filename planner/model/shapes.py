@@ -40,7 +40,8 @@ class LayerShapes:
     """Routed-expert GEMMs counted for top-k copies of a token (n/k: one expert's widths)."""
     core_attention_fwd_flop_per_token_per_seq: float
     """Forward core-attention FLOPs per token per unit of sequence length (x s gives per token)."""
-    mtp_extra_fwd_flop_per_token: float
+    mtp_extra_gemms: tuple[Gemm, ...]
+    """Per MTP depth, besides its transformer layer: the eh-projection (2h -> h)."""
     num_dense_layers: int
     num_moe_layers: int
     mtp_layers: int
@@ -53,64 +54,77 @@ class LayerShapes:
     router_params: float
 
 
+def _mla_attention(model: ModelSpec) -> tuple[list[Gemm], float, float]:
+    """Multi-latent attention (DeepSeek): its GEMMs, core FLOPs per token per unit of sequence
+    and its parameters (megatron-facts §5.3 MLA terms)."""
+    h = float(model.hidden_size)
+    a = float(model.num_attention_heads)
+    dqk = float(model.qk_head_dim or 0)
+    drope = float(model.qk_pos_emb_head_dim or 0)
+    dv = float(model.v_head_dim or 0)
+    kvl = float(model.kv_lora_rank or 0)
+    attn: list[Gemm] = []
+    if model.q_lora_rank is None:  # megatron-facts §5.3 MLA Qterm without q compression
+        attn.append(
+            Gemm(
+                fwd_flop_per_token=2 * h * a * (dqk + drope),
+                n=a * (dqk + drope),
+                k=h,
+                shard="n",
+            )
+        )
+    else:
+        ql = float(model.q_lora_rank)
+        attn.append(Gemm(fwd_flop_per_token=2 * ql * h, n=ql, k=h, shard=""))
+        attn.append(
+            Gemm(
+                fwd_flop_per_token=2 * ql * a * (dqk + drope),
+                n=a * (dqk + drope),
+                k=ql,
+                shard="n",
+            )
+        )
+    attn.append(Gemm(fwd_flop_per_token=2 * (kvl + drope) * h, n=kvl + drope, k=h, shard=""))
+    attn.append(
+        Gemm(fwd_flop_per_token=2 * kvl * a * (dqk + dv), n=a * (dqk + dv), k=kvl, shard="n")
+    )
+    attn.append(Gemm(fwd_flop_per_token=2 * a * dv * h, n=h, k=a * dv, shard="k"))
+    core = 2.0 * (a * (dqk + drope) / 2 + a * dv / 2)  # §5.4 MLA core term / 3 (fwd only)
+    params = (
+        (
+            h * a * (dqk + drope)
+            if model.q_lora_rank is None
+            else float(model.q_lora_rank) * (h + a * (dqk + drope))
+        )
+        + kvl * (h + a * (dqk + dv))
+        + h * drope
+        + a * dv * h
+    )
+    return attn, core, params
+
+
+def _gqa_attention(model: ModelSpec) -> tuple[list[Gemm], float, float]:
+    """Multi-head / grouped-query attention: the fused QKV and the output projection, core
+    FLOPs per token per unit of sequence and parameters (megatron-facts §5.3, §5.4)."""
+    h = float(model.hidden_size)
+    d = float(model.head_dim)
+    q = float(model.num_attention_heads) * d
+    kv = 2.0 * model.query_groups * d
+    attn = [
+        Gemm(fwd_flop_per_token=2 * h * (q + kv), n=q + kv, k=h, shard="n"),
+        Gemm(fwd_flop_per_token=2 * q * h, n=h, k=q, shard="k"),
+    ]
+    core = 2.0 * q  # §5.4: 6q per token pair, causal-halved, fwd = 1/3
+    return attn, core, h * (q + kv) + q * h
+
+
 def layer_shapes(model: ModelSpec) -> LayerShapes:
     """GEMM list and parameter counts of each layer type (megatron-facts §4.1 and §5.3)."""
     h = float(model.hidden_size)
-    a = float(model.num_attention_heads)
     phi = 3.0 if model.swiglu else 2.0  # megatron-facts §5.3: SwiGLU FC1 is 2F wide
     fc1_mult = phi - 1.0
-    if model.multi_latent_attention:
-        dqk = float(model.qk_head_dim or 0)
-        drope = float(model.qk_pos_emb_head_dim or 0)
-        dv = float(model.v_head_dim or 0)
-        kvl = float(model.kv_lora_rank or 0)
-        attn: list[Gemm] = []
-        if model.q_lora_rank is None:  # megatron-facts §5.3 MLA Qterm without q compression
-            attn.append(
-                Gemm(
-                    fwd_flop_per_token=2 * h * a * (dqk + drope),
-                    n=a * (dqk + drope),
-                    k=h,
-                    shard="n",
-                )
-            )
-        else:
-            ql = float(model.q_lora_rank)
-            attn.append(Gemm(fwd_flop_per_token=2 * ql * h, n=ql, k=h, shard=""))
-            attn.append(
-                Gemm(
-                    fwd_flop_per_token=2 * ql * a * (dqk + drope),
-                    n=a * (dqk + drope),
-                    k=ql,
-                    shard="n",
-                )
-            )
-        attn.append(Gemm(fwd_flop_per_token=2 * (kvl + drope) * h, n=kvl + drope, k=h, shard=""))
-        attn.append(
-            Gemm(fwd_flop_per_token=2 * kvl * a * (dqk + dv), n=a * (dqk + dv), k=kvl, shard="n")
-        )
-        attn.append(Gemm(fwd_flop_per_token=2 * a * dv * h, n=h, k=a * dv, shard="k"))
-        core = 2.0 * (a * (dqk + drope) / 2 + a * dv / 2)  # §5.4 MLA core term / 3 (fwd only)
-        attention_params = (
-            (
-                h * a * (dqk + drope)
-                if model.q_lora_rank is None
-                else float(model.q_lora_rank) * (h + a * (dqk + drope))
-            )
-            + kvl * (h + a * (dqk + dv))
-            + h * drope
-            + a * dv * h
-        )
-    else:
-        d = float(model.head_dim)
-        q = a * d
-        kv = 2.0 * model.query_groups * d
-        attn = [
-            Gemm(fwd_flop_per_token=2 * h * (q + kv), n=q + kv, k=h, shard="n"),
-            Gemm(fwd_flop_per_token=2 * q * h, n=h, k=q, shard="k"),
-        ]
-        core = 2.0 * q  # §5.4: 6q per token pair, causal-halved, fwd = 1/3
-        attention_params = h * (q + kv) + q * h
+    attention = _mla_attention if model.multi_latent_attention else _gqa_attention
+    attn, core, attention_params = attention(model)
     f = float(model.ffn_hidden_size)
     dense = (
         Gemm(fwd_flop_per_token=2 * h * f * fc1_mult, n=f * fc1_mult, k=h, shard="n"),
@@ -140,7 +154,11 @@ def layer_shapes(model: ModelSpec) -> LayerShapes:
         shared_expert_gemms=shared,
         expert_gemms=experts,
         core_attention_fwd_flop_per_token_per_seq=core,
-        mtp_extra_fwd_flop_per_token=2.0 * (3 * h + 2 * h * h),  # §5.3 MTP extras / 3
+        # megatron-facts §5.3 MTP extras 6(3h + 2h^2): the eh-projection's 2h^2 (column-parallel
+        # as its parameters, planner.model.params); the 3h of its norms is elementwise, negligible
+        mtp_extra_gemms=(Gemm(fwd_flop_per_token=2 * 2 * h * h, n=h, k=2 * h, shard="n"),)
+        if model.mtp_num_layers
+        else (),
         num_dense_layers=model.num_layers - n_moe,
         num_moe_layers=n_moe,
         mtp_layers=model.mtp_num_layers,

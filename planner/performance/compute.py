@@ -24,7 +24,7 @@ from planner.performance.cross_entropy import (
     cross_entropy_time,
     row_collective_bytes,
 )
-from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
+from planner.performance.expert_parallel import routed_expert_time
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
 from planner.performance.ring_attention import CpAttentionTime
@@ -64,16 +64,13 @@ def elementwise_bytes_per_token(
     tp: IntArray,
     sp: FloatArray,
     fp8: bool,
-    *,
-    permute_slowdown: float = 2.0,
 ) -> tuple[FloatArray, FloatArray, float]:
     """Forward HBM bytes per token of the memory-bound ops of one dense and one MoE layer.
 
     performance-facts §3.2: norms 4h each, residual adds 6h each (both in the sequence-parallel
     region: divided by t with SP), SwiGLU 6F/t (GeLU 4F/t), rotary 4(a_q + a_kv)d/t, dropout
     about 5h per site (MoE permute/unpermute are priced with the experts by
-    :func:`~planner.performance.expert_parallel.routed_expert_time`; ``permute_slowdown`` is
-    kept for callers and no longer used). FP8 (current
+    :func:`~planner.performance.expert_parallel.routed_expert_time`). FP8 (current
     scaling, §3.2): every GEMM input X (forward) and output gradient dY (backward) is read for
     its amax, read again and written as row- and column-wise (transposed) fp8 copies: 6 B per
     element each, over fwd + bwd = 2 B per element of (inputs + outputs) in these forward-
@@ -126,7 +123,7 @@ class ComputeTimes:
     stage_fwd: FloatArray
     """Decoder layers of the busiest rank, forward."""
     mtp_fwd: FloatArray
-    """MTP layers (on the last rank), forward."""
+    """MTP layers with their eh-projections (on the rank that holds them), forward."""
     compute_mb: FloatArray
     """Forward + backward (3x forward) of the busiest rank, the last rank's loss included."""
     replay: ReplayParts
@@ -292,11 +289,7 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
     attn_gemm = gemms_time(ctx, sh.attention_gemms, tokens, tp)
     core = core_attention_time(ctx, ring)
     dense_bytes, moe_bytes, _ = elementwise_bytes_per_token(
-        ctx.model,
-        ctx.batch.tp,
-        ctx.sp,
-        ctx.fp8,
-        permute_slowdown=ctx.profile.hbm_efficiency / PERMUTE_HBM_FRACTION,
+        ctx.model, ctx.batch.tp, ctx.sp, ctx.fp8
     )
     dense_fwd = (
         attn_gemm
@@ -319,9 +312,17 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
     stage_fwd = ctx.layers_per_stage * layer_fwd
     logits_fwd = logits_time(ctx)
     heads = 1 + sh.mtp_layers
-    mtp_fwd = sh.mtp_layers * (moe_fwd if sh.mtp_is_moe else dense_fwd)
-    last_extra = 3 * (heads * logits_fwd + mtp_fwd) + heads * loss_time(ctx)
-    compute_mb = np.maximum(3 * stage_fwd, 3 * ctx.last_layers * layer_fwd + last_extra)
+    # each MTP depth: one layer of the last decoder layer's kind and its eh-projection GEMM
+    # (megatron-facts §5.3 MTP extras), on the last rank unless a pipeline layout places the
+    # MTP stage on another (mechanisms-facts §7); the output layers and losses stay on the last
+    mtp_eh = gemms_time(ctx, sh.mtp_extra_gemms, tokens, tp)
+    mtp_fwd = sh.mtp_layers * ((moe_fwd if sh.mtp_is_moe else dense_fwd) + mtp_eh)
+    on_last = ctx.mtp_on_last
+    last_extra = 3 * (heads * logits_fwd + on_last * mtp_fwd) + heads * loss_time(ctx)
+    mtp_rank = (1.0 - on_last) * 3 * (ctx.mtp_rank_layers * layer_fwd + mtp_fwd)
+    compute_mb = np.maximum(
+        np.maximum(3 * stage_fwd, 3 * ctx.last_layers * layer_fwd + last_extra), mtp_rank
+    )
     h, model = ctx.model.hidden_size, ctx.model
     up_proj = tuple(
         g

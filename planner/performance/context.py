@@ -61,6 +61,11 @@ class StepContext:
     """Decoder layers on the busiest pipeline rank."""
     last_layers: FloatArray
     """Decoder layers on the last rank, which also runs the output layer and the loss."""
+    mtp_rank_layers: FloatArray
+    """Decoder layers on the rank that runs the MTP layers (the last rank unless a pipeline
+    layout puts them on another: ``mtp_on_last`` False)."""
+    mtp_on_last: FloatArray
+    """1.0 where the MTP layers run on the last rank."""
     moe_fraction: float
     """Share of the decoder layers that are MoE layers."""
     vocab: FloatArray
@@ -91,9 +96,8 @@ def step_context(
     seq, hidden = float(job.seq_length), float(model.hidden_size)
     tokens = b * seq / cp
     layers = stage_layers(model, batch)
-    busiest, last = layers.busiest, layers.last
-    if batch.mem.has_layout.any():  # --pipeline-model-parallel-layout sets each rank's layers
-        busiest, last = layout_rank_layers(batch, busiest, last)
+    # --pipeline-model-parallel-layout, where given, sets each rank's layers
+    ranks = layout_rank_layers(batch, layers.busiest, layers.last)
     tp = batch.tp.astype(f)
     return StepContext(
         model=model,
@@ -134,8 +138,10 @@ def step_context(
             mesh=cluster.intra_node_topology == "mesh",
         ),
         hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s * profile.hbm_efficiency,
-        layers_per_stage=busiest,
-        last_layers=last,
+        layers_per_stage=ranks.busiest,
+        last_layers=ranks.last,
+        mtp_rank_layers=ranks.mtp,
+        mtp_on_last=ranks.mtp_on_last.astype(f),
         moe_fraction=sh.num_moe_layers / float(model.num_layers),
         vocab=padded_vocab(model, tp),
     )

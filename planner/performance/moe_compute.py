@@ -40,7 +40,7 @@ ROUTE_MAP_BYTES_PER_EXPERT = 8.0  # fused permute row_id_map: (8E + 4) B per tok
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GemmRate:
-    """The dense GEMM curve of one GPU and precision (planner.perf_compute.gemm_efficiency
+    """The dense GEMM curve of one GPU and precision (planner.performance.compute.gemm_efficiency
     form: plateau x m / (m + m_half) x F / (F + F_half), F = 2 m n k of one call)."""
 
     peak_flop_per_s: float

@@ -4,7 +4,7 @@ The module inputs :mod:`planner.offload_bytes` counts leave on a D2H stream duri
 and return on an H2D stream before the backward, overlapped with compute; only transfer time
 beyond the compute of the block the modules sit in (attention or MLP) is charged. NVIDIA
 publishes 1.6-2 % of throughput for 10-18 % of memory on DeepSeek-V3 (mechanisms-facts §6.5);
-tests/planner/performance/test_offload_time.py checks this model against it.
+tests/planner/memory/test_offload.py checks this model against it.
 """
 
 from __future__ import annotations

@@ -152,12 +152,6 @@ class PerformanceProfile:
             if getattr(self, name) > 1:
                 raise SpecError(f"{name}={getattr(self, name)} must be in [0, 1]", field=name)
 
-    @staticmethod
-    def coefficient_names() -> tuple[str, ...]:
-        return tuple(
-            f.name for f in fields(PerformanceProfile) if f.name not in ("gpu", "provenance")
-        )
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -156,7 +156,7 @@ def estimate_performance(
     for value in breakdown.values():
         step = step + value
     tokens_per_s = job.global_batch_size * ctx.seq / (step * gpus)
-    flops = flops_per_iteration(model, job, batch)  # the memory engineer's §5 implementation
+    flops = flops_per_iteration(model, job, batch)  # Megatron's formula (megatron-facts §5)
     tflops = flops / (step * gpus) / 1e12
     return PerformanceEstimate(
         step_time_s=step,

@@ -51,6 +51,8 @@ def memory_json(mem: MemoryEstimate, i: int) -> dict[str, Any]:
         "fits": bool(mem.fits[i]),
         "utilization": _num(total / capacity),
         "headroom_bytes": _num(mem.threshold * capacity - total),
+        # "first" also stands for a middle rank when a pipeline_layout charges every rank:
+        # worst_rank is the exact answer (the API's schema allows only first and last)
         "worst_stage": STAGE_NAMES[int(mem.worst_stage[i])],
         "first_stage_bytes": _num(mem.first_stage_bytes[i]),
         "last_stage_bytes": _num(mem.last_stage_bytes[i]),

@@ -16,7 +16,8 @@ one micro-batch's expert-parallel dispatch/combine runs while the other computes
 
 * the model has experts and ep > 1, with the alltoall (or flex) dispatcher, which the planner
   always emits;
-* no full recompute (and no ``moe`` recompute module, which the planner never emits);
+* no full recompute, and no ``moe`` in ``--recompute-modules`` (a user's setting: with the
+  overlap left unset it stays off there, fixed on the rules refuse the pair);
 * MTP depth D <= 1;
 * an interleaved schedule (vpp > 1) whenever pp > 1.
 
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from planner.layout_settings import FP8_GATHER_AUTO, FP8_GATHER_ON
+from planner.layout_settings import FP8_GATHER_AUTO, FP8_GATHER_ON, MODULE_BITS, effective_modules
 from planner.layouts import (
     A2A_AUTO,
     A2A_ON,
@@ -109,6 +110,9 @@ def reasons_blocked(
         out.append("it needs an MoE model with ep > 1")
     if lay.recompute == "full":
         out.append("full recompute is not allowed with it (use none or selective)")
+    if lay.recompute == "selective" and "moe" in (lay.recompute_modules or ()):
+        # megatron-facts rule 40: recomputing 'moe' would replay its all-to-all
+        out.append("'moe' in recompute_modules is not allowed with it (drop 'moe')")
     if model.mtp_num_layers > 1:
         out.append(f"MTP depth {model.mtp_num_layers} > 1 is not allowed with it")
     if lay.pp > 1 and lay.vpp < 2:
@@ -122,6 +126,13 @@ def reasons_blocked(
     return out
 
 
+def moe_recomputed(batch: LayoutBatch) -> BoolArray:
+    """Layouts with ``moe`` in ``--recompute-modules``: Megatron refuses the overlap there
+    (megatron-facts rule 40), as recomputing the MoE layer would replay its all-to-all."""
+    result: BoolArray = (effective_modules(batch) & MODULE_BITS["moe"]) != 0
+    return result
+
+
 def allowed(
     model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch, *, tp_overlap_on: bool = True
 ) -> BoolArray:
@@ -133,6 +144,7 @@ def allowed(
     if not model.is_moe or model.mtp_num_layers > 1:
         return np.zeros(len(batch), dtype=np.bool_)
     ok = (batch.ep > 1) & (batch.recompute != RECOMPUTE_FULL)
+    ok &= ~moe_recomputed(batch)
     ok &= (batch.pp == 1) | (batch.vpp > 1)
     if tp_overlap_on and _pre_blackwell(cluster):
         ok &= ~np.asarray(tp_comm_overlap(cluster, batch.tp, batch.sequence_parallel), np.bool_)

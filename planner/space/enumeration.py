@@ -13,7 +13,11 @@ Candidates per axis when the user does not fix it:
   etp: 1 and tp for a MoE model (tp for a dense one), micro_batch_size: powers of two up to the
   global batch;
 * sequence_parallel: on exactly when tp > 1 (``tp=1`` never gets it: Megatron would switch it off);
-* all recompute modes and optimizer shardings.
+* every recompute mode; optimizer sharding: the distributed optimizer or none (``full``, Torch
+  FSDP2, only when asked for: :attr:`SearchConstraints.optimizer_sharding`);
+* for a MoE model, each layout again with the all-to-all overlap off where it would be on (it
+  holds one more layer of activations); each value of the memory settings that
+  :class:`MemoryChoices` lets the search vary.
 
 Only cheap structural pruning happens before the product (tp, pp and cp must divide the GPU
 count, and so must their product), so that the rules, not the enumeration, explain rejections.
@@ -104,13 +108,13 @@ class SearchConstraints:
     """MoE all-to-all overlap: None (the default) searches it on wherever Megatron allows it
     and off (it holds one more layer of activations); False keeps it off, True on."""
     moe_dispatcher: MoeDispatcher | None = None
+    """MoE token dispatcher for every candidate: None (the planner's choice per layout),
+    'alltoall' or 'flex' (DeepEP)."""
     memory: MemoryChoices = field(default_factory=MemoryChoices)
     """Memory settings of every candidate, and which of them the search varies (issue 13)."""
     cp_comm_type: CpCommType | None = None
     """``--cp-comm-type`` of every cp > 1 candidate: one of CP_COMM_TYPES, or None: the search
     gives each layout the fastest type the rules allow (planner.search.cp_choice)."""
-    """MoE token dispatcher for every candidate: None (the planner's choice per layout),
-    'alltoall' or 'flex' (DeepEP)."""
 
     def __post_init__(self) -> None:
         for name in _AXES:
@@ -289,6 +293,9 @@ def enumerate_layouts(
     if c.cp_comm_type is not None:  # None: planner.search.cp_choice picks per layout
         batch = replace(batch, cp_comm_type=np.full(len(batch), cp_comm_code(c.cp_comm_type)))
     batch = apply_memory_choices(model, batch, c.memory)
+    if c.moe_a2a_overlap is None:  # drop the off copies where recomputing 'moe' keeps it off
+        off_twin = (batch.moe_a2a_overlap == A2A_OFF) & comm_flags.moe_recomputed(batch)
+        batch = batch.take(np.flatnonzero(~off_twin))
     if c.memory.pipeline_layout is None and c.memory.auto_pipeline_layout:
         batch = attach_balanced_layouts(model, batch)
     return pin_unavailable(job, batch)  # what the job's Megatron/TE lacks stays off

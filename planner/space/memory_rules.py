@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from planner.layout_settings import FP8_GATHER_ON, GRAPHS_PARTIAL, MODULE_BITS, effective_modules
-from planner.layouts import A2A_ON, RECOMPUTE_FULL, RECOMPUTE_NONE, SHARD_NONE, BoolArray
+from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_NONE, SHARD_NONE, BoolArray
 from planner.model.pipeline_layout import parse_pipeline_layout
 from planner.space.offload_rules import OFFLOAD_RULES
 from planner.specs import SpecError
@@ -62,7 +62,7 @@ def _layout_explain(ctx: Ctx, i: int) -> str:
 
 
 # --- recompute modules (megatron-facts §1.6; mechanisms-facts §6.4) ----------------------------
-def _module_problems(ctx: Ctx, mask: int, a2a_on: bool) -> list[str]:
+def _module_problems(ctx: Ctx, mask: int) -> list[str]:
     model = ctx.model
     out = []
     if mask & MODULE_BITS["mla_up_proj"] and not model.multi_latent_attention:
@@ -72,22 +72,20 @@ def _module_problems(ctx: Ctx, mask: int, a2a_on: bool) -> list[str]:
             out.append(f"'{name}' needs a mixture-of-experts model")
     if mask & MODULE_BITS["shared_experts"] and not model.shared_expert_ffn_hidden_size:
         out.append("'shared_experts' needs a model with shared experts")
-    if mask & MODULE_BITS["moe"] and a2a_on:
-        out.append("'moe' cannot be recomputed with moe_a2a_overlap on (its A2A is replayed)")
+    # 'moe' with moe_a2a_overlap on: rule moe_a2a_overlap_allowed (planner.space.comm_flags)
     return out
 
 
 def _modules_check(ctx: Ctx) -> BoolArray:
-    keys = 2 * effective_modules(ctx.batch) + (ctx.batch.moe_a2a_overlap == A2A_ON)
-    unique, inverse = np.unique(keys, return_inverse=True)
-    broken = np.array([bool(_module_problems(ctx, k // 2, bool(k % 2))) for k in unique.tolist()])
-    result: BoolArray = broken[inverse.reshape(-1)]  # one check per distinct (modules, overlap)
+    unique, inverse = np.unique(effective_modules(ctx.batch), return_inverse=True)
+    broken = np.array([bool(_module_problems(ctx, k)) for k in unique.tolist()])
+    result: BoolArray = broken[inverse.reshape(-1)]  # one check per distinct module set
     return result
 
 
 def _modules_explain(ctx: Ctx, i: int) -> str:
     mask = int(effective_modules(ctx.batch)[i])
-    problems = _module_problems(ctx, mask, bool(ctx.batch.moe_a2a_overlap[i] == A2A_ON))
+    problems = _module_problems(ctx, mask)
     return "recompute_modules: " + "; ".join(problems) + "; drop those modules"
 
 

@@ -569,8 +569,8 @@ RULES: tuple[Rule, ...] = (
           "seq_length must not exceed a learned max_position_embeddings",
           _S + "3 rule 23", _positions_check, _positions_explain),
     _rule("moe_a2a_overlap_allowed",
-          "moe_a2a_overlap needs ep > 1, no full recompute, MTP depth <= 1, vpp > 1 with pp > 1 "
-          "and (planner policy, before Blackwell) no --tp-comm-overlap",
+          "moe_a2a_overlap needs ep > 1, no full recompute or 'moe' recompute module, MTP depth "
+          "<= 1, vpp > 1 with pp > 1 and (planner policy, before Blackwell) no --tp-comm-overlap",
           _S + "5 rule 40, §2.2 rule 16; planner.space.comm_flags", _a2a_check, _a2a_explain),
     _rule("moe_flex_dispatcher_supported",
           "moe_dispatcher='flex' (DeepEP) needs ep > 1 on NVIDIA Hopper or Blackwell",

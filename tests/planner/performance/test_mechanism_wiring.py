@@ -105,9 +105,7 @@ def test_permutation_is_priced_once_with_the_experts() -> None:
     """§4.4: ~14 K h bytes per token with alltoall; the generic elementwise term no longer
     carries them."""
     ctx = ctx_for(MIXTRAL_8X7B, 4096, [Layout(tp=1, ep=8, dp=8)])
-    dense, moe, _ = elementwise_bytes_per_token(
-        MIXTRAL_8X7B, ctx.batch.tp, ctx.sp, False, permute_slowdown=2.0
-    )
+    dense, moe, _ = elementwise_bytes_per_token(MIXTRAL_8X7B, ctx.batch.tp, ctx.sp, False)
     k, h, f = 2, 4096, 14336
     assert moe[0] - dense[0] == pytest.approx(6.0 * f * k - 6.0 * f)  # experts' SwiGLU only
     tokens = ctx.tokens[0]

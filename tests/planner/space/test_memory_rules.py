@@ -41,7 +41,7 @@ MEMORY_CASES: list[tuple[Any, ...]] = [
      Layout(dp=8, recompute="selective", recompute_modules=("mla_up_proj",)),
      (dense(**MLA), cluster(8), JOB,
       Layout(dp=8, recompute="selective", recompute_modules=("mla_up_proj",)))),
-    ("recompute_modules_apply", moe(), cluster(8), JOB,
+    ("moe_a2a_overlap_allowed", moe(), cluster(8), JOB,  # rule 40: 'moe' replays the A2A
      Layout(dp=8, ep=8, recompute="selective", recompute_modules=("moe",), moe_a2a_overlap=True),
      (moe(), cluster(8), JOB,
       Layout(dp=8, ep=8, recompute="selective", recompute_modules=("moe",),
