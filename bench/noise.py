@@ -1,4 +1,4 @@
-"""The campaign noise the fit and the bands use, by its documented rule (``bench/results/noise.md``).
+"""The campaign noise the fit and the bands use, by its rule (``bench/results/noise.md``).
 
 Run ``python -m bench.noise``. Writes ``bench/results/noise.json`` and the numbers section of
 ``bench/results/noise.md`` (the rule's text above it is kept as written).
@@ -50,7 +50,10 @@ def held_out_log_residuals(
         shared_noise=noise.shared_log_sd,
     )
     return np.array(
-        [np.log(cv.predictions[m.row_id]["measured"] / cv.predictions[m.row_id]["after"]) for m in rows]
+        [
+            np.log(cv.predictions[m.row_id]["measured"] / cv.predictions[m.row_id]["after"])
+            for m in rows
+        ]
     )
 
 

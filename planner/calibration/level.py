@@ -17,8 +17,9 @@ and stores it as the profile's ``cluster_step_scale`` (step time x exp(-E[b]): r
 the rows' contrasts, their common shift being the level's (``Prepared.centred``), so a cluster
 uniformly slower moves the level and no coefficient, and a coefficient every row depends on
 alike (a GEMM plateau on compute-bound rows) is not identified apart from the level.
-Every constant is the noise model's (sigma_w, sigma_b of the ANOVA on the shared rows); nothing
-is tuned per campaign. The rows of one calibration are taken as one cluster.
+Every constant is the noise model's (sigma_w, sigma_b: REML on held-out residuals,
+``bench/results/noise.md``); nothing is tuned per campaign. The rows of one calibration are
+taken as one cluster.
 
 A prediction's tokens/s is ``global batch x sequence / (step x GPUs)``, so the level divides every
 prediction by the scale exactly and leaves d log(prediction) / d coefficient unchanged: the

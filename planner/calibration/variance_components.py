@@ -78,7 +78,9 @@ def _restricted_loglik(s: _Groups, sw2: float, sb2: float) -> float:
 
 def _maximise(f: Callable[[float], float], lo: float, hi: float) -> tuple[float, float]:
     """(argmax, max) of a smooth 1-D function on [lo, hi], the end points included."""
-    res = minimize_scalar(lambda x: -f(x), bounds=(lo, hi), method="bounded", options={"xatol": 1e-9})
+    res = minimize_scalar(
+        lambda x: -f(x), bounds=(lo, hi), method="bounded", options={"xatol": 1e-9}
+    )
     best = (float(res.x), -float(res.fun))
     for edge in (lo, hi):
         value = f(edge)
@@ -126,8 +128,11 @@ class VarianceComponents:
         }
 
 
-def reml(residuals: FloatArray, campaigns: Sequence[str]) -> VarianceComponents:
-    """sigma_w and sigma_b of log ``residuals`` grouped by ``campaigns`` (REML, sigma_b >= 0)."""
+def reml(
+    residuals: FloatArray, campaigns: Sequence[str], *, intervals: bool = True
+) -> VarianceComponents:
+    """sigma_w and sigma_b of log ``residuals`` grouped by ``campaigns`` (REML, sigma_b >= 0);
+    ``intervals=False`` skips the profile-likelihood intervals (NaN), most of the cost."""
     s = _Groups.of(residuals, campaigns)
     rows, k = int(np.sum(s.n)), len(s.n)
     if rows - k < 1 or k < 2:
@@ -135,9 +140,7 @@ def reml(residuals: FloatArray, campaigns: Sequence[str]) -> VarianceComponents:
             f"{rows} rows in {k} campaigns: REML needs at least two campaigns and more rows than "
             "campaigns to separate the within- and between-campaign noise"
         )
-    total = float(np.std(np.repeat(s.mean, s.n.astype(np.intp)), ddof=0)) + math.sqrt(
-        s.ssw / rows
-    )
+    total = float(np.std(np.repeat(s.mean, s.n.astype(np.intp)), ddof=0)) + math.sqrt(s.ssw / rows)
     sb_hi = 10.0 * max(total, 1e-4)
 
     def best_sw(sb: float) -> tuple[float, float]:
@@ -150,8 +153,10 @@ def reml(residuals: FloatArray, campaigns: Sequence[str]) -> VarianceComponents:
     sb, ll_max = _maximise(lambda b: best_sw(b)[1], 0.0, sb_hi)
     sw = best_sw(sb)[0]
     cut = ll_max - PROFILE_CUT
-    shared_ci = _interval(lambda b: best_sw(b)[1] - cut, sb, 0.0, sb_hi)
-    log_ci = _interval(lambda t: best_sb(math.exp(t))[1] - cut, math.log(sw), *_LOG_SD_RANGE)
+    shared_ci, log_ci = (math.nan, math.nan), (math.nan, math.nan)
+    if intervals:
+        shared_ci = _interval(lambda b: best_sw(b)[1] - cut, sb, 0.0, sb_hi)
+        log_ci = _interval(lambda t: best_sb(math.exp(t))[1] - cut, math.log(sw), *_LOG_SD_RANGE)
     mu, var_mu = gls_mean(s.n, s.mean, sw * sw, sb * sb)
     return VarianceComponents(
         within_log_sd=sw,
