@@ -65,12 +65,15 @@ def _tp_contrast(rows: list, factor: float) -> list:
 
 
 def test_sweeps_that_contradict_each_other_keep_the_coefficients() -> None:
-    """In one sweep the tensor-parallel rows run 30 % slower than the prior says, in the other
-    30 % faster (what the model cannot explain): no coefficient moves, and the report gives
-    the held-out error of each candidate."""
+    """In one sweep the tensor-parallel rows run 0.7x as fast as the prior says, in the other
+    1 / 0.7x (what the model cannot explain): no coefficient moves, and the report gives the
+    held-out error of each candidate. Both sweeps run one model, so their TP contrasts cancel
+    exactly in log space: with the REML noise (sigma_w 0.052, bench/results/noise.md) ten rows
+    of two campaigns identify tp_overlap, and contrasts that cancel only roughly (0.7x on 8B,
+    1.3x on 70B, whose TP sensitivities differ) move it to their compromise."""
     prior = default_profile(H100)
-    rows = _tp_contrast(synthetic(prior, "a", LLAMA_8B), 0.7)
-    rows += _tp_contrast(synthetic(prior, "b", LLAMA_70B), 1.3)
+    rows = _tp_contrast(synthetic(prior, "a", LLAMA_70B), 0.7)
+    rows += _tp_contrast(synthetic(prior, "b", LLAMA_70B), 1 / 0.7)
     profile, report = calibrate_gpu_rows(rows, prior)
     assert replace(profile, cluster_step_scale=1.0) == prior
     assert report["moved"] == []
