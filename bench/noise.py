@@ -1,12 +1,14 @@
-"""The campaign noise the fit and the bands use, by its rule (``bench/results/noise.md``).
+"""The prediction noise the bands, the level and suggest use, by its rule (``bench/results/noise.md``).
 
 Run ``python -m bench.noise``. Writes ``bench/results/noise.json`` and the numbers section of
 ``bench/results/noise.md`` (the rule's text above it is kept as written).
 
-The rule: leave-one-source-out log residuals of the regularised fit on the shared rows, REML
-with campaigns (source x GPU type) as groups (:mod:`planner.calibration.variance_components`),
-iterated to a fixed point from the previously shipped pair (the fit's weights use the pair, the
-residuals depend on the fit); shipped rounded to ``DECIMALS`` decimals.
+The rule: leave-one-source-out log residuals of the shipped fit (weighted by the fit pair,
+``regularised.FIT_NOISE``, chosen by ``bench.fit_weighting``) on the shared rows, REML with
+campaigns (source x GPU type) as groups (:mod:`planner.calibration.variance_components`);
+shipped rounded to ``DECIMALS`` decimals. Before the two roles were split the fit used this
+pair too, so the rule was a fixed point (``fixed_point``, kept for that comparison); now the fit
+does not read it and one round is the rule.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from bench.accuracy import RESULTS, coefficients_for, commit, load
 from planner.calibration.fit import cross_validate, usable
 from planner.calibration.measurements import Measurement
 from planner.calibration.noise import NoiseModel, campaign_key
-from planner.calibration.regularised import NOISE
+from planner.calibration.regularised import FIT_NOISE, NOISE
 from planner.calibration.variance_components import VarianceComponents, reml
 from planner.performance.step_time import default_profile
 
@@ -84,24 +86,19 @@ def run() -> dict[str, Any]:
     code = commit()
     rows = usable(load()[0])
     t0 = time.perf_counter()
-    fp = fixed_point(rows)
-    est: VarianceComponents = fp["estimate"]
-    shipped_step = rule_step(rows, NOISE)
+    est = rule_step(rows, FIT_NOISE)
     return {
         "commit": code,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "rows": len(rows),
         "campaign_rows": dict(sorted(Counter(campaign_key(m) for m in rows).items())),
+        "fit_pair": [FIT_NOISE.within_log_sd, FIT_NOISE.shared_log_sd],
         "estimate": est.to_dict(),
-        "converged": fp["converged"],
-        "rounds": len(fp["path"]),
-        "path": fp["path"],
         "rule_output": {
             "within_log_sd": round(est.within_log_sd, DECIMALS),
             "shared_log_sd": round(est.shared_log_sd, DECIMALS),
         },
         "shipped": {"within_log_sd": NOISE.within_log_sd, "shared_log_sd": NOISE.shared_log_sd},
-        "one_round_from_shipped": shipped_step.to_dict(),
         "seconds": time.perf_counter() - t0,
     }
 
@@ -111,7 +108,8 @@ def _ci(x: list[float]) -> str:
 
 
 def numbers(r: dict[str, Any]) -> str:
-    e = r["estimate"]
+    e, (fw, fb) = r["estimate"], r["fit_pair"]
+    out, shipped = r["rule_output"], r["shipped"]
     lines = [
         MARKER,
         "",
@@ -120,32 +118,16 @@ def numbers(r: dict[str, Any]) -> str:
         + ", ".join(f"{k} {n}" for k, n in r["campaign_rows"].items())
         + f"); {r['seconds']:.0f} s.",
         "",
-        "Fixed-point path (each round: the leave-one-source-out fit weighted by the pair in "
-        "*used*, then REML on its residuals):",
-        "",
-        "| round | used sigma_w / sigma_b | sigma_w (95 % CI) | sigma_b (95 % CI) | rho | mu |",
-        "|---|---|---|---|---|---|",
-    ]
-    for i, p in enumerate(r["path"], 1):
-        lines.append(
-            f"| {i} | {p['used'][0]:.4f} / {p['used'][1]:.4f} | {p['within_log_sd']:.4f} "
-            f"({_ci(p['within_ci'])}) | {p['shared_log_sd']:.4f} ({_ci(p['shared_ci'])}) | "
-            f"{p['rho']:.3f} | {p['mean_log']:+.4f} |"
-        )
-    out, shipped = r["rule_output"], r["shipped"]
-    lines += [
-        "",
-        f"{'Converged' if r['converged'] else 'NOT converged'} after {r['rounds']} rounds: "
-        f"sigma_w {e['within_log_sd']:.4f} (95 % profile-likelihood CI {_ci(e['within_ci'])}), "
-        f"sigma_b {e['shared_log_sd']:.4f} (CI {_ci(e['shared_ci'])}), rho {e['rho']:.3f}, "
-        f"mean held-out log(measured / predicted) {e['mean_log']:+.4f} "
+        f"REML on the leave-one-source-out residuals of the fit weighted by the shipped fit pair "
+        f"{fw} / {fb}: sigma_w {e['within_log_sd']:.4f} (95 % profile-likelihood CI "
+        f"{_ci(e['within_ci'])}), sigma_b {e['shared_log_sd']:.4f} (CI {_ci(e['shared_ci'])}), "
+        f"rho {e['rho']:.3f}, mean held-out log(measured / predicted) {e['mean_log']:+.4f} "
         f"(sd {e['mean_log_sd']:.4f}).",
         "",
         f"Rule output, rounded to {DECIMALS} decimals: sigma_w {out['within_log_sd']}, sigma_b "
-        f"{out['shared_log_sd']}. Shipped in `planner/calibration/regularised.py`: sigma_w "
-        f"{shipped['within_log_sd']}, sigma_b {shipped['shared_log_sd']}. One round from the "
-        f"shipped pair gives {r['one_round_from_shipped']['within_log_sd']:.4f} / "
-        f"{r['one_round_from_shipped']['shared_log_sd']:.4f} (the drift test's check).",
+        f"{out['shared_log_sd']}. Shipped prediction pair in "
+        f"`planner/calibration/regularised.py`: sigma_w {shipped['within_log_sd']}, sigma_b "
+        f"{shipped['shared_log_sd']}.",
         "",
         "sigma_b rests on "
         f"{e['campaigns'] - 1} between-campaign degrees of freedom: its interval above is the "
