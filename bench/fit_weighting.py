@@ -103,9 +103,7 @@ def nested(
             "inner_medians": {str(k): v for k, v in scores.items()},
             "chosen_m": m,
             "median_ape": float(np.median(list(held.values()))),
-            "median_ape_at_shipped_m": float(
-                np.median([outer_table[chosen][k] for k in held])
-            ),
+            "median_ape_at_shipped_m": float(np.median([outer_table[chosen][k] for k in held])),
         }
     errs = np.array(list(nested_err.values()))
     shipped = np.array(list(outer_table[chosen].values()))

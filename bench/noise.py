@@ -1,4 +1,4 @@
-"""The prediction noise the bands, the level and suggest use, by its rule (``bench/results/noise.md``).
+"""The prediction noise (bands, level, suggest), by its rule (``bench/results/noise.md``).
 
 Run ``python -m bench.noise``. Writes ``bench/results/noise.json`` and the numbers section of
 ``bench/results/noise.md`` (the rule's text above it is kept as written).

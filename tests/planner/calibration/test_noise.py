@@ -9,7 +9,7 @@ import pytest
 
 from planner.calibration.measurements import Measurement
 from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
-from planner.calibration.regularised import NOISE, fit_regularised
+from planner.calibration.regularised import FIT_NOISE, fit_regularised
 from planner.performance.step_time import default_profile
 from tests.planner.calibration.test_fit import synthetic
 from tests.planner.fixtures import H100, LLAMA_8B
@@ -75,7 +75,7 @@ def _fit(rows: list[Measurement], noise: NoiseModel) -> tuple[float, float]:
     return moved, fit.coefficients[0].information
 
 
-@pytest.mark.parametrize("noise", [NOISE, WIDE])
+@pytest.mark.parametrize("noise", [FIT_NOISE, WIDE])
 def test_a_campaign_of_n_rows_moves_a_coefficient_like_about_one_over_rho_rows(
     noise: NoiseModel,
 ) -> None:
