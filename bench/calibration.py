@@ -46,8 +46,9 @@ from planner.calibration.intervals import (
 from planner.calibration.measurements import Measurement
 from planner.calibration.noise import NoiseModel, campaign_key
 from planner.calibration.regularised import (
+    FIT_NOISE,
+    FIT_ROW_LOG_SD,
     NOISE,
-    NOISE_LOG_SD,
     fit_prepared,
     fit_regularised,
     prepare,
@@ -203,14 +204,15 @@ def _ratios(predictions: dict[str, dict[str, float]], rows: list[Measurement]) -
 
 
 def noise_summary(rows: list[Measurement]) -> dict[str, Any]:
-    """The shipped noise model (its rule and estimate: bench/results/noise.md) and what each
-    campaign's rows count as under it."""
+    """The shipped fit weighting (the ridge's pair, chosen by bench/results/fit_weighting.md) and
+    what each campaign's rows count as in the fit under it; the prediction pair beside it."""
     return {
-        "within_log_sd": NOISE.within_log_sd,
-        "shared_log_sd": NOISE.shared_log_sd,
-        "rho": NOISE.rho,
+        "within_log_sd": FIT_NOISE.within_log_sd,
+        "shared_log_sd": FIT_NOISE.shared_log_sd,
+        "rho": FIT_NOISE.rho,
+        "prediction": {"within_log_sd": NOISE.within_log_sd, "shared_log_sd": NOISE.shared_log_sd},
         "effective_rows": {
-            c: {"rows": n, "effective": NOISE.effective_rows(n)}
+            c: {"rows": n, "effective": FIT_NOISE.effective_rows(n)}
             for c, n in sorted(Counter(campaign_key(m) for m in rows).items())
         },
     }
@@ -399,7 +401,7 @@ def run(*, intervals_only: bool = False) -> dict[str, Any]:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "rows_used": len(rows),
         "rows_by_regime": dict(Counter("/".join(_parts(m)) for m in rows)),
-        "noise_log_sd": NOISE_LOG_SD,
+        "noise_log_sd": FIT_ROW_LOG_SD,
         "noise": noise_summary(rows),
         "intervals": intervals,
         "table": table,
@@ -504,11 +506,14 @@ def markdown(r: dict[str, Any]) -> str:
         "## Row noise: a shared per-campaign component",
         "",
         "The regularised fit weighs a row of a campaign of n rows by 1 / (1 + (n - 1) rho) "
-        "(`planner/calibration/noise.py`). sigma_w and sigma_b follow the rule of "
-        "`bench/results/noise.md` (REML, campaigns as groups, on the leave-one-source-out "
-        "residuals of the fit, iterated to a fixed point; `python -m bench.noise`); shipped: "
-        f"sigma_w {nz['within_log_sd']}, sigma_b {nz['shared_log_sd']}, rho {nz['rho']:.3f}. "
-        "Rows and what they count as:",
+        "(`planner/calibration/noise.py`) with the fit weighting, a ridge hyperparameter "
+        "(m x the REML pair, m chosen by leave-one-source-out, reported by nested "
+        "cross-validation: `bench/results/fit_weighting.md`): sigma_w "
+        f"{nz['within_log_sd']}, sigma_b {nz['shared_log_sd']}, rho {nz['rho']:.3f}. The bands "
+        "below use the prediction noise instead (REML on the shipped fit's leave-one-source-out "
+        "residuals, `bench/results/noise.md`): sigma_w "
+        f"{nz['prediction']['within_log_sd']}, sigma_b {nz['prediction']['shared_log_sd']}. "
+        "Rows and what they count as in the fit:",
         "",
         "| campaign | rows | effective rows |",
         "|---|---|---|",
