@@ -210,7 +210,11 @@ def noise_summary(rows: list[Measurement]) -> dict[str, Any]:
         "within_log_sd": FIT_NOISE.within_log_sd,
         "shared_log_sd": FIT_NOISE.shared_log_sd,
         "rho": FIT_NOISE.rho,
-        "prediction": {"within_log_sd": NOISE.within_log_sd, "shared_log_sd": NOISE.shared_log_sd},
+        "prediction": {
+            "within_log_sd": NOISE.within_log_sd,
+            "shared_log_sd": NOISE.shared_log_sd,
+            "rho": NOISE.rho,
+        },
         "effective_rows": {
             c: {"rows": n, "effective": FIT_NOISE.effective_rows(n)}
             for c, n in sorted(Counter(campaign_key(m) for m in rows).items())
@@ -528,8 +532,9 @@ def markdown(r: dict[str, Any]) -> str:
         "(`models_db/intervals/throughput.json`); a regime with fewer than "
         f"{r['table']['min_rows']} *effective* rows uses its parent: rows of one campaign "
         "(a source on one GPU type) share errors, so they count by the design effect "
-        f"(rho {r['noise']['rho']:.2f}; one campaign is worth at most "
-        f"{1 / r['noise']['rho']:.1f} rows). Transferred GPU profiles use the "
+        f"under the prediction noise (rho {r['noise']['prediction']['rho']:.2f}; one campaign "
+        f"is worth at most {1 / r['noise']['prediction']['rho']:.1f} rows). Transferred GPU "
+        "profiles use the "
         "leave-one-GPU-type-out band.",
         "",
         "*Now*: the campaign noise model's predictive band (rule fixed before measuring, "
