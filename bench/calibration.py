@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from planner.calibration.fit import (
     usable,
 )
 from planner.calibration.honest_cv import cross_validate_prepared
-from planner.calibration.interval_bands import build_bands
+from planner.calibration.interval_bands import BandRule, build_bands
 from planner.calibration.intervals import (
     REGIME_PARTS,
     TRANSFERRED,
@@ -44,14 +44,16 @@ from planner.calibration.intervals import (
     regime_parts,
 )
 from planner.calibration.measurements import Measurement
-from planner.calibration.noise import campaign_key, estimate_noise
+from planner.calibration.noise import NoiseModel, campaign_key
 from planner.calibration.regularised import (
+    FIT_NOISE,
+    FIT_ROW_LOG_SD,
     NOISE,
-    NOISE_LOG_SD,
     fit_prepared,
     fit_regularised,
     prepare,
 )
+from planner.calibration.variance_components import reml
 from planner.model.params import param_counts
 from planner.performance.step_time import default_profile
 
@@ -60,7 +62,6 @@ RESULTS = ROOT / "bench" / "results"
 TABLE = ROOT / "models_db" / "intervals" / "throughput.json"
 LOW_Q, HIGH_Q = 0.10, 0.90
 MIN_ROWS = 10
-CountRule = Literal["effective", "rows"]
 """Fewest effective held-out rows a regime needs for its own band (else its parent's): with 10
 rows the 10th and 90th percentiles are each pinned by about one row; rows of one campaign count
 by the design effect (planner.calibration.interval_bands), so one campaign never suffices."""
@@ -70,27 +71,47 @@ def _parts(m: Measurement) -> list[str]:
     return regime_parts(m.model, m.cluster, m.job, m.layout.cp)
 
 
+Noise = tuple[NoiseModel, int]
+"""A noise model and the degrees of freedom of its estimate (campaigns - 1)."""
+SHIPPED: Noise = (NOISE, 3)
+"""The shipped pair rests on the shared rows' 4 campaigns (bench/results/noise.md)."""
+
+
 def _bands(
-    parts: list[list[str]], ratios: np.ndarray, rows: list[Measurement], count: CountRule
+    parts: list[list[str]],
+    ratios: np.ndarray,
+    rows: list[Measurement],
+    rule: BandRule,
+    noise: Noise = SHIPPED,
 ) -> dict[str, dict[str, Any]]:
     return build_bands(
         parts,
         ratios,
         [campaign_key(m) for m in rows],
-        noise=NOISE,
+        noise=noise[0],
         low_q=LOW_Q,
         high_q=HIGH_Q,
-        conformal_count=count,
+        rule=rule,
+        df=noise[1],
     )
 
 
 def bands_of(
-    rows: list[Measurement], ratios: np.ndarray, count: CountRule = "effective"
+    rows: list[Measurement],
+    ratios: np.ndarray,
+    rule: BandRule = "model",
+    noise: Noise = SHIPPED,
 ) -> dict[str, dict[str, Any]]:
     """Bands of measured / predicted for every regime key and every parent of it, with the
-    campaigns and effective rows behind each (planner.calibration.interval_bands); ``count``:
-    the conformal ranks on the effective rows (shipped) or on every row (the earlier rule)."""
-    return _bands([_parts(m) for m in rows], ratios, rows, count)
+    campaigns and effective rows behind each (planner.calibration.interval_bands); ``rule``:
+    the noise model's predictive band (shipped) or the earlier split-conformal ranks."""
+    return _bands([_parts(m) for m in rows], ratios, rows, rule, noise)
+
+
+def noise_of(rows: list[Measurement], ratios: np.ndarray) -> Noise:
+    """REML noise of these held-out ratios (bench/results/noise.md's estimator), with its df."""
+    est = reml(np.log(ratios), [campaign_key(m) for m in rows], intervals=False)
+    return est.noise, est.campaigns - 1
 
 
 def calibrated_range(rows: list[Measurement]) -> dict[str, Any]:
@@ -135,16 +156,20 @@ def nested_coverage(
     rows: list[Measurement],
     ratio: np.ndarray,
     *,
-    count: CountRule = "effective",
+    rule: BandRule = "model",
 ) -> dict[str, Any]:
     """Each source's rows against a table built without that source: per regime, per held-out
-    source, and the median width of the bands the held-out rows got."""
+    source, and the median width of the bands the held-out rows got. The model band's noise is
+    re-estimated (REML) on the other sources' ratios, so nothing of the held-out source enters
+    its band; the conformal bands use the shipped noise for their effective rows."""
     nested: dict[str, list[bool]] = {}
     per_source: dict[str, dict[str, Any]] = {}
     widths = []
     for source in sorted({m.source_id for m in rows}):
         train = [i for i, m in enumerate(rows) if m.source_id != source]
-        bands = bands_of([rows[i] for i in train], ratio[train], count)
+        train_rows = [rows[i] for i in train]
+        noise = noise_of(train_rows, ratio[train]) if rule == "model" else SHIPPED
+        bands = bands_of(train_rows, ratio[train], rule, noise)
         sub = IntervalTable.from_dict({**data, "bands": bands})
         hits: list[bool] = []
         used: Counter[str] = Counter()
@@ -164,6 +189,7 @@ def nested_coverage(
             "bands": dict(used),
             "ratio_median": float(np.median(held)),
             "ratio_range": [float(held.min()), float(held.max())],
+            "noise": [noise[0].within_log_sd, noise[0].shared_log_sd, noise[1]],
         }
     out = {k: {"n": len(v), "inside": float(np.mean(v))} for k, v in sorted(nested.items())}
     out["all"]["median_width"] = float(np.median(widths))
@@ -177,40 +203,33 @@ def _ratios(predictions: dict[str, dict[str, float]], rows: list[Measurement]) -
     )
 
 
-def noise_estimate(rows: list[Measurement]) -> dict[str, Any]:
-    """The documented rule behind regularised.NOISE: the nested ANOVA estimate of sigma_w and
-    sigma_b on the log residuals of the architecture priors (planner.calibration.noise)."""
-    resid = np.empty(len(rows))
-    for gpu_name in sorted({m.cluster.gpu.name for m in rows}):
-        idx = [i for i, m in enumerate(rows) if m.cluster.gpu.name == gpu_name]
-        sub = [rows[i] for i in idx]
-        pred = predict_tokens_per_s(sub, default_profile(sub[0].cluster.gpu))
-        resid[idx] = np.log(pred / np.array([m.tokens_per_s_per_gpu for m in sub]))
-    est = estimate_noise(resid, [campaign_key(m) for m in rows], [m.cluster.gpu.name for m in rows])
+def noise_summary(rows: list[Measurement]) -> dict[str, Any]:
+    """The shipped fit weighting (the ridge's pair, chosen by bench/results/fit_weighting.md) and
+    what each campaign's rows count as in the fit under it; the prediction pair beside it."""
     return {
-        "within_log_sd": est.noise.within_log_sd,
-        "shared_log_sd": est.noise.shared_log_sd,
-        "rho": est.noise.rho,
-        "campaigns": est.campaigns,
-        "strata": est.strata,
-        "shipped": {
+        "within_log_sd": FIT_NOISE.within_log_sd,
+        "shared_log_sd": FIT_NOISE.shared_log_sd,
+        "rho": FIT_NOISE.rho,
+        "prediction": {
             "within_log_sd": NOISE.within_log_sd,
             "shared_log_sd": NOISE.shared_log_sd,
             "rho": NOISE.rho,
         },
         "effective_rows": {
-            c: {"rows": n, "effective": NOISE.effective_rows(n)}
+            c: {"rows": n, "effective": FIT_NOISE.effective_rows(n)}
             for c, n in sorted(Counter(campaign_key(m) for m in rows).items())
         },
     }
 
 
 def _transferred_band(
-    rows: list[Measurement], ratio_gpu: np.ndarray, count: CountRule
+    rows: list[Measurement], ratio_gpu: np.ndarray, rule: BandRule
 ) -> dict[str, Any]:
     """One band over every row's leave-one-GPU-type-out residual, with its campaigns and
-    effective rows recorded like the others."""
-    return _bands([[] for _ in rows], ratio_gpu, rows, count)["all"]
+    effective rows recorded like the others; the model band with that procedure's own REML
+    noise."""
+    noise = noise_of(rows, ratio_gpu) if rule == "model" else SHIPPED
+    return _bands([[] for _ in rows], ratio_gpu, rows, rule, noise)["all"]
 
 
 def _widths(bands: dict[str, dict[str, Any]]) -> dict[str, float]:
@@ -226,9 +245,9 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
     ratio = _ratios(loso.predictions, rows)
     ratio_gpu = _ratios(logo.predictions, rows)
     bands = bands_of(rows, ratio)
-    bands[TRANSFERRED] = _transferred_band(rows, ratio_gpu, "effective")
-    before = bands_of(rows, ratio, "rows")
-    before[TRANSFERRED] = _transferred_band(rows, ratio_gpu, "rows")
+    bands[TRANSFERRED] = _transferred_band(rows, ratio_gpu, "model")
+    before = bands_of(rows, ratio, "conformal-effective")
+    before[TRANSFERRED] = _transferred_band(rows, ratio_gpu, "conformal-effective")
     data = {
         "low_quantile": LOW_Q,
         "high_quantile": HIGH_Q,
@@ -244,8 +263,10 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
             "regime_parts": list(REGIME_PARTS),
             "min_rows_counts": "effective rows: rows of one campaign (source x GPU type) by the "
             f"design effect, rho {NOISE.rho:.2f} (planner/calibration/interval_bands.py)",
-            "band": "split-conformal ranks with n = the effective rows "
-            "(planner/calibration/interval_bands.py)",
+            "band": "the campaign noise model's predictive band: exp(mu + t_q(df) s), mu the "
+            "regime's GLS mean log ratio, s = sqrt(sigma_w^2 + sigma_b^2 + Var(mu)), sigma_w "
+            f"{NOISE.within_log_sd}, sigma_b {NOISE.shared_log_sd}, df {SHIPPED[1]} "
+            "(planner/calibration/interval_bands.py; rule: bench/results/noise.md)",
         },
     }
     table = IntervalTable.from_dict(data)
@@ -255,7 +276,7 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
         return float(np.mean((ratio_gpu >= b["low"]) & (ratio_gpu <= b["high"])))
 
     nested = nested_coverage(data, rows, ratio)
-    nested_plain = nested_coverage(data, rows, ratio, count="rows")
+    nested_plain = nested_coverage(data, rows, ratio, rule="conformal-effective")
     report = {
         "seconds": time.perf_counter() - t0,
         "loso_after": {"median_ape": loso.after.median_ape, "p90_ape": loso.after.p90_ape},
@@ -263,7 +284,7 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
         "coverage_nested_by_source": nested["regimes"],
         "nested_by_held_out_source": nested["sources"],
         "band_widths": _widths(bands),
-        "rows_rule": {  # the earlier rule (conformal ranks on every row), same residuals
+        "before_rule": {  # the earlier rule (conformal ranks on effective rows), same residuals
             "coverage_on_table_rows": coverage(plain, rows, ratio),
             "coverage_nested_by_source": nested_plain["regimes"],
             "nested_by_held_out_source": nested_plain["sources"],
@@ -384,8 +405,8 @@ def run(*, intervals_only: bool = False) -> dict[str, Any]:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "rows_used": len(rows),
         "rows_by_regime": dict(Counter("/".join(_parts(m)) for m in rows)),
-        "noise_log_sd": NOISE_LOG_SD,
-        "noise": noise_estimate(rows),
+        "noise_log_sd": FIT_ROW_LOG_SD,
+        "noise": noise_summary(rows),
         "intervals": intervals,
         "table": table,
     }
@@ -489,13 +510,14 @@ def markdown(r: dict[str, Any]) -> str:
         "## Row noise: a shared per-campaign component",
         "",
         "The regularised fit weighs a row of a campaign of n rows by 1 / (1 + (n - 1) rho) "
-        "(`planner/calibration/noise.py`). Rule for sigma_w and sigma_b: nested one-way ANOVA "
-        "(campaigns = source x GPU type, nested in GPU types) on the log residuals of the "
-        f"architecture priors; on these rows: sigma_w {nz['within_log_sd']:.4f}, sigma_b "
-        f"{nz['shared_log_sd']:.4f}, rho {nz['rho']:.3f} ({nz['campaigns']} campaigns in "
-        f"{nz['strata']} GPU types); shipped in `regularised.py`: sigma_w "
-        f"{nz['shipped']['within_log_sd']}, sigma_b {nz['shipped']['shared_log_sd']}, rho "
-        f"{nz['shipped']['rho']:.3f}. Rows and what they count as:",
+        "(`planner/calibration/noise.py`) with the fit weighting, a ridge hyperparameter "
+        "(m x the REML pair, m chosen by leave-one-source-out, reported by nested "
+        "cross-validation: `bench/results/fit_weighting.md`): sigma_w "
+        f"{nz['within_log_sd']}, sigma_b {nz['shared_log_sd']}, rho {nz['rho']:.3f}. The bands "
+        "below use the prediction noise instead (REML on the shipped fit's leave-one-source-out "
+        "residuals, `bench/results/noise.md`): sigma_w "
+        f"{nz['prediction']['within_log_sd']}, sigma_b {nz['prediction']['shared_log_sd']}. "
+        "Rows and what they count as in the fit:",
         "",
         "| campaign | rows | effective rows |",
         "|---|---|---|",
@@ -504,29 +526,30 @@ def markdown(r: dict[str, Any]) -> str:
         lines.append(f"| {camp} | {c['rows']} | {c['effective']:.1f} |")
     lines += [
         "",
-        "## Prediction intervals (80 % split-conformal bands of measured / predicted)",
+        "## Prediction intervals (80 % bands of measured / predicted)",
         "",
         "Bands from leave-one-source-out residuals per regime "
         "(`models_db/intervals/throughput.json`); a regime with fewer than "
         f"{r['table']['min_rows']} *effective* rows uses its parent: rows of one campaign "
-        "(a source on one GPU type) share errors, so they count by the design effect with the "
-        f"fit's rho ({r['noise']['shipped']['rho']:.2f}; one campaign is worth at most "
-        f"{1 / r['noise']['shipped']['rho']:.1f} rows), and a band must rest on rows of several "
-        "campaigns (`planner/calibration/interval_bands.py`). Transferred GPU profiles use the "
+        "(a source on one GPU type) share errors, so they count by the design effect "
+        f"under the prediction noise (rho {r['noise']['prediction']['rho']:.2f}; one campaign "
+        f"is worth at most {1 / r['noise']['prediction']['rho']:.1f} rows). Transferred GPU "
+        "profiles use the "
         "leave-one-GPU-type-out band.",
         "",
-        "The band is split-conformal (Lei et al. 2018): the upper end is the "
-        "ceil((n+1) 0.9)-th smallest of n scores, the lower end its mirror, with **n the "
-        "effective rows** (the ranks are ceil(N 0.9 (n+1)/n) of the N rows, so the correction "
-        "for a small calibration set counts correlated rows as what they are worth). *Before*: "
-        "the same residuals with n = every row. The rule was chosen before measuring; why this "
-        "count is in the module's docstring.",
+        "*Now*: the campaign noise model's predictive band (rule fixed before measuring, "
+        "`bench/results/noise.md`; `planner/calibration/interval_bands.py`): "
+        "exp(mu_r +/- t_0.9(df) s), mu_r the regime's GLS mean log ratio, "
+        "s = sqrt(sigma_w^2 + sigma_b^2 + Var(mu_r)), df = campaigns of the noise estimate - 1 "
+        "(3 for the table; nested: REML on the other sources' residuals, df 2). *Before*: the "
+        "split-conformal ranks with n the effective rows (the previous rule), same residuals "
+        "and the same shipped noise for the effective rows.",
         "",
         "| regime | rows | campaigns | effective rows | own band | low | high | "
         "width before | width now |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    before = iv["rows_rule"]
+    before = iv["before_rule"]
     for key, b in r["table"]["bands"].items():
         eff = b.get("effective_rows", b["n"])
         own = "yes" if eff >= r["table"]["min_rows"] or key == "all" else "parent's"
@@ -540,7 +563,7 @@ def markdown(r: dict[str, Any]) -> str:
         "Coverage (share of held-out rows inside their band; the target is 80 %). *Table rows*: "
         "the rows the table was built from; *nested*: each source's rows against a table built "
         "without that source (the honest figure). *Before*: the same residuals with the "
-        "conformal ranks on every row.",
+        "split-conformal ranks on the effective rows.",
         "",
         "| regime | rows | on table rows (before) | on table rows | nested (before) | nested |",
         "|---|---|---|---|---|---|",

@@ -42,7 +42,7 @@ from app.calibration.honest import calibrate_gpu_rows
 from bench.accuracy import RESULTS, _clean, coefficients_for, commit, data_path, load
 from planner.calibration import fit as _fit
 from planner.calibration.measurements import Measurement, read_rows
-from planner.calibration.regularised import NOISE_LOG_SD, NOISE_SHARED_LOG_SD
+from planner.calibration.regularised import FIT_ROW_LOG_SD, FIT_SHARED_LOG_SD
 from planner.calibration.suggest import MAX_NODES, SuggestedRun, suggest_runs
 from planner.performance.profile import PerformanceProfile
 from planner.performance.step_time import default_profile
@@ -112,7 +112,7 @@ def campaigns(
 def starting_profile(gpu: GPUSpec, train: Sequence[Measurement]) -> PerformanceProfile:
     """The profile fitted without the campaign: bench.accuracy's fold code, verbatim."""
     return _fit._profile_for(
-        gpu, train, default_profile, coefficients_for, NOISE_LOG_SD, NOISE_SHARED_LOG_SD
+        gpu, train, default_profile, coefficients_for, FIT_ROW_LOG_SD, FIT_SHARED_LOG_SD
     )
 
 

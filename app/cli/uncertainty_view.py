@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 BAND_NOTE = (
-    "tokens/s/GPU in brackets: the 80 % split-conformal band of cross-validated errors of "
+    "tokens/s/GPU in brackets: the 80 % prediction band of cross-validated errors of "
     "that kind of layout (models_db/intervals)"
 )
 

@@ -93,7 +93,7 @@ class PerformanceRead(BaseModel):
     mfu: float | None
     breakdown: dict[str, float | None]
     shares: dict[str, float | None]
-    # issue 12 item 9: the 80 % split-conformal band of leave-one-source-out residuals of the
+    # issue 12 item 9: the 80 % prediction band of leave-one-source-out residuals of the
     # layout's regime (models_db/intervals), and why the prediction extrapolates (empty: inside)
     tokens_per_s_per_gpu_interval: list[float] | None = None
     step_time_interval_s: list[float] | None = None

@@ -1,6 +1,6 @@
 """Each prediction's interval and extrapolation warnings (issue 12 item 9), added to the
 performance block of evaluated layouts and of plans: ``tokens_per_s_per_gpu_interval`` and
-``step_time_interval_s`` (the 80 % split-conformal band of leave-one-source-out residuals of the
+``step_time_interval_s`` (the 80 % prediction band of leave-one-source-out residuals of the
 layout's regime, :mod:`planner.calibration.interval_bands`) and ``extrapolation`` (reasons in
 words; empty = inside the calibrated data).
 The table is ``models_db/intervals/throughput.json``; without it nothing is added."""

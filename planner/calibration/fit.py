@@ -344,12 +344,12 @@ def cross_validate(
     coefficients transferred from the fitted GPU type with the most rows.
     ``coefficients_for`` (optional) chooses the fitted coefficients per GPU type; ``noise``
     and ``shared_noise`` are the within-campaign and shared log noise of the regularised fit
-    (defaults: its ``NOISE_LOG_SD`` and ``NOISE_SHARED_LOG_SD``).
+    (defaults: its fit weighting ``FIT_ROW_LOG_SD`` and ``FIT_SHARED_LOG_SD``).
     """
-    from planner.calibration.regularised import NOISE_LOG_SD, NOISE_SHARED_LOG_SD
+    from planner.calibration.regularised import FIT_ROW_LOG_SD, FIT_SHARED_LOG_SD
 
-    row_noise = NOISE_LOG_SD if noise is None else noise
-    shared = NOISE_SHARED_LOG_SD if shared_noise is None else shared_noise
+    row_noise = FIT_ROW_LOG_SD if noise is None else noise
+    shared = FIT_SHARED_LOG_SD if shared_noise is None else shared_noise
     if group_by not in GROUPINGS:
         raise ValueError(f"group_by must be one of {', '.join(GROUPINGS)}")
     rows = usable(measurements)

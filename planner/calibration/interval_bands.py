@@ -1,25 +1,33 @@
 """Building the prediction bands of :mod:`planner.calibration.intervals` from held-out residuals.
 
-A band is the split-conformal 80 % band (10 % each side) of measured / predicted tokens/s among
-the held-out rows of a regime (and of every parent of it). Its rows are not independent: rows of one
+A band is the 80 % (10 % each side) band of measured / predicted tokens/s for one new row of a
+campaign the model has not seen, per regime (and every parent of it), from the held-out
+(leave-one-source-out) ratios of the regime's rows. Its rows are not independent: rows of one
 campaign (a source on one GPU type) share an error component (:mod:`planner.calibration.noise`),
 so a regime whose rows come from one benchmark suite measures that suite's errors, not those of
 a new cluster. A band therefore records the *effective* rows of its members, each campaign
-counted by the design effect with the fit's rho, and the table lets a regime use its own band
-only with at least ``min_rows`` effective rows (else its parent's): with rho 0.29 a campaign is
-worth at most 1 / rho = 3.4 rows, so a regime needs rows of three or more campaigns.
+counted by the design effect, and the table lets a regime use its own band only with at least
+``min_rows`` effective rows (else its parent's).
 
-The same count sets the band's finite-sample correction (``conformal_band``): the split-conformal
-rank ceil((n+1)(1-alpha)) of n scores (Lei et al. 2018) with n the effective rows, not the rows.
-Why that count: the correction exists because the quantile is estimated from few values, and
-the variance of a sample quantile under cluster sampling is the independent one times the design
-effect of the indicator 1{score <= q} (Francisco & Fuller 1991, Ann. Stat. 19:454), which the
-design effect of the scores themselves bounds from above for a Gaussian shared component (an
-indicator's intra-cluster correlation is below that of the values); so the effective rows are
-a conservative size of the calibration set. It is a plug-in, not a guarantee: conformal coverage
-is exact for exchangeable units, and the units a new cluster is exchangeable with are campaigns,
-of which the shared rows have four (with k campaigns an 80 % band for a new campaign's shift is
-unbounded unless ceil((k+1) 0.9) <= k, i.e. k >= 9).
+The shipped band (``rule="model"``, :func:`model_band`) is the noise model's predictive
+interval, a rule fixed before it was measured (``bench/results/noise.md``): centre mu_r, the
+generalised-least-squares mean of the regime's held-out log ratios under the campaign noise
+model; predictive sd s = sqrt(sigma_w^2 + sigma_b^2 + Var(mu_r)) (the coefficients' own
+estimation error is inside the held-out residuals sigma_w and sigma_b were estimated from);
+band exp(mu_r + t_q s) with t_q Student's t quantile at ``low_q`` / ``high_q`` on ``df``
+degrees of freedom, the between-campaign degrees of freedom of the noise estimate (campaigns
+- 1), which dominate the uncertainty of the scale (the prediction interval of a new group's
+observation in the one-way random-effects model, Searle, Casella & McCulloch 1992, §3.6).
+Why not distribution-free: conformal coverage is exact for exchangeable units, and the units a
+new cluster is exchangeable with are campaigns, of which the shared rows have four (with k
+campaigns an 80 % conformal band for a new campaign's shift is unbounded unless
+ceil((k+1) 0.9) <= k, i.e. k >= 9); a split-conformal band over rows counts the rows of one
+campaign as independent. The model band instead assumes normal log errors, which is what the
+fit's weights already assume.
+
+The earlier split-conformal bands (``rule="conformal-effective"``: ranks with n the effective
+rows, Francisco & Fuller 1991 for the design effect of a sample quantile; ``"conformal-rows"``:
+n every row) are kept for the bench's before/after.
 """
 
 from __future__ import annotations
@@ -30,10 +38,45 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from planner.calibration.intervals import fallback_keys
-from planner.calibration.noise import NoiseModel
+from planner.calibration.noise import NoiseModel, campaign_index
+from planner.calibration.variance_components import gls_mean
 from planner.layouts import FloatArray
+
+BandRule = Literal["model", "conformal-effective", "conformal-rows"]
+
+
+def model_band(
+    ratios: Sequence[float] | FloatArray,
+    campaigns: Sequence[str],
+    noise: NoiseModel,
+    *,
+    df: int,
+    low_q: float,
+    high_q: float,
+) -> dict[str, Any]:
+    """The noise model's ``low_q``-``high_q`` predictive band of measured / predicted for one
+    new row of a new campaign, from held-out ``ratios`` of rows of ``campaigns`` (module
+    docstring): exp(mu + t_q(df) sqrt(sigma_w^2 + sigma_b^2 + Var(mu)))."""
+    if df < 1:
+        raise ValueError(f"df={df} must be >= 1: the noise estimate needs two campaigns or more")
+    log_r = np.log(np.asarray(ratios, dtype=np.float64))
+    g = campaign_index(list(campaigns))
+    n = np.bincount(g).astype(np.float64)
+    sw2, sb2 = noise.within_log_sd**2, noise.shared_log_sd**2
+    # Searle et al. 1992 §3.6: GLS mean of the campaign means and its variance
+    mu, var_mu = gls_mean(n, np.bincount(g, weights=log_r) / n, sw2, sb2)
+    sd = math.sqrt(sw2 + sb2 + var_mu)
+    return {
+        "n": len(log_r),
+        "low": math.exp(mu + float(student_t.ppf(low_q, df)) * sd),
+        "high": math.exp(mu + float(student_t.ppf(high_q, df)) * sd),
+        "log_centre": mu,
+        "log_sd": sd,
+        "df": df,
+    }
 
 
 def conformal_band(
@@ -80,12 +123,13 @@ def build_bands(
     noise: NoiseModel,
     low_q: float,
     high_q: float,
-    conformal_count: Literal["effective", "rows"] = "effective",
+    rule: BandRule = "model",
+    df: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """A band for every regime key and every parent of it, from each row's regime ``parts``,
-    its held-out measured / predicted ratio and its campaign. ``conformal_count``: the number
-    of values the conformal ranks use, the effective rows (shipped) or every row (the earlier
-    rule, kept for the bench's before/after)."""
+    its held-out measured / predicted ratio and its campaign. ``rule``: the noise model's
+    predictive band (shipped; ``df`` the noise estimate's between-campaign degrees of freedom)
+    or the earlier split-conformal ranks on the effective rows or on every row."""
     if not len(parts) == len(ratios) == len(campaigns):
         raise ValueError("parts, ratios and campaigns must have one entry per row")
     members: dict[str, list[int]] = {}
@@ -97,10 +141,11 @@ def build_bands(
     for key, ids in sorted(members.items()):
         camps = [campaigns[i] for i in ids]
         eff = effective_rows(camps, noise)
-        m = eff if conformal_count == "effective" else None
-        out[key] = {
-            **conformal_band(values[ids], low_q, high_q, effective_n=m),
-            "campaigns": len(set(camps)),
-            "effective_rows": round(eff, 2),
-        }
+        if rule == "model":
+            dof = 0 if df is None else df  # model_band refuses < 1 with the reason
+            band = model_band(values[ids], camps, noise, df=dof, low_q=low_q, high_q=high_q)
+        else:
+            m = eff if rule == "conformal-effective" else None
+            band = conformal_band(values[ids], low_q, high_q, effective_n=m)
+        out[key] = {**band, "campaigns": len(set(camps)), "effective_rows": round(eff, 2)}
     return out

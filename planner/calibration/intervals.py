@@ -3,12 +3,11 @@ plan extrapolates beyond anything calibrated (issue 12 item 9).
 
 The table is data (``models_db/intervals/throughput.json``, written by ``bench/calibration.py``
 from leave-one-source-out residuals, never in-sample ones); this module only reads it. A band is
-the split-conformal 10 % / 90 % ranks (counted in effective rows, so wider than the plain
-percentiles: :mod:`planner.calibration.interval_bands`) of measured / predicted tokens/s per GPU
-among held-out rows of the same regime (dense or MoE, one node or several, cp > 1, fp8); a
-regime with fewer than ``min_rows`` effective rows (rows of one campaign share errors, so they
-count by the design effect) falls back to its parent (the key with its last part dropped), up
-to all rows.
+the campaign noise model's 80 % predictive band (:mod:`planner.calibration.interval_bands`) of
+measured / predicted tokens/s per GPU, centred on the held-out rows of the same regime (dense or
+MoE, one node or several, cp > 1, fp8); a regime with fewer than ``min_rows`` effective rows
+(rows of one campaign share errors, so they count by the design effect) falls back to its
+parent (the key with its last part dropped), up to all rows.
 A GPU whose profile is transferred rather than fitted takes the leave-one-GPU-type-out band,
 which measures exactly that procedure.
 """
@@ -58,6 +57,12 @@ class Band:
     """Campaigns (a source on one GPU type) among the rows (0: not recorded)."""
     effective_rows: float | None = None
     """Independent rows the rows are worth (None: not recorded, the rows count)."""
+    log_centre: float | None = None
+    """The model band's centre, mean log(measured / predicted) (None: a conformal band)."""
+    log_sd: float | None = None
+    """The model band's predictive sd of log(measured / predicted)."""
+    df: int | None = None
+    """Degrees of freedom of the model band's t quantile (campaigns of the noise estimate - 1)."""
 
     @property
     def weight(self) -> float:
@@ -143,8 +148,7 @@ def uncertainty(
         # step time is inversely proportional to tokens/s at a fixed batch
         "step_time_interval_s": [step_time_s / high, step_time_s / low],
         "interval": {
-            "band": f"{round(100 * (table.high_quantile - table.low_quantile))} % split-conformal "
-            "band of leave-one-source-out residuals (ranks counted in effective rows)"
+            "band": _describe(table, band)
             + (
                 f", narrowed x{narrow:.2f} by the cluster's calibrated level"
                 if narrow < 1.0
@@ -157,6 +161,20 @@ def uncertainty(
         },
         "extrapolation": extrapolation(table.calibrated, model, cluster, job, layout, profile),
     }
+
+
+def _describe(table: IntervalTable, band: Band) -> str:
+    """The band's rule in words (the table may hold model or conformal bands)."""
+    pct = round(100 * (table.high_quantile - table.low_quantile))
+    if band.df is not None:
+        return (
+            f"{pct} % predictive band of the campaign noise model on leave-one-source-out "
+            f"residuals (t quantile, {band.df} degrees of freedom)"
+        )
+    return (
+        f"{pct} % split-conformal band of leave-one-source-out residuals "
+        "(ranks counted in effective rows)"
+    )
 
 
 def band_narrowing(level: dict[str, float] | None) -> float:

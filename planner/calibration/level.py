@@ -17,8 +17,9 @@ and stores it as the profile's ``cluster_step_scale`` (step time x exp(-E[b]): r
 the rows' contrasts, their common shift being the level's (``Prepared.centred``), so a cluster
 uniformly slower moves the level and no coefficient, and a coefficient every row depends on
 alike (a GEMM plateau on compute-bound rows) is not identified apart from the level.
-Every constant is the noise model's (sigma_w, sigma_b of the ANOVA on the shared rows); nothing
-is tuned per campaign. The rows of one calibration are taken as one cluster.
+Every constant is the prediction noise's (``regularised.NOISE``: REML on held-out residuals,
+``bench/results/noise.md``; not the fit weighting, which is a ridge strength); nothing is
+tuned per campaign. The rows of one calibration are taken as one cluster.
 
 A prediction's tokens/s is ``global batch x sequence / (step x GPUs)``, so the level divides every
 prediction by the scale exactly and leaves d log(prediction) / d coefficient unchanged: the
@@ -34,7 +35,7 @@ import numpy as np
 
 from planner.calibration.identify import Coordinates
 from planner.calibration.noise import NoiseModel
-from planner.calibration.regularised import Prepared
+from planner.calibration.regularised import NOISE, Prepared
 from planner.layouts import FloatArray
 
 
@@ -135,7 +136,9 @@ def prepared_level(
     """The level from ``prepared``'s rows (or a cross-validation fold's ``subset`` of them)."""
     idx = np.arange(len(prepared.rows)) if subset is None else np.asarray(subset, dtype=np.intp)
     resid = np.log(prepared.measured[idx] / np.maximum(prepared.base_pred[idx], 1e-12))
-    return level_posterior(resid, prepared.noise_model)
+    # the prediction noise, not the fit's weighting (prepared.noise_model): the level is a
+    # statement about how far this cluster sits from the prediction (regularised.NOISE)
+    return level_posterior(resid, NOISE)
 
 
 def with_level(prepared: Prepared, level: ClusterLevel) -> Prepared:

@@ -23,7 +23,7 @@ intercept-only GLS still moved the attention efficiency by 22 % and doubled the 
 the other H100 campaign (1.8 % -> 4.8 % median); the design effect kept it (2.0 %).
 
 A user's upload from one cluster is one campaign (its rows share a source_id and a GPU type):
-five rows count as ``effective_rows(5)`` (2.3 with the shipped rho), so a small upload pulls
+five rows count as ``effective_rows(5)`` (2.5 with the shipped rho 0.25), so a small upload pulls
 the coefficients less than five independent rows would. The rows' shared error is partly the
 cluster's own level, which the user's later runs share too; but it is also what the model gets
 wrong for that stack and those layouts, and fitting it fully moved coefficients that then
@@ -104,68 +104,3 @@ class NoiseModel:
         root = np.sqrt(self.weights(groups)).reshape((-1,) + (1,) * (x.ndim - 1))
         white: FloatArray = x * root
         return white
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NoiseEstimate:
-    """The variance components estimated from residuals, with what they rest on."""
-
-    noise: NoiseModel
-    rows: int
-    campaigns: int
-    strata: int
-    """Strata (GPU types) whose own mean was removed before the between-campaign spread."""
-    between_mean_square: float
-    within_mean_square: float
-
-
-def estimate_noise(
-    residuals: FloatArray, campaigns: Sequence[str], strata: Sequence[str]
-) -> NoiseEstimate:
-    """sigma_w and sigma_b from log residuals by the ANOVA (moment) estimator, nested design.
-
-    Campaigns are nested in strata (GPU types). The fit has coefficients per GPU type, so a GPU
-    type's common offset is what it learns; what it cannot learn is how campaigns of one GPU type
-    disagree. So: MSW = pooled within-campaign variance (N - G degrees of freedom), MSB = spread
-    of campaign means around their stratum's mean (G - T degrees of freedom), and
-    sigma_b^2 = (MSB - MSW) / n0 with n0 = (N - sum_t sum_g n_g^2 / N_t) / (G - T)
-    (the ANOVA estimator for unbalanced data, Searle, Casella & McCulloch 1992, ch. 3), clipped
-    at 0.
-    """
-    r = np.asarray(residuals, dtype=np.float64)
-    camp = list(campaigns)
-    if not len(r) == len(camp) == len(strata):
-        raise ValueError("residuals, campaigns and strata must have one entry per row")
-    stratum_of: dict[str, str] = {}
-    for c, s in zip(camp, strata, strict=True):
-        if stratum_of.setdefault(c, s) != s:
-            raise ValueError(f"campaign {c!r} lies in two strata ({stratum_of[c]!r}, {s!r})")
-    names = sorted(stratum_of)
-    n = len(r)
-    g, t = len(names), len(set(stratum_of.values()))
-    if n - g < 1 or g - t < 1:
-        raise ValueError(
-            f"{n} rows in {g} campaigns of {t} strata: need more rows than campaigns and more "
-            "campaigns than strata to separate the two components"
-        )
-    idx = {c: [i for i, x in enumerate(camp) if x == c] for c in names}
-    ssw = sum(float(np.sum((r[ids] - r[ids].mean()) ** 2)) for ids in idx.values())
-    ssb, n_sq_share = 0.0, 0.0
-    for s in sorted(set(stratum_of.values())):
-        members = [c for c in names if stratum_of[c] == s]
-        rows_s = [i for c in members for i in idx[c]]
-        mean_s = float(r[rows_s].mean())
-        ssb += sum(len(idx[c]) * (float(r[idx[c]].mean()) - mean_s) ** 2 for c in members)
-        n_sq_share += sum(len(idx[c]) ** 2 for c in members) / len(rows_s)
-    msw = ssw / (n - g)
-    msb = ssb / (g - t)
-    n0 = (n - n_sq_share) / (g - t)
-    sb2 = max(0.0, (msb - msw) / n0)
-    return NoiseEstimate(
-        noise=NoiseModel(within_log_sd=math.sqrt(msw), shared_log_sd=math.sqrt(sb2)),
-        rows=n,
-        campaigns=g,
-        strata=t,
-        between_mean_square=msb,
-        within_mean_square=msw,
-    )

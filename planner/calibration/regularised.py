@@ -13,6 +13,15 @@ The row weight w_i is 1 / (sigma^2 (1 + (n - 1) rho)): rows of one campaign (a s
 type, n rows) share an error component (:mod:`planner.calibration.noise`), so 68 rows of one
 benchmark suite pull the coefficients about as hard as 3 independent rows would, not 68.
 
+Two roles, two pairs (``bench/results/noise.md``). The *prediction noise* (``NOISE``: REML on the
+shipped fit's leave-one-source-out residuals) says how far a new campaign's rows fall from a
+prediction: the band, the cluster level's shrinkage and suggest's uncertainty use it. The *fit
+weighting* (``FIT_NOISE``: sigma and rho of the weights above) is the ridge's strength, a
+hyperparameter: m x the REML pair, m chosen by leave-one-source-out cross-validation on a grid
+fixed in advance, its error reported by nested cross-validation (``python -m bench.fit_weighting``).
+They differ because a campaign's overall shift (sigma_b) is not how far its rows mislead the
+coefficients.
+
 Identification (:mod:`planner.calibration.identify`) keeps a coefficient at its prior unless the
 rows carry at least as much information about it as the prior does: two bf16 rows have zero
 sensitivity to the fp8 GEMM plateau, single-node rows to the network efficiency, so neither moves.
@@ -41,16 +50,35 @@ from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
 from planner.layouts import FloatArray
 from planner.performance.profile import PerformanceProfile
 
-NOISE_LOG_SD = 0.066
-"""sigma_w: standard deviation of one row's log error around its campaign's shift."""
-NOISE_SHARED_LOG_SD = 0.043
-"""sigma_b: standard deviation of a campaign's shift shared by all its rows.
+NOISE_LOG_SD = 0.050
+"""Prediction noise sigma_w: sd of one row's log error around its campaign's shift, for a
+campaign the model has not seen (the band, the level's shrinkage, suggest's uncertainty)."""
+NOISE_SHARED_LOG_SD = 0.022
+"""Prediction noise sigma_b: sd of a campaign's shift shared by all its rows.
 
-Both by :func:`planner.calibration.noise.estimate_noise` (ANOVA, campaigns nested in GPU types)
-on the log residuals of the architecture priors (no row fitted, so none has seen its own
-campaign) of the 101 usable shared rows, 4 campaigns: sigma_w 0.0662, sigma_b 0.0426, rho 0.29
-(``bench/calibration.py`` recomputes and reports it). One value for every campaign."""
+Both by the rule of ``bench/results/noise.md`` (``python -m bench.noise``): REML
+(:func:`planner.calibration.variance_components.reml`, campaigns as groups) on the
+leave-one-source-out log residuals of the shipped fit (weighted by ``FIT_NOISE``) on the 101
+usable shared rows (4 campaigns): sigma_w 0.0505 (95 % profile-likelihood CI 0.044-0.058),
+sigma_b 0.0217 (CI 0.006-0.072: three between-campaign degrees of freedom), rho 0.16; rounded
+to 3 decimals. ``tests/bench/test_noise_estimate.py`` fails if they drift from the rule's
+output. One value for every campaign."""
 NOISE = NoiseModel(within_log_sd=NOISE_LOG_SD, shared_log_sd=NOISE_SHARED_LOG_SD)
+"""The prediction noise: statements about how far a new campaign's rows fall from a prediction."""
+FIT_ROW_LOG_SD = 0.104
+"""Fit weighting sigma_w: the row noise the coefficient fit weighs rows with (a row's precision
+against the prior widths). A regularisation hyperparameter, not a noise estimate."""
+FIT_SHARED_LOG_SD = 0.060
+"""Fit weighting sigma_b: the shared campaign error of the fit's design effect.
+
+The pair is m x (0.052, 0.030) (the REML pair, rho kept), m chosen from {0.5, 0.75, 1, 1.5, 2, 3}
+by the median leave-one-source-out error on the 101 shared rows, ties to the larger m
+(``bench/results/noise.md``, ``python -m bench.fit_weighting``): m = 2 (median 2.6 %; 4.0 % at
+m = 1). Nested cross-validation of that choice (m chosen without the held-out source): median
+4.5 %, p90 11.4 %; the folds choose m = 0.5 or 2, so four sources do not pin it down.
+``tests/bench/test_fit_weighting.py`` fails if the shipped pair is not the rule's choice."""
+FIT_NOISE = NoiseModel(within_log_sd=FIT_ROW_LOG_SD, shared_log_sd=FIT_SHARED_LOG_SD)
+"""The fit weighting: how strongly a campaign's rows pull the coefficients from the priors."""
 ITERATIONS = 6
 """Gauss-Newton steps; each costs one prediction of the rows (the fit converges in 3-5)."""
 MOVED_REL = 0.005
@@ -122,10 +150,10 @@ def solve(
     coords: Coordinates,
     jacobian: FloatArray,
     *,
-    noise: float = NOISE_LOG_SD,
+    noise: float = FIT_ROW_LOG_SD,
     iterations: int = ITERATIONS,
     groups: np.ndarray | None = None,
-    shared_noise: float = NOISE_SHARED_LOG_SD,
+    shared_noise: float = FIT_SHARED_LOG_SD,
     centred: bool = False,
 ) -> tuple[FloatArray, int]:
     """MAP coordinates z of the identified coefficients (see the module docstring).
@@ -206,7 +234,7 @@ class Prepared:
     jacobian: FloatArray
     noise: float
     """sigma_w, the within-campaign row noise."""
-    shared_noise: float = NOISE_SHARED_LOG_SD
+    shared_noise: float = FIT_SHARED_LOG_SD
     """sigma_b, the campaign's shared error (campaigns: :func:`noise.campaign_key` of a row)."""
     centred: bool = False
     """The coefficients fit the rows' contrasts only: their common shift is the cluster's level,
@@ -222,8 +250,8 @@ def prepare(
     prior: PerformanceProfile,
     *,
     candidates: Sequence[str] | None = None,
-    noise: float = NOISE_LOG_SD,
-    shared_noise: float = NOISE_SHARED_LOG_SD,
+    noise: float = FIT_ROW_LOG_SD,
+    shared_noise: float = FIT_SHARED_LOG_SD,
 ) -> Prepared:
     """The usable rows with their prediction and sensitivity at ``prior``; ``noise`` and
     ``shared_noise`` are sigma_w and sigma_b (``shared_noise=0``: independent rows)."""
@@ -253,8 +281,8 @@ def fit_regularised(
     prior: PerformanceProfile,
     *,
     candidates: Sequence[str] | None = None,
-    noise: float = NOISE_LOG_SD,
-    shared_noise: float = NOISE_SHARED_LOG_SD,
+    noise: float = FIT_ROW_LOG_SD,
+    shared_noise: float = FIT_SHARED_LOG_SD,
     iterations: int = ITERATIONS,
 ) -> RegularisedFit:
     """Fit the coefficients ``measurements`` identify, regularised toward ``prior``."""

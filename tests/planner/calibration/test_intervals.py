@@ -83,7 +83,25 @@ def test_the_interval_brackets_the_prediction_and_step_time_inverts_it() -> None
     assert out["tokens_per_s_per_gpu_interval"] == pytest.approx([800.0, 1200.0])
     assert out["step_time_interval_s"] == pytest.approx([10 / 1.2, 10 / 0.8])
     assert out["extrapolation"] == []
-    assert "split-conformal" in out["interval"]["band"]  # the rule interval_bands applies
+    assert "split-conformal" in out["interval"]["band"]  # a band without df: the earlier rule
+
+
+def test_a_model_band_says_so_and_keeps_its_bounds() -> None:
+    """A band from the noise model (it records its df) is named as such in the response."""
+    model: dict[str, float] = {"n": 100, "low": 0.9, "high": 1.1, "log_sd": 0.06, "df": 3}
+    out = uncertainty(
+        table(all=model),
+        LLAMA_70B,
+        ClusterSpec(name="c", gpu=H100, num_gpus=64),
+        TrainingJob(seq_length=4096, global_batch_size=256),
+        Layout(tp=4, pp=2, dp=8),
+        FITTED,
+        tokens_per_s_per_gpu=1000.0,
+        step_time_s=10.0,
+    )
+    assert out["tokens_per_s_per_gpu_interval"] == pytest.approx([900.0, 1100.0])
+    assert "predictive band of the campaign noise model" in out["interval"]["band"]
+    assert "3 degrees of freedom" in out["interval"]["band"]
 
 
 def test_extrapolation_names_each_reason() -> None:

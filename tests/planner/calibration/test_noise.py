@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from planner.calibration.measurements import Measurement
-from planner.calibration.noise import NoiseModel, campaign_index, campaign_key, estimate_noise
-from planner.calibration.regularised import NOISE, fit_regularised
+from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
+from planner.calibration.regularised import FIT_NOISE, fit_regularised
 from planner.performance.step_time import default_profile
 from tests.planner.calibration.test_fit import synthetic
 from tests.planner.fixtures import H100, LLAMA_8B
@@ -75,7 +75,7 @@ def _fit(rows: list[Measurement], noise: NoiseModel) -> tuple[float, float]:
     return moved, fit.coefficients[0].information
 
 
-@pytest.mark.parametrize("noise", [NOISE, WIDE])
+@pytest.mark.parametrize("noise", [FIT_NOISE, WIDE])
 def test_a_campaign_of_n_rows_moves_a_coefficient_like_about_one_over_rho_rows(
     noise: NoiseModel,
 ) -> None:
@@ -87,10 +87,14 @@ def test_a_campaign_of_n_rows_moves_a_coefficient_like_about_one_over_rho_rows(
     one = _fit(_campaign("suite", 40, 0.1), noise)
     like_n_eff = _fit([r for i in range(n_eff) for r in _campaign(f"s{i}", 1, 0.1)], noise)
     like_forty = _fit([r for i in range(40) for r in _campaign(f"s{i}", 1, 0.1)], noise)
-    assert one[1] == pytest.approx(like_n_eff[1], rel=0.2)
+    # information is additive over independent rows: scale the rounded count to the exact one
+    per_row = like_n_eff[1] / n_eff
+    assert one[1] == pytest.approx(per_row * noise.effective_rows(40), rel=0.2)
     assert one[1] < 0.2 * like_forty[1]
     assert one[0] == pytest.approx(like_n_eff[0], rel=0.2)
-    assert one[0] < like_forty[0]
+    # with the shipped noise both fits nearly saturate at the rows' value (the prior is weak
+    # against 3.7 effective rows), so "no further than forty rows" holds to the solver's step
+    assert one[0] < like_forty[0] + 0.002
     if noise is WIDE:  # unsaturated: the 40 independent rows move it clearly further
         assert one[0] < 0.75 * like_forty[0]
 
@@ -101,30 +105,3 @@ def test_campaigns_are_a_source_on_one_gpu_type() -> None:
     keys = [campaign_key(m) for m in (rows[0], rows[1], other)]
     assert keys[0] == keys[1] != keys[2]
     assert campaign_index(keys).tolist() == [0, 0, 1]
-
-
-def test_estimate_recovers_known_components_on_a_synthetic_set() -> None:
-    """Campaign shifts of sd 0.05 and row noise of sd 0.03, nested in two GPU types whose own
-    offsets (which the fit absorbs) must not count as campaign spread."""
-    rng = np.random.default_rng(7)
-    residuals, campaigns, strata = [], [], []
-    for gpu, offset in (("x", 0.3), ("y", -0.2)):
-        for c in range(60):
-            n = int(rng.integers(3, 12))
-            shift = rng.normal(0.0, 0.05)
-            residuals += list(offset + shift + rng.normal(0.0, 0.03, n))
-            campaigns += [f"{gpu}{c}"] * n
-            strata += [gpu] * n
-    est = estimate_noise(np.array(residuals), campaigns, strata)
-    assert est.campaigns == 120 and est.strata == 2
-    assert est.noise.within_log_sd == pytest.approx(0.03, rel=0.1)
-    assert est.noise.shared_log_sd == pytest.approx(0.05, rel=0.2)
-    again = estimate_noise(np.array(residuals), campaigns, strata)
-    assert again == est  # a deterministic rule, no sampling inside
-
-
-def test_estimate_needs_more_campaigns_than_strata() -> None:
-    with pytest.raises(ValueError, match="more campaigns than strata"):
-        estimate_noise(np.zeros(4), ["a", "a", "b", "b"], ["x", "x", "y", "y"])
-    with pytest.raises(ValueError, match="lies in two strata"):
-        estimate_noise(np.zeros(3), ["a", "a", "b"], ["x", "y", "y"])

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from planner.calibration.fit import predict_tokens_per_s
+from planner.calibration.regularised import NOISE_LOG_SD, NOISE_SHARED_LOG_SD
 from planner.calibration.suggest import (
     RUN_ITERATIONS,
     candidate_runs,
@@ -64,9 +65,9 @@ def test_runs_of_one_cluster_count_as_one_campaign() -> None:
     """Suggested runs share their cluster's error (noise.NoiseModel): with the same total row
     noise, one run is worth as much as an independent row, several runs less than as many."""
     prior = default_profile(H100)
-    total = math.hypot(0.066, 0.043)
+    total = math.hypot(NOISE_LOG_SD, NOISE_SHARED_LOG_SD)  # the shared default is shipped
     for k, same in ((1, True), (3, False)):
-        shared = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=0.066)
+        shared = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=NOISE_LOG_SD)
         indep = suggest_runs(
             LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=total, shared_noise=0.0
         )
