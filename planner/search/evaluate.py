@@ -26,6 +26,7 @@ from planner.space.rules import RULES, check_rules, violations
 from planner.space.version_rules import pin_unavailable
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
+
 def _num(value: Any) -> float | int | None:
     """A JSON-safe number: ints stay ints, NaN/inf become None."""
     if isinstance(value, np.integer | int):
@@ -60,8 +61,8 @@ def memory_json(mem: MemoryEstimate, i: int) -> dict[str, Any]:
 
 
 def _worst_stage(mem: MemoryEstimate, i: int) -> str:
-    """"first", "last" or "middle": a pipeline_layout charges every rank, so the most loaded
-    one can sit between the ends (worst_rank then says which; estimate's worst_stage is 0)."""
+    """Where the most loaded rank sits, "first", "last" or "middle": a pipeline_layout charges
+    every rank, so it can sit between the ends (worst_rank says which; worst_stage is 0)."""
     if int(mem.worst_stage[i]) == 1:
         return "last"
     if mem.worst_rank is None or int(mem.worst_rank[i]) == 0:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-
 # llama3.1-8b's 32 layers, the middle ranks heavier than the embedding and the loss ranks
 LAYOUT = {"model": "llama3.1-8b", "gpu": "h100-sxm-80gb", "num_gpus": 32, "seq_length": 4096,
           "global_batch_size": 256, "pp": 4, "pipeline_layout": "Et*2|t*14|t*14|t*2L"}  # fmt: skip
@@ -29,4 +28,3 @@ def test_the_ends_keep_first_and_last(real_client: TestClient) -> None:
     expected = "first" if stages[0] >= stages[-1] else "last"
     assert memory["worst_stage"] == expected
     assert memory["worst_rank"] == (0 if expected == "first" else len(stages) - 1)
-
