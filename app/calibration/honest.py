@@ -128,11 +128,20 @@ def fit_decision(cv: HonestCV | None) -> dict[str, Any]:
     # a fit that moved nothing equals the level up to rounding (~1e-16): a tie keeps the fit
     choice = "fit" if held["fit"] <= held[base] * (1 + TIE_TOLERANCE) else base
     figures = ", ".join(f"{words[c]} {100 * v:.1f} %" for c, v in held.items())
-    verdict = (
-        f"{words['fit']} is kept"
-        if choice == "fit"
-        else f"the coefficient fit predicts them worse, so {words[base]} is kept"
-    )
+    if base == "prior":
+        verdict = (
+            f"{words['fit']} is kept"
+            if choice == "fit"
+            else f"the coefficient fit predicts them worse, so {words[base]} is kept"
+        )
+    else:  # say what was compared: the prior's figure is not on trial
+        against = "at least as well as" if choice == "fit" else "worse than"
+        verdict = (
+            f"the coefficient fit predicts them {against} the level alone, so {words[choice]} "
+            "is kept; the level itself is always applied, not compared with the prior (it is "
+            "a shrunk estimate of the cluster's offset, and a few held-out rows are too noisy "
+            "to judge it)"
+        )
     return {
         "choice": choice,
         "kept_prior": choice != "fit",

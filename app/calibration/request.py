@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from app.core.messages import problem_fields
 from app.core.schemas import RequestModel
+from planner.calibration.measurements import NUMBER_COLUMNS, WHOLE_NUMBER_COLUMNS
 from planner.specs import SpecError
 
 MAX_ROWS = 10_000
@@ -194,6 +195,21 @@ def _check_row(row: Any, field: str) -> None:
             raise SpecError("cells must be strings, numbers, booleans or null", field=field)
 
 
+def _check_not_a_number(key: str, value: bool, row: dict[str, Any], field: str) -> None:
+    """A JSON true/false in a numeric column is a clash of types, not a value to coerce."""
+    kind = "a whole number such as 8" if key in WHOLE_NUMBER_COLUMNS else None
+    if key in NUMBER_COLUMNS:
+        kind = "a number such as 0.8"
+    if kind is None:
+        return
+    name = f"row {row['row_id']!r}" if isinstance(row.get("row_id"), str) else "this row"
+    raise SpecError(
+        f"{key} of {name} must be {kind}, not {str(value).lower()}: send the number, "
+        "or leave it out",
+        field=field,
+    )
+
+
 def _clean_row(row: dict[str, Any], field: str) -> dict[str, str]:
     _check_row(row, field)
     out: dict[str, str] = {}
@@ -201,6 +217,7 @@ def _clean_row(row: dict[str, Any], field: str) -> dict[str, str]:
         if value is None:
             text = ""
         elif isinstance(value, bool):
+            _check_not_a_number(key, value, row, f"{field}.{key}")
             text = "true" if value else "false"
         else:
             text = str(value)

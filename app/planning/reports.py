@@ -71,7 +71,9 @@ class MemoryRead(BaseModel):
     fits: bool
     utilization: float | None
     headroom_bytes: float | None
-    worst_stage: Literal["first", "last"]
+    worst_stage: Literal["first", "last", "middle"]
+    """Where the most loaded GPU sits: "middle" (a pipeline_layout charges every rank) names
+    no end, worst_rank says which rank."""
     first_stage_bytes: float | None
     last_stage_bytes: float | None
     breakdown: dict[str, float | None]

@@ -136,11 +136,17 @@ class ServiceBackend:
     def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]:
         """Add a model to the catalog from its config.json (a new user entry)."""
         from app.catalog.service import CatalogService
-        from app.core.errors import AppError
+        from app.core.errors import AppError, ConflictError
 
         try:
             with self._session() as session:
                 entry = CatalogService(session).import_hf(slug, config)
+        except ConflictError as exc:  # the API's message points at PUT; a page has no PUT
+            raise SpecError(
+                f"a model named {slug!r} is already in the catalog: pick another name for "
+                "this one (the table above shows the existing entry)",
+                field="name",
+            ) from exc
         except AppError as exc:
             raise SpecError(
                 exc.message if not getattr(exc, "errors", None) else _spec_error(exc).message,

@@ -67,6 +67,7 @@ async def calibrate(request: Request, backend: Backend) -> Response:
         if upload is None or isinstance(upload, str) or not upload.filename:
             raise SpecError("choose a CSV, JSON or Megatron-LM log file", field="file")
         body = await upload.read()
+        _check_has_rows(upload.filename, body)
         result = await run_in_threadpool(
             backend.calibration_preview, cluster, body, media_type(upload.filename), save
         )
@@ -79,6 +80,27 @@ async def calibrate(request: Request, backend: Backend) -> Response:
         )
     ctx = _context(backend, preview=result, cluster=cluster, saved=result.get("saved"))
     return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
+
+
+def _check_has_rows(filename: str, body: bytes) -> None:
+    """An empty file or a CSV with only its header, said about the file and what a row needs
+    (the request's "no measurement rows" names no file)."""
+    lines = [line for line in body.splitlines() if line.strip()]
+    media = media_type(filename)
+    if media == "text/csv" and len(lines) < 2:
+        how = "a header line with the columns of measured-throughput.csv, then one line"
+    elif media == "application/json" and body.strip() in (b"", b"[]", b'{"rows": []}'):
+        how = "a JSON list with one object"
+    elif not lines:
+        how = "a Megatron-LM training log, or a CSV with one line"
+    else:
+        return
+    raise SpecError(
+        f"{filename} has no measurement rows: give {how} per measured run, each with at least "
+        "the model (model_name), num_gpus, tp, pp, micro_batch_size, global_batch_size, "
+        "seq_length and tokens_per_sec_per_gpu (or step_time_s)",
+        field="file",
+    )
 
 
 SUGGEST_EXAMPLE = (

@@ -104,6 +104,15 @@ def stage_rows(plan: RankedPlan) -> list[tuple[str, float]]:
     return [(name, (_finite(v) or 0.0) / GIB) for name, v in ends if v is not None]
 
 
+def worst_stage_title(plan: RankedPlan) -> str:
+    """Where the most loaded GPU sits, for the memory heading: the first or the last stage, or
+    "pipeline rank r of p" when a pipeline_layout makes a middle rank the heaviest."""
+    memory = plan.memory
+    if memory.worst_stage == "middle" and memory.worst_rank is not None:
+        return f"pipeline rank {memory.worst_rank} of {plan.layout.pp}"
+    return f"{memory.worst_stage} stage"
+
+
 def _pair(value: list[float] | None) -> tuple[float, float] | None:
     if value is not None and len(value) == 2:
         low, high = _finite(value[0]), _finite(value[1])

@@ -227,6 +227,7 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
         "time_chart": views.time_chart(plan),
         **views.component_tables(plan),
         "stages": insight.stage_rows(plan),
+        "worst_stage": insight.worst_stage_title(plan),
         "prediction": insight.prediction(plan),
         "command": views.launch_command(plan),
         "nav": "plan",

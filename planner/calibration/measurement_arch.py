@@ -18,6 +18,7 @@ from a guess. Three sourced completions are allowed, each recorded in the measur
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -51,9 +52,24 @@ class ArchSkip(Exception):
     """The row's architecture is incomplete or contradicts its catalog entry."""
 
 
-def _int(row: Mapping[str, str], key: str) -> int | None:
+def whole_number(row: Mapping[str, str], key: str) -> int | None:
+    """The column as a whole number (None where empty); a ValueError naming the column and
+    what to send otherwise ("8.0" is 8, "8.5" and "true" are errors)."""
     value = (row.get(key) or "").strip()
-    return int(float(value)) if value else None
+    if not value:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not number.is_integer():  # NaN and inf are not integers either
+        raise ValueError(
+            f"{key}={value!r} is not a whole number: send one such as 8, or leave it empty"
+        )
+    return int(number)
+
+
+_int = whole_number
 
 
 def _catalog_value(model: ModelSpec, column: str) -> int | None:

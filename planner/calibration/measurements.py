@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.calibration.measurement_arch import ArchSkip, row_model
+from planner.calibration.measurement_arch import whole_number as _int
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 from planner.stack_settings import STACK_FIELDS
 
@@ -117,20 +118,31 @@ def default_network_bytes_per_s(gpu: GPUSpec) -> float:
     return 25e9 if gpu.architecture == "ampere" else 50e9
 
 
-def _int(row: Mapping[str, str], key: str) -> int | None:
-    value = (row.get(key) or "").strip()
-    if not value:
-        return None
-    return int(float(value))
-
-
-def _float(row: Mapping[str, str], key: str) -> float | None:
-    value = (row.get(key) or "").strip()
-    return float(value) if value else None
+WHOLE_NUMBER_COLUMNS = frozenset((
+    "num_gpus", "gpus_per_node", "tp", "pp", "vpp", "cp", "ep", "dp", "micro_batch_size",
+    "global_batch_size", "seq_length", "num_layers", "hidden_size", "ffn_hidden_size",
+    "num_attention_heads", "num_query_groups", "vocab_size", "num_experts",
+    "moe_ffn_hidden_size", "moe_shared_experts", "moe_top_k"))  # fmt: skip
+"""Columns read as whole numbers (here and in :mod:`measurement_arch`)."""
+NUMBER_COLUMNS = frozenset(("tokens_per_sec_per_gpu", "step_time_s", "tflops_per_gpu", "mfu_pct",
+                            "hfu_pct", "moe_imbalance"))  # fmt: skip
+"""Columns read as numbers with a fraction."""
 
 
 class _Skip(Exception):
     pass
+
+
+def _float(row: Mapping[str, str], key: str) -> float | None:
+    value = (row.get(key) or "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise _Skip(
+            f"{key}={value!r} is not a number: send one such as 0.8, or leave it empty"
+        ) from None
 
 
 def _positive(row: Mapping[str, str], key: str) -> float | None:

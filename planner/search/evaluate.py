@@ -26,8 +26,6 @@ from planner.space.rules import RULES, check_rules, violations
 from planner.space.version_rules import pin_unavailable
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
-STAGE_NAMES = ("first", "last")
-
 
 def _num(value: Any) -> float | int | None:
     """A JSON-safe number: ints stay ints, NaN/inf become None."""
@@ -51,9 +49,7 @@ def memory_json(mem: MemoryEstimate, i: int) -> dict[str, Any]:
         "fits": bool(mem.fits[i]),
         "utilization": _num(total / capacity),
         "headroom_bytes": _num(mem.threshold * capacity - total),
-        # "first" also stands for a middle rank when a pipeline_layout charges every rank:
-        # worst_rank is the exact answer (the API's schema allows only first and last)
-        "worst_stage": STAGE_NAMES[int(mem.worst_stage[i])],
+        "worst_stage": _worst_stage(mem, i),
         "first_stage_bytes": _num(mem.first_stage_bytes[i]),
         "last_stage_bytes": _num(mem.last_stage_bytes[i]),
         "breakdown": {name: _num(values[i]) for name, values in mem.terms.items()},
@@ -62,6 +58,16 @@ def memory_json(mem: MemoryEstimate, i: int) -> dict[str, Any]:
         "host_fits": None if mem.host_fits is None else bool(mem.host_fits[i]),
         **_stage_bytes(mem, i),
     }
+
+
+def _worst_stage(mem: MemoryEstimate, i: int) -> str:
+    """Where the most loaded rank sits, "first", "last" or "middle": a pipeline_layout charges
+    every rank, so it can sit between the ends (worst_rank says which; worst_stage is 0)."""
+    if int(mem.worst_stage[i]) == 1:
+        return "last"
+    if mem.worst_rank is None or int(mem.worst_rank[i]) == 0:
+        return "first"
+    return "middle"
 
 
 def _stage_bytes(mem: MemoryEstimate, i: int) -> dict[str, Any]:
