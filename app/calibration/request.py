@@ -21,7 +21,11 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from app.core.messages import problem_fields
 from app.core.schemas import RequestModel
-from planner.calibration.measurements import NUMBER_COLUMNS, WHOLE_NUMBER_COLUMNS
+from planner.calibration.measurements import (
+    NUMBER_COLUMNS,
+    NUMBER_EXAMPLES,
+    WHOLE_NUMBER_COLUMNS,
+)
 from planner.specs import SpecError
 
 MAX_ROWS = 10_000
@@ -199,7 +203,7 @@ def _check_not_a_number(key: str, value: bool, row: dict[str, Any], field: str) 
     """A JSON true/false in a numeric column is a clash of types, not a value to coerce."""
     kind = "a whole number such as 8" if key in WHOLE_NUMBER_COLUMNS else None
     if key in NUMBER_COLUMNS:
-        kind = "a number such as 0.8"
+        kind = NUMBER_EXAMPLES.get(key, "a number such as 0.8")
     if kind is None:
         return
     name = f"row {row['row_id']!r}" if isinstance(row.get("row_id"), str) else "this row"

@@ -127,6 +127,8 @@ WHOLE_NUMBER_COLUMNS = frozenset((
 NUMBER_COLUMNS = frozenset(("tokens_per_sec_per_gpu", "step_time_s", "tflops_per_gpu", "mfu_pct",
                             "hfu_pct", "moe_imbalance"))  # fmt: skip
 """Columns read as numbers with a fraction."""
+NUMBER_EXAMPLES = {"moe_imbalance": "a decimal >= 1.0 such as 1.2 (1.0 is balanced routing)"}
+"""What to send in a number column, where "one such as 0.8" would be wrong."""
 
 
 class _Skip(Exception):
@@ -140,9 +142,8 @@ def _float(row: Mapping[str, str], key: str) -> float | None:
     try:
         return float(value)
     except ValueError:
-        raise _Skip(
-            f"{key}={value!r} is not a number: send one such as 0.8, or leave it empty"
-        ) from None
+        example = NUMBER_EXAMPLES.get(key, "one such as 0.8")
+        raise _Skip(f"{key}={value!r} is not a number: send {example}, or leave it empty") from None
 
 
 def _positive(row: Mapping[str, str], key: str) -> float | None:
@@ -263,8 +264,8 @@ def _stack_columns(row: Mapping[str, str], names: Iterable[str]) -> dict[str, An
             if text not in _BOOL:
                 raise _Skip(f"tp_comm_overlap={text!r}: use yes or no")
             out[name] = _BOOL[text]
-        elif name == "moe_imbalance":
-            out[name] = float(text)
+        elif name == "moe_imbalance":  # its range is TrainingJob's check (stack_settings)
+            out[name] = _float(row, name)
         else:
             out[name] = text
     return out

@@ -60,3 +60,34 @@ def test_a_word_for_a_speed_in_a_csv_names_the_column(client: TestClient) -> Non
 def test_whole_numbers_written_with_a_point_are_still_accepted(client: TestClient) -> None:
     r = client.post(URL, json=[_row(tp="1.0", num_gpus=8)])
     assert r.status_code == 201, r.text
+
+
+def test_a_word_for_moe_imbalance_names_the_row_and_says_what_to_send(client: TestClient) -> None:
+    r = client.post(URL, json=[_row(row_id="r7", moe_imbalance="high")])
+    assert r.status_code == 422, r.text
+    message = r.json()["errors"][0]["message"]
+    assert "r7: moe_imbalance='high' is not a number: send a decimal >= 1.0" in message
+    assert "could not convert" not in message
+    assert client.get(URL).json()["items"] == []
+
+
+def test_a_word_for_moe_imbalance_in_a_csv_names_the_column(client: TestClient) -> None:
+    row = _row(row_id="r4", moe_imbalance="1,3")
+    text = ",".join(row) + "\n" + ",".join(f'"{v}"' for v in row.values()) + "\n"
+    r = client.post(URL, content=text, headers={"content-type": "text/csv"})
+    assert r.status_code == 422, r.text
+    assert "r4: moe_imbalance='1,3' is not a number: send a decimal >= 1.0" in r.text
+
+
+def test_a_json_true_for_moe_imbalance_asks_for_a_decimal_from_one(client: TestClient) -> None:
+    r = client.post(URL, json=[_row(moe_imbalance=True)])
+    assert r.status_code == 422, r.text
+    error = r.json()["errors"][0]
+    assert error["field"] == "rows.0.moe_imbalance"
+    assert "a decimal >= 1.0" in error["message"]
+
+
+def test_a_moe_imbalance_below_one_is_refused_naming_the_range(client: TestClient) -> None:
+    r = client.post(URL, json=[_row(row_id="r2", moe_imbalance="0.5")])
+    assert r.status_code == 422, r.text
+    assert "r2: moe_imbalance=0.5 must be in [1, 8]" in r.json()["errors"][0]["message"]
