@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.calibration.models import CalibrationRow, MeasurementRow
 from app.core.database import utcnow
+
+Row = type[MeasurementRow] | type[CalibrationRow]
+
+
+def _count(session: Session, row: Row, cluster_slug: str) -> int:
+    return session.scalar(select(func.count(row.id)).where(row.cluster_slug == cluster_slug)) or 0
+
+
+def _delete_all(session: Session, row: Row, cluster_slug: str) -> None:
+    session.execute(delete(row).where(row.cluster_slug == cluster_slug))
+    session.flush()
 
 
 class MeasurementRepository:
@@ -28,6 +39,12 @@ class MeasurementRepository:
         stmt = select(MeasurementRow).where(MeasurementRow.cluster_slug == cluster_slug)
         return list(self.session.scalars(stmt.order_by(MeasurementRow.id)))
 
+    def count(self, cluster_slug: str) -> int:
+        return _count(self.session, MeasurementRow, cluster_slug)
+
+    def delete_all(self, cluster_slug: str) -> None:
+        _delete_all(self.session, MeasurementRow, cluster_slug)
+
 
 class CalibrationRepository:
     def __init__(self, session: Session) -> None:
@@ -41,3 +58,9 @@ class CalibrationRepository:
     def list(self, cluster_slug: str) -> list[CalibrationRow]:
         stmt = select(CalibrationRow).where(CalibrationRow.cluster_slug == cluster_slug)
         return list(self.session.scalars(stmt.order_by(CalibrationRow.id.desc())))
+
+    def count(self, cluster_slug: str) -> int:
+        return _count(self.session, CalibrationRow, cluster_slug)
+
+    def delete_all(self, cluster_slug: str) -> None:
+        _delete_all(self.session, CalibrationRow, cluster_slug)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
 from app.calibration.deps import CalibrationBackendDep as BackendDep
@@ -117,3 +117,35 @@ def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> Calibrati
 )
 def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationList:
     return CalibrationList(items=CalibrationService(session, backend).list_calibrations(slug))
+
+
+@router.delete(
+    "/measurements",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(404, 422),
+    summary="Delete a cluster's measurements and, with them, its calibrations",
+    operation_id="delete_measurements",
+)
+def delete_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> Response:
+    CalibrationService(session, backend).delete_measurements(slug)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.delete(
+    "",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(404, 409, 422),
+    tags=["catalog"],
+    summary="Delete a user-defined cluster (409 while it has measurements, unless purge=true)",
+    operation_id="delete_cluster",
+)
+def delete_cluster(
+    slug: Slug,
+    session: SessionDep,
+    backend: BackendDep,
+    purge: Annotated[
+        bool, Query(description="also delete the cluster's measurements and calibrations")
+    ] = False,
+) -> Response:
+    CalibrationService(session, backend).delete_cluster(slug, purge=purge)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -106,6 +106,29 @@ class CalibrationService:
         self.cluster(slug)
         return [to_read(r) for r in self.calibrations.list(slug)]
 
+    # --- deleting (rows are stored by cluster name: a re-created name would inherit them) -----
+    def delete_measurements(self, slug: str) -> None:
+        """Delete the cluster's measurements and its calibrations with them: a calibration
+        whose rows are gone can be neither re-checked nor re-fitted."""
+        self.cluster(slug)
+        self.calibrations.delete_all(slug)
+        self.measurements.delete_all(slug)
+
+    def delete_cluster(self, slug: str, *, purge: bool) -> None:
+        """Delete a user cluster; one with measurements or calibrations only when ``purge``
+        says so (in the request's one unit of work), so that none is lost by accident."""
+        if not self.catalog.get("cluster", slug).builtin:  # built-ins: the catalog's 409
+            kept = self.measurements.count(slug), self.calibrations.count(slug)
+            if any(kept) and not purge:
+                raise ConflictError(
+                    f"cluster {slug!r} has {kept[0]} measurement(s) and {kept[1]} "
+                    f"calibration(s); send DELETE /v1/clusters/{slug}?purge=true to delete "
+                    f"them with it, or DELETE /v1/clusters/{slug}/measurements first (GET "
+                    f"/v1/clusters/{slug}/measurements to keep a copy)"
+                )
+            self.delete_measurements(slug)
+        self.catalog.delete("cluster", slug)
+
 
 def to_read(row: CalibrationRow) -> CalibrationRead:
     return CalibrationRead(

@@ -96,16 +96,18 @@ def catalog_router(kind: str) -> APIRouter:
         changed: CatalogEntryUpdate = body
         return CatalogService(session).update(kind, slug, changed.spec, changed.metadata)
 
-    @router.delete(
-        "/{slug}",
-        status_code=status.HTTP_204_NO_CONTENT,
-        responses=problem_responses(404, 409, 422),
-        summary=f"Delete a user-defined {kind}",
-        operation_id=f"delete_{kind}",
-    )
-    def delete_entry(slug: Slug, session: SessionDep) -> Response:
-        CatalogService(session).delete(kind, slug)
-        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    if kind != "cluster":  # a cluster's DELETE is app/calibration/router.py's: it has rows
+
+        @router.delete(
+            "/{slug}",
+            status_code=status.HTTP_204_NO_CONTENT,
+            responses=problem_responses(404, 409, 422),
+            summary=f"Delete a user-defined {kind}",
+            operation_id=f"delete_{kind}",
+        )
+        def delete_entry(slug: Slug, session: SessionDep) -> Response:
+            CatalogService(session).delete(kind, slug)
+            return Response(status_code=status.HTTP_204_NO_CONTENT)
 
     if kind == "model":
 
