@@ -153,6 +153,11 @@ class PlannerClient:
         )
         return entry
 
+    def delete_cluster(self, slug: str, *, purge: bool = False) -> None:
+        """A user cluster; one with measurements or calibrations is a 409 (PlannerAPIError)
+        unless ``purge`` deletes them with it."""
+        self._request("DELETE", f"/v1/clusters/{slug}", params={"purge": purge} if purge else None)
+
     # --- evaluation and plan jobs ----------------------------------------------------------------
     def evaluate(self, request: EvaluationRequest | JSON) -> LayoutReport:
         """Evaluate one layout (``POST /v1/evaluations``); ``.raw`` is the JSON."""
@@ -232,6 +237,10 @@ class PlannerClient:
             headers={"Content-Type": "text/plain"},
         )
         return out
+
+    def delete_measurements(self, cluster: str) -> None:
+        """The cluster's measurements and the calibrations fitted to them."""
+        self._request("DELETE", f"/v1/clusters/{cluster}/measurements")
 
     def calibrate(self, cluster: str) -> JSON:
         out: JSON = self._request("POST", f"/v1/clusters/{cluster}/calibrations")

@@ -92,3 +92,21 @@ def test_purging_a_built_in_cluster_is_refused_and_keeps_its_rows(client: TestCl
     assert r.status_code == 409, r.text
     assert "built in" in r.json()["detail"]
     assert len(client.get("/v1/clusters/dgx-h100/measurements").json()["items"]) == 3
+
+
+def test_the_sdk_deletes_measurements_and_purges_a_cluster(client: TestClient) -> None:
+    from app.sdk import PlannerAPIError, PlannerClient
+
+    _measured_and_calibrated(client)
+    with PlannerClient("http://testserver", transport=client._transport) as sdk:
+        try:
+            sdk.delete_cluster("my-dgx")
+        except PlannerAPIError as exc:
+            assert exc.status == 409
+        else:
+            raise AssertionError("a cluster with measurements was deleted without purge")
+        sdk.delete_measurements("my-dgx")
+        assert _stored(client) == (0, 0)
+        assert client.post(f"{URL}/measurements", json=_rows()).status_code == 201
+        sdk.delete_cluster("my-dgx", purge=True)
+    assert client.get(URL).status_code == 404
