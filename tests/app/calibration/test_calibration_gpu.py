@@ -1,6 +1,7 @@
 """A calibration describes the GPU it was fitted on. A cluster that names another GPU later (a
-PUT, or its slug deleted and created again: calibrations are kept by slug) plans with that
-GPU's shipped profile, not with the old GPU's fit; switching back finds the fit again."""
+PUT: calibrations are kept by slug) plans with that GPU's shipped profile, not with the old
+GPU's fit; switching back finds the fit again. Deleting the cluster deletes its fits only when
+asked (``?purge=true``), so a cluster re-created under the slug starts uncalibrated."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ def test_a_calibration_applies_only_while_the_cluster_has_its_gpu(client: TestCl
     moved = client.put("/v1/clusters/mine", json={"spec": {"gpu": "my-a100"}})
     assert moved.status_code == 200, moved.text
     assert _profile_of(client) is None  # the H100 fit said nothing about this GPU
-    assert client.delete("/v1/clusters/mine").status_code == 204
-    assert client.post("/v1/clusters", json=cluster).status_code == 201
+    back = client.put("/v1/clusters/mine", json={"spec": {"gpu": "h100-sxm-80gb"}})
+    assert back.status_code == 200, back.text
     assert _profile_of(client)["calibration_id"] == fit_id  # the same GPU again: its fit
+    assert client.delete("/v1/clusters/mine").status_code == 409  # it has a calibration
+    assert client.delete("/v1/clusters/mine?purge=true").status_code == 204
+    assert client.post("/v1/clusters", json=cluster).status_code == 201
+    assert _profile_of(client) is None  # a new cluster of the old name: no old fit
