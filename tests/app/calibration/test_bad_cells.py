@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "measurements.csv"
@@ -34,12 +35,22 @@ def test_a_json_false_for_a_speed_asks_for_a_number(client: TestClient) -> None:
     assert "a number such as" in r.json()["errors"][0]["message"]
 
 
-def test_a_word_for_a_whole_number_names_the_row_and_the_column(client: TestClient) -> None:
-    r = client.post(URL, json=[_row(row_id="r7", tp="eight")])
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [
+        ({"tp": "eight"}, "tp='eight' is not a whole number: send one such as 8"),
+        ({"moe_imbalance": "high"}, "moe_imbalance='high' is not a number: send a decimal >= 1.0"),
+    ],
+)
+def test_a_word_for_a_number_names_the_row_and_the_column(
+    client: TestClient, cell: dict[str, str], said: str
+) -> None:
+    r = client.post(URL, json=[_row(row_id="r7", **cell)])
     assert r.status_code == 422, r.text
     message = r.json()["errors"][0]["message"]
-    assert "r7: tp='eight' is not a whole number: send one such as 8" in message
+    assert f"r7: {said}" in message
     assert "could not convert" not in message
+    assert client.get(URL).json()["items"] == []
 
 
 def test_a_fraction_for_a_whole_number_is_not_truncated(client: TestClient) -> None:
@@ -60,15 +71,6 @@ def test_a_word_for_a_speed_in_a_csv_names_the_column(client: TestClient) -> Non
 def test_whole_numbers_written_with_a_point_are_still_accepted(client: TestClient) -> None:
     r = client.post(URL, json=[_row(tp="1.0", num_gpus=8)])
     assert r.status_code == 201, r.text
-
-
-def test_a_word_for_moe_imbalance_names_the_row_and_says_what_to_send(client: TestClient) -> None:
-    r = client.post(URL, json=[_row(row_id="r7", moe_imbalance="high")])
-    assert r.status_code == 422, r.text
-    message = r.json()["errors"][0]["message"]
-    assert "r7: moe_imbalance='high' is not a number: send a decimal >= 1.0" in message
-    assert "could not convert" not in message
-    assert client.get(URL).json()["items"] == []
 
 
 def test_a_word_for_moe_imbalance_in_a_csv_names_the_column(client: TestClient) -> None:
