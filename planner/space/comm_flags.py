@@ -100,7 +100,7 @@ def _pre_blackwell(cluster: ClusterSpec) -> bool:
 
 
 def reasons_blocked(
-    model: ModelSpec, cluster: ClusterSpec, layout: Layout, *, tp_overlap_on: bool = True
+    model: ModelSpec, cluster: ClusterSpec, layout: Layout, *, tp_overlap_on: bool
 ) -> list[str]:
     """Why the overlap cannot be used with this layout (empty when it can).
     ``tp_overlap_on``: the job's ``tp_comm_overlap`` (off, nothing to conflict with)."""
@@ -134,7 +134,7 @@ def moe_recomputed(batch: LayoutBatch) -> BoolArray:
 
 
 def allowed(
-    model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch, *, tp_overlap_on: bool = True
+    model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch, *, tp_overlap_on: bool
 ) -> BoolArray:
     """Where Megatron (and the planner's other flags) allow the overlap. ``tp_overlap_on`` is
     the job's ``tp_comm_overlap``: a job that turns it off emits no ``--tp-comm-overlap``

@@ -24,7 +24,10 @@ OVERLAP = "--overlap-moe-expert-parallel-comm"
 
 def test_auto_leaves_the_overlap_off_where_moe_is_recomputed() -> None:
     batch = LayoutBatch.from_layouts([MOE_REC, Layout(ep=8, dp=64, recompute="selective")])
-    assert comm_flags.allowed(MIXTRAL_8X7B, CLUSTER, batch).tolist() == [False, True]
+    assert comm_flags.allowed(MIXTRAL_8X7B, CLUSTER, batch, tp_overlap_on=True).tolist() == [
+        False,
+        True,
+    ]
     args = megatron_args(MIXTRAL_8X7B, CLUSTER, JOB, MOE_REC)
     assert OVERLAP not in args and "--delay-wgrad-compute" not in args
     assert args[args.index("--recompute-modules") + 1] == "moe"
@@ -61,7 +64,9 @@ def test_the_search_never_pairs_the_overlap_with_moe_recompute() -> None:
     moe = comm_flags.moe_recomputed(batch)
     assert moe.any() and (~moe).any()
     off = batch.moe_a2a_overlap == A2A_OFF
-    on = comm_flags.allowed(MIXTRAL_8X7B, CLUSTER, batch) & ~off  # the rest are 'auto'
+    on = (
+        comm_flags.allowed(MIXTRAL_8X7B, CLUSTER, batch, tp_overlap_on=True) & ~off
+    )  # the rest are 'auto'
     assert not (on & moe).any() and on[~moe].any()
     # no explicit-off twin of an 'auto' row that already resolves off
     assert not (moe & off).any() and off.any()
