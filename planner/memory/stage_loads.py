@@ -177,11 +177,27 @@ def load_params(
     output = word_embedding if untied else np.where(load.embedding, 0.0, word_embedding)
     head = np.where(load.loss, output / t + counts.final_norm, 0.0)
     embedding = np.where(load.embedding, word_embedding / t + counts.position_embedding, 0.0)
+    mtp_embedding = np.where(_mtp_embedding_copy(load, untied=untied), word_embedding / t, 0.0)
     return StageParams(
-        dense=tp_part + replicated + head + mtp_tp + mtp_rep + embedding,
+        dense=tp_part + replicated + head + mtp_tp + mtp_rep + embedding + mtp_embedding,
         expert=experts + mtp_exp,
         fp8_linear=tp_part + experts + mtp_tp + mtp_exp,
     )
+
+
+def _mtp_embedding_copy(load: StageLoad, *, untied: bool) -> BoolArray:
+    """Ranks that keep their own copy of the word embedding for the MTP layers.
+
+    Each MTP depth embeds the input tokens shifted by its depth with the main model's embedding
+    (catalog-facts §1.5: "the embedding and output head are shared with the main model"), and a
+    pipeline rank receives only hidden states from its neighbour (mechanisms-facts §7, P2P
+    tensors), so the rank that runs the 'm' stage holds the embedding weight too, as the loss
+    rank holds the tied output copy (megatron-facts §4.2). None is needed where the rank holds
+    'E', or, with tied weights, the loss rank's copy."""
+    has_mtp = load.mtp > 0
+    covered = load.embedding if untied else load.embedding | load.loss
+    result: BoolArray = has_mtp & ~covered
+    return result
 
 
 def default_loads(
