@@ -60,10 +60,35 @@ def host_exposed_time(
     ``capture_shared_experts``: partial graphs capture the shared experts with the router
     (§3.4: unless shared-expert overlap is on).
     """
-    model, batch = ctx.model, ctx.batch
-    layers = np.maximum(ctx.layers_per_stage, 1.0)
     dense_n = ctx.layers_per_stage * (1.0 - ctx.moe_fraction)
     moe_n = ctx.layers_per_stage * ctx.moe_fraction
+    out = _rank_exposed(ctx, gpu_mb, dense_n, moe_n, moe_block_fwd, ep_mb, capture_shared_experts)
+    depth = float(ctx.shapes.mtp_layers)
+    if depth:
+        # the rank that runs the MTP layers launches them too, each a full layer of the last
+        # decoder layer's kind (megatron-facts §4.1); the larger of the two ranks' host costs
+        moe = ctx.shapes.mtp_is_moe
+        mtp_dense = ctx.mtp_rank_layers * (1.0 - ctx.moe_fraction) + (0.0 if moe else depth)
+        mtp_moe = ctx.mtp_rank_layers * ctx.moe_fraction + (depth if moe else 0.0)
+        mtp = _rank_exposed(
+            ctx, gpu_mb, mtp_dense, mtp_moe, moe_block_fwd, ep_mb, capture_shared_experts
+        )
+        out = np.maximum(out, mtp)
+    return out
+
+
+def _rank_exposed(
+    ctx: StepContext,
+    gpu_mb: FloatArray,
+    dense_n: FloatArray,
+    moe_n: FloatArray,
+    moe_block_fwd: FloatArray | None,
+    ep_mb: FloatArray | None,
+    capture_shared_experts: bool,
+) -> FloatArray:
+    """:func:`host_exposed_time` of one rank that runs ``dense_n`` + ``moe_n`` layers."""
+    model, batch = ctx.model, ctx.batch
+    layers = np.maximum(dense_n + moe_n, 1.0)
     per_layer = np.asarray(gpu_mb, np.float64) / layers
     fwd, bwd = per_layer / 3.0, 2.0 * per_layer / 3.0
     share = np.zeros_like(per_layer)

@@ -4,6 +4,11 @@ Per layer, forward: 2 all-reduces without sequence parallelism, or 2 all-gathers
 reduce-scatters with it (megatron-facts §1.1); the same again in backward, once more with full
 recompute. A MoE layer runs only attention (and shared experts) on the TP group; its routed
 experts gather their top-k copies over the expert-TP group when etp > 1 (megatron-facts §3.1).
+
+The MTP block adds, per depth, one full transformer layer (megatron-facts §4.1) and the
+eh-projection's collectives (:func:`mtp_eh_comm`) on the rank that runs it (the last rank, or the
+layout's 'm' stage); the micro-batch pays the TP traffic of whichever rank has more of it, as the
+compute term takes the slower rank.
 """
 
 from __future__ import annotations
@@ -62,14 +67,37 @@ def expert_tp_comm_fwd(ctx: StepContext) -> FloatArray:
     )
 
 
+def mtp_eh_comm(ctx: StepContext) -> tuple[FloatArray, FloatArray]:
+    """(forward, backward) TP seconds of one MTP depth's eh-projection, a column-parallel 2h -> h
+    linear (planner.model.params), for one micro-batch.
+
+    With SP a column-parallel linear all-gathers its sequence-sharded input first
+    (mechanisms-facts §5.1, the output layer): here [enorm(embedding), hnorm(hidden)], 2h wide,
+    twice a layer's message; its output is split over h and is gathered to the full width the
+    MTP layer reads, then re-split over the sequence [inferred: a column-parallel output holds
+    h/t]. Backward: the input gather's reduce-scatter (2h) and the sequence split's gather (h).
+    Without SP: the output gather forward, the input gradient's all-reduce (2h) backward.
+    Nothing to overlap them with (each feeds the next op directly): priced exposed.
+    """
+    links, tp, act = ctx.links, ctx.batch.tp, ctx.activation_bytes
+    one = np.ones_like(tp)
+    gather_h = ring_time(links, tp, one, act, 1.0, op="all_gather")
+    fwd = np.where(ctx.sp > 0, ring_time(links, tp, one, 2 * act, 1.0, op="all_gather"), 0.0)
+    rs_2h = ring_time(links, tp, one, 2 * act, 1.0, op="reduce_scatter")
+    bwd = np.where(ctx.sp > 0, rs_2h + gather_h, ring_time(links, tp, one, 2 * act, 2.0))
+    return np.asarray(fwd + gather_h, np.float64), np.asarray(bwd, np.float64)
+
+
 def tp_comm_time(ctx: StepContext) -> TensorParallelComm:
-    """TP all-reduce / all-gather time of one micro-batch, exposed and hidden."""
+    """TP all-reduce / all-gather time of one micro-batch, exposed and hidden: the busiest
+    rank's, or the MTP rank's where its MTP layers give it more."""
     batch, full, moe_frac = ctx.batch, ctx.full, ctx.moe_fraction
     tp_layer_fwd = tp_layer_comm_fwd(ctx)
     shared_half = 0.5 if ctx.shapes.shared_expert_gemms else 0.0
     moe_tp_fwd = tp_layer_fwd * (0.5 + shared_half)
     etp_fwd = expert_tp_comm_fwd(ctx)
-    stage_tp_fwd = ctx.layers_per_stage * ((1 - moe_frac) * tp_layer_fwd + moe_frac * moe_tp_fwd)
+    layer_tp_fwd = (1 - moe_frac) * tp_layer_fwd + moe_frac * moe_tp_fwd
+    stage_tp_fwd = ctx.layers_per_stage * layer_tp_fwd
     stage_etp_fwd = ctx.layers_per_stage * moe_frac * etp_fwd  # grouped GEMMs: not overlapped
     # TE userbuffers hide TP collectives only where --tp-comm-overlap is emitted
     tp_hidden = np.where(
@@ -77,11 +105,32 @@ def tp_comm_time(ctx: StepContext) -> TensorParallelComm:
         ctx.profile.tp_overlap,
         0.0,
     )
-    tp_mb = (2 + full) * (stage_tp_fwd * (1 - tp_hidden) + stage_etp_fwd)
     one = np.ones_like(batch.tp)
     steal = overlap.interference(ctx, ctx.share(batch.tp, one))
-    tp_mb = tp_mb + steal * (2 + full) * stage_tp_fwd * tp_hidden
+
+    def exposed(tp_fwd: FloatArray, etp: FloatArray, extra: FloatArray | float) -> FloatArray:
+        hidden = (2 + full) * tp_fwd * tp_hidden
+        return np.asarray(
+            (2 + full) * (tp_fwd * (1 - tp_hidden) + etp) + steal * hidden + extra, np.float64
+        )
+
+    tp_mb = exposed(stage_tp_fwd, stage_etp_fwd, 0.0)
+    hidden_mb = (2 + full) * stage_tp_fwd * tp_hidden
+    depth = float(ctx.shapes.mtp_layers)
+    if depth:
+        # each depth: a full layer of the last decoder layer's kind (megatron-facts §4.1) plus
+        # its eh-projection, on the rank that runs the MTP layers (forward again on recompute)
+        moe = ctx.shapes.mtp_is_moe
+        mtp_tp_fwd = ctx.mtp_rank_layers * layer_tp_fwd + depth * (
+            moe_tp_fwd if moe else tp_layer_fwd
+        )
+        mtp_etp_fwd = ctx.mtp_rank_layers * moe_frac * etp_fwd + (depth * etp_fwd if moe else 0.0)
+        eh_fwd, eh_bwd = mtp_eh_comm(ctx)
+        mtp_mb = exposed(mtp_tp_fwd, mtp_etp_fwd, depth * ((1 + full) * eh_fwd + eh_bwd))
+        use = mtp_mb > tp_mb
+        tp_mb = np.where(use, mtp_mb, tp_mb)
+        hidden_mb = np.where(use, (2 + full) * mtp_tp_fwd * tp_hidden, hidden_mb)
     return TensorParallelComm(
         exposed_mb=np.asarray(tp_mb, np.float64),
-        hidden_mb=np.asarray((2 + full) * stage_tp_fwd * tp_hidden, np.float64),
+        hidden_mb=np.asarray(hidden_mb, np.float64),
     )
