@@ -6,6 +6,10 @@ and the script writes ``bench/results/fidelity.md`` / ``fidelity.json`` with, pe
 fold, the median and p90 APE of tokens/s per GPU after fitting, the clean sweeps whose measured
 best is in the model's top 3, the median Spearman inside sweeps, and the MoE rows' median APE.
 The variants are produced by ``bench.accuracy`` itself; this script only tabulates them.
+
+The hand-written reading of the variants (``bench/fidelity_reading.md``) follows the tables, with
+the calibration's shipped noise read from the code (:mod:`bench.noise_text`);
+``python -m bench.fidelity --keep`` alone rewrites the page from ``fidelity.json``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.noise_text import fill
+
 RESULTS = Path(__file__).parent / "results"
+READING = Path(__file__).parent / "fidelity_reading.md"
 FOLDS = ("source", "sweep", "gpu", "family", "stack", "cluster")
 
 
@@ -98,14 +105,16 @@ def main(argv: list[str]) -> int:
         i = argv.index("--notes")
         notes = Path(argv[i + 1]).read_text(encoding="utf-8")
         argv = argv[:i] + argv[i + 2 :]
-    if not argv:
-        print("usage: python -m bench.fidelity NAME=accuracy.json [...] [--notes FILE]")
+    if not argv and not variants:
+        print("usage: python -m bench.fidelity NAME=accuracy.json [...] [--keep] [--notes FILE]")
         return 2
     for arg in argv:
         name, _, path = arg.partition("=")
         variants[name] = summarise(json.loads(Path(path).read_text(encoding="utf-8")))
     (RESULTS / "fidelity.json").write_text(json.dumps(variants, indent=1) + "\n")
-    (RESULTS / "fidelity.md").write_text(markdown(variants) + ("\n" + notes if notes else ""))
+    reading = "\n".join(fill(READING.read_text(encoding="utf-8").splitlines()))
+    page = markdown(variants) + "\n" + reading + "\n" + ("\n" + notes if notes else "")
+    (RESULTS / "fidelity.md").write_text(page)
     return 0
 
 
