@@ -46,11 +46,15 @@ def data_path() -> Path:
 
 
 def coefficients_for(gpu: GPUSpec) -> tuple[str, ...]:
-    """Fitted coefficients per GPU type. The A100 rows (Narayanan 2021, Korthikanti 2022) ran
-    Megatron's unfused softmax/dropout attention, so their fit also frees the attention-score
-    HBM traffic, which is zero with the flash attention of current Megatron."""
-    if gpu.architecture == "ampere":
-        return (*DEFAULT_COEFFICIENTS, "attention_score_bytes")
+    """Fitted coefficients per GPU type: the same list for every type.
+
+    The A100 rows (Narayanan 2021, Korthikanti 2022) ran Megatron's unfused softmax/dropout
+    attention. Their score-matrix traffic is priced by mechanism for every job whose
+    ``attention_backend`` is ``unfused`` (planner/performance/unfused_attention.py, megatron-facts
+    §7.1), so the A100 fit no longer frees ``attention_score_bytes`` (a correction on top of it):
+    freed, no fold of any cross-validation identified it and every fold's error was the same
+    (leave-one-source-out 2.6 / 9.6 % either way), so it bought nothing."""
+    del gpu
     return DEFAULT_COEFFICIENTS
 
 

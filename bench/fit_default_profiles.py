@@ -44,14 +44,16 @@ TRANSFERS = (
     ("gb300-288gb", "h100-sxm-80gb"),
     ("mi300x-192gb", "h100-sxm-80gb"),
 )
-LEGACY_ONLY = {"attention_score_bytes": 0.0, "attention_efficiency": None}
-"""Reset after fitting where the rows ran legacy software (the fit used attention_score_bytes):
-the A100 rows (2021-22) ran Megatron's unfused softmax, so their fitted attention speed and
-score-traffic correction describe a kernel current Megatron no longer uses. Shipped profiles keep
-the architecture's flash-attention efficiency (None = the prior of
-planner.performance.step_time.default_profile, from performance-facts §2) and no correction; a
-job that says ``attention_backend="unfused"`` still pays the score traffic of
-planner.performance.unfused_attention (megatron-facts §7.1), which is no coefficient."""
+LEGACY_ONLY = {"attention_efficiency": None}
+"""Reset after fitting where the rows ran legacy software (their job's ``attention_backend`` is
+``unfused``): the A100 rows (2021-22) ran Megatron's unfused softmax, so a fitted attention speed
+would describe a kernel current Megatron no longer uses. Shipped profiles keep the
+architecture's flash-attention efficiency (None = the prior of
+planner.performance.step_time.default_profile, from performance-facts §2); a job that says
+``attention_backend="unfused"`` pays the score traffic of planner.performance.unfused_attention
+(megatron-facts §7.1), which is no coefficient. (``attention_score_bytes`` was reset here too
+while it stood for that traffic in every job; it is no longer fitted: bench.accuracy
+``coefficients_for``.)"""
 
 
 def _write(profile: PerformanceProfile) -> None:
@@ -81,7 +83,7 @@ def main() -> int:
         prof = rep.profile
         identified[slug] = [c.name for c in rep.coefficients if c.identified]
         prior = default_profile(gpu)
-        legacy_fit = "attention_score_bytes" in names
+        legacy_fit = any(m.job.attention_backend == "unfused" for m in sub)
         shipped = {k: getattr(prior, k) if v is None else v for k, v in LEGACY_ONLY.items()}
         legacy = {k: getattr(prof, k) for k in LEGACY_ONLY if legacy_fit and k in names}
         prov = dict(prof.provenance)
