@@ -228,7 +228,9 @@ def default_loads(
         dense=layers.last_dense, moe=layers.last_moe,
         act_dense=inflight_last * layers.last_dense,
         act_moe=inflight_last * layers.last_moe + extra_last,
-        mtp=np.full(len(batch), depth), act_mtp=inflight_last * depth,
+        # the MTP layers sit in the rank's last chunk, which holds one micro-batch at the peak
+        # (warm-up (v-1)p + 1 chunks, p per earlier chunk; megatron-facts §3.3)
+        mtp=np.full(len(batch), depth), act_mtp=np.minimum(inflight_last, 1.0) * depth,
         inflight=inflight_first, embedding=single, loss=yes, stage_output=no,
     )  # fmt: skip
     return first, last

@@ -15,7 +15,7 @@ from planner.memory.estimate import MemoryEstimate, estimate_memory
 from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts, param_counts
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
-from tests.planner.fixtures import DEEPSEEK_V3, H100, MIXTRAL_8X7B
+from tests.planner.fixtures import DEEPSEEK_V3, H100, LLAMA_8B, MIXTRAL_8X7B
 
 MTP_MOE = replace(MIXTRAL_8X7B, name="mixtral-mtp", mtp_num_layers=1)  # every layer MoE
 CLUSTER = ClusterSpec(name="c", gpu=H100, num_gpus=64)
@@ -131,3 +131,15 @@ def test_megatron_vector_e_most_loaded_shard_from_our_counts() -> None:
     assert (tp_part + replicated + experts) / 1e9 == pytest.approx(2.9948, abs=5e-5)
     mib = ((tp_part + replicated) * (6 + 12 / 32) + experts * (6 + 12 / 1)) / 2**20
     assert mib == pytest.approx(34319.74, abs=0.01)
+
+
+def test_with_interleaving_the_mtp_layer_holds_one_micro_batch_on_the_last_rank() -> None:
+    # rank p-1 warms up (v-1)p + 1 chunks, p in each earlier chunk and 1 in its last, where the
+    # MTP layers sit (megatron-facts §3.3): one micro-batch of them, as without interleaving
+    dense = replace(LLAMA_8B, name="llama-mtp", mtp_num_layers=1)
+    lays = [Layout(pp=4, dp=16, tp=1), Layout(pp=4, vpp=2, dp=16, tp=1)]
+    mtp = _estimate(dense, lays).last_stage_terms["activations_bytes"]
+    plain = _estimate(replace(dense, mtp_num_layers=0), lays).last_stage_terms["activations_bytes"]
+    extra = mtp - plain
+    assert extra[0] > 0
+    assert extra[1] == pytest.approx(extra[0], rel=1e-12)
