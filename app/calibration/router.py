@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
@@ -19,7 +20,9 @@ from app.core.deps import SessionDep
 from app.core.errors import AppError
 from app.core.schemas import problem_responses
 
-router = APIRouter(prefix="/v1/clusters/{slug}", tags=["calibration"])
+# one tag per route: DELETE "" below is a catalog operation (a router tag would add a second)
+router = APIRouter(prefix="/v1/clusters/{slug}")
+TAGS: list[str | Enum] = ["calibration"]
 Slug = Annotated[str, Path(max_length=128)]
 MAX_BODY_BYTES = 8 * 2**20
 
@@ -70,6 +73,7 @@ MEASUREMENT_BODY: dict[str, Any] = {
     openapi_extra={"requestBody": MEASUREMENT_BODY},
     summary="Upload measured runs: JSON rows, CSV (text/csv) or a Megatron-LM log (text/plain)",
     operation_id="add_measurements",
+    tags=TAGS,
 )
 async def add_measurements(
     slug: Slug, request: Request, session: SessionDep, backend: BackendDep
@@ -89,6 +93,7 @@ async def add_measurements(
     responses=problem_responses(404, 422),
     summary="A cluster's measurements",
     operation_id="list_measurements",
+    tags=TAGS,
 )
 def list_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> MeasurementList:
     return MeasurementList(
@@ -103,6 +108,7 @@ def list_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> M
     responses=problem_responses(404, 409, 422),
     summary="Fit a performance profile to the cluster's measurements",
     operation_id="calibrate_cluster",
+    tags=TAGS,
 )
 def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationRead:
     return CalibrationService(session, backend).calibrate(slug)
@@ -114,6 +120,7 @@ def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> Calibrati
     responses=problem_responses(404, 422),
     summary="A cluster's calibrations, newest first",
     operation_id="list_calibrations",
+    tags=TAGS,
 )
 def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationList:
     return CalibrationList(items=CalibrationService(session, backend).list_calibrations(slug))
@@ -125,6 +132,7 @@ def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> C
     responses=problem_responses(404, 422),
     summary="Delete a cluster's measurements and, with them, its calibrations",
     operation_id="delete_measurements",
+    tags=TAGS,
 )
 def delete_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> Response:
     CalibrationService(session, backend).delete_measurements(slug)
