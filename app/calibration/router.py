@@ -9,9 +9,14 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
 from app.calibration.deps import CalibrationBackendDep as BackendDep
+from app.calibration.detached import ROUTE as DETACHED_ROUTE
+from app.calibration.detached import DetachedService
 from app.calibration.schemas import (
     CalibrationList,
     CalibrationRead,
+    DetachedDeleted,
+    DetachedList,
+    DetachedRows,
     MeasurementList,
     MeasurementsCreated,
 )
@@ -157,3 +162,49 @@ def delete_cluster(
 ) -> Response:
     CalibrationService(session, backend).delete_cluster(slug, purge=purge)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+detached_router = APIRouter(prefix=DETACHED_ROUTE, tags=["calibration"])
+Former = Annotated[str, Path(max_length=128, description="the deleted cluster's name")]
+
+
+@detached_router.get(
+    "",
+    response_model=DetachedList,
+    summary="Measurements and calibrations of deleted clusters, counted per former name",
+    operation_id="list_detached_measurements",
+)
+def list_detached(session: SessionDep) -> DetachedList:
+    return DetachedService(session).list()
+
+
+@detached_router.get(
+    "/{cluster}",
+    response_model=DetachedRows,
+    responses=problem_responses(404, 422),
+    summary="The detached measurements and calibrations stored under one former cluster name",
+    operation_id="get_detached_measurements",
+)
+def get_detached(cluster: Former, session: SessionDep) -> DetachedRows:
+    return DetachedService(session).get(cluster)
+
+
+@detached_router.delete(
+    "/{cluster}",
+    response_model=DetachedDeleted,
+    responses=problem_responses(404, 422),
+    summary="Delete the detached rows stored under one former cluster name",
+    operation_id="delete_detached_measurements_of",
+)
+def delete_detached_of(cluster: Former, session: SessionDep) -> DetachedDeleted:
+    return DetachedService(session).delete(cluster)
+
+
+@detached_router.delete(
+    "",
+    response_model=DetachedDeleted,
+    summary="Delete every detached measurement and calibration",
+    operation_id="delete_detached_measurements",
+)
+def delete_detached(session: SessionDep) -> DetachedDeleted:
+    return DetachedService(session).delete(None)
