@@ -98,3 +98,14 @@ def test_a_live_clusters_rows_are_not_detached(client: TestClient) -> None:
     assert client.get(DETACHED).json()["items"] == []
     assert client.delete(DETACHED).json() == {"measurements": 0, "calibrations": 0}
     assert len(client.get("/v1/clusters/dgx-h100/measurements").json()["items"]) == 3
+
+
+def test_the_sdk_lists_reads_and_deletes_detached_rows(client: TestClient) -> None:
+    from app.sdk import PlannerClient
+
+    _left_behind(client)
+    with PlannerClient("http://testserver", transport=client._transport) as sdk:
+        assert sdk.detached_measurements()["items"][0]["cluster"] == "my-dgx"
+        assert len(sdk.detached_measurements("my-dgx")["measurements"]) == 3
+        assert sdk.delete_detached_measurements("my-dgx") == {"measurements": 3, "calibrations": 1}
+        assert sdk.delete_detached_measurements() == {"measurements": 0, "calibrations": 0}
