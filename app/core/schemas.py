@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, BeforeValidator, Field, GetCoreSchemaHandler
@@ -43,52 +42,67 @@ def _refuse_bool(kind: str) -> core_schema.NoInfoValidatorFunction:
 
 _MARK = "refuses_bool"
 _PLAIN_SCALARS = frozenset({"int", "float", "str", "bool", "literal", "none"})
-_SCALAR_VALUES = frozenset({int, float, str, type(None)})
 
 
 def _scalar(schema: Any) -> bool:
     """Whether a field schema takes one plain scalar (optional, defaulted or a union of them)."""
     kind = schema.get("type")
-    if kind in ("nullable", "default"):
+    if kind in ("nullable", "default") or _hooked(schema):
         return _scalar(schema["schema"])
     if kind == "union":
         return all(_scalar(c[0] if isinstance(c, tuple) else c) for c in schema["choices"])
     return kind in _PLAIN_SCALARS
 
 
-def _flat_records(schema: Any) -> bool:
-    """Whether ``schema`` is a list of typed dicts of plain scalars (bulk layouts, batch rows)."""
+def _hooked(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` is the boolean check wrapped around a number schema."""
+    return schema.get("type") == "function-before" and bool(
+        (schema.get("metadata") or {}).get(_MARK)
+    )
+
+
+def _flat_records(schema: Any, handler: GetCoreSchemaHandler) -> Any:
+    """``schema`` with its items resolved if it is a list of typed dicts of plain scalars (bulk
+    layouts: no nested container, reference or validator function of their own, so validating
+    twice has no side effect), else None."""
     items = schema.get("items_schema") if schema.get("type") == "list" else None
+    if isinstance(items, dict) and items.get("type") == "definition-ref":
+        items = handler.resolve_ref_schema(items)
     if not isinstance(items, dict) or items.get("type") != "typed-dict":
-        return False
-    return all(_scalar(field["schema"]) for field in items["fields"].values())
+        return None
+    if not all(_scalar(field["schema"]) for field in items["fields"].values()):
+        return None
+    return {**schema, "items_schema": items}
 
 
-def _no_bool_in(records: Any) -> bool:
-    """Whether ``records`` is a list of dicts holding only int, float, str or None values: one
-    pass in C over every value, instead of a Python call per field."""
-    if type(records) is not list:
-        return False
-    try:
-        found = set(map(type, chain.from_iterable(map(dict.values, records))))
-    except TypeError:  # an item that is not a dict: the checked path says which
-        return False
-    return found <= _SCALAR_VALUES
+def _strict_numbers(schema: Any) -> Any:
+    """A copy of ``schema`` whose int and float schemas are strict: they refuse booleans (and
+    numeric text, 8.0 for an int) in C, and take every other value as the lax ones do."""
+    if isinstance(schema, list):
+        return [_strict_numbers(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if _hooked(schema):  # the lax check this copy replaces
+        return _strict_numbers(schema["schema"])
+    out = {key: _strict_numbers(value) for key, value in schema.items()}
+    if out.get("type") in _NUMBER_WORDS:
+        out["strict"] = True
+    return out
 
 
-def _checked_only_with_bools(checked: Any, plain: Any, config: Any) -> Any:
-    """A list of flat records validated by ``plain`` (no per-field hook) when no value in it is
-    a boolean, else by ``checked``, which also reports every error (so a bad row is reported
-    exactly as before, with its location). 100 000 bulk layouts: ~40 ms less per request."""
-    fast = SchemaValidator(plain, config)
+def _strict_first(checked: Any, plain: Any, config: Any) -> Any:
+    """A list of flat records validated first with strict numbers (no Python call per field;
+    it stops at the first error), and with ``checked`` (the boolean-refusing lax schema) when
+    that fails: a boolean, numeric text or any other error is reported exactly as before, with
+    its location. Strict numbers accept a subset of the lax ones with the same values, so
+    what passes is what ``checked`` would give. 100 000 bulk layouts: ~40 ms less."""
+    fast = SchemaValidator({**_strict_numbers(plain), "fail_fast": True}, config)
 
     def validate(value: Any, handler: core_schema.ValidatorFunctionWrapHandler) -> Any:
-        if _no_bool_in(value):
-            try:
-                return fast.validate_python(value)
-            except ValidationError:
-                pass  # the checked schema says what is wrong, and where
-        return handler(value)
+        try:
+            return fast.validate_python(value)
+        except ValidationError:
+            return handler(value)
 
     return core_schema.no_info_wrap_validator_function(validate, checked, metadata={_MARK: True})
 
@@ -115,8 +129,9 @@ def _numbers_refuse_bool(
         return core_schema.no_info_before_validator_function(
             _refuse_bool(kind), out, metadata={_MARK: True}
         )
-    if _flat_records(schema):  # ``schema`` is unchanged: the walk builds new dicts
-        return _checked_only_with_bools(out, schema, config)
+    plain = _flat_records(schema, handler)
+    if plain is not None:
+        return _strict_first(out, plain, config)
     return out
 
 
