@@ -109,3 +109,18 @@ def test_the_sdk_lists_reads_and_deletes_detached_rows(client: TestClient) -> No
         assert len(sdk.detached_measurements("my-dgx")["measurements"]) == 3
         assert sdk.delete_detached_measurements("my-dgx") == {"measurements": 3, "calibrations": 1}
         assert sdk.delete_detached_measurements() == {"measurements": 0, "calibrations": 0}
+
+
+def test_a_preset_seeded_under_a_deleted_clusters_name_starts_empty(client: TestClient) -> None:
+    """A later models_db release may ship a preset under the name of a user's deleted cluster:
+    the seeded entry is new, so the old rows stay detached."""
+    from app.catalog.service import seed_builtins
+
+    _measured_and_calibrated(client)
+    _delete_entry_behind_the_route(client)
+    with _session(client) as session:
+        assert seed_builtins(session, {"cluster": {"my-dgx": dict(CLUSTER["spec"])}}) == 1
+        session.commit()
+    assert client.get(URL).json()["builtin"] is True
+    assert client.get(f"{URL}/measurements").json()["items"] == []
+    assert client.get(DETACHED).json()["items"][0]["cluster"] == "my-dgx"
