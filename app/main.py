@@ -213,6 +213,7 @@ def create_app(
     app.include_router(batches.router, **auth)
     app.include_router(scaling.router, **auth)
     app.include_router(calibration.router, **admin)
+    app.include_router(calibration.detached_router, **admin)
     app.include_router(calibration_suggestions.router, **auth)
     app.include_router(
         key_routes.router, **{**admin, "dependencies": [Depends(require_scope("admin", True))]}

@@ -242,6 +242,18 @@ class PlannerClient:
         """The cluster's measurements and the calibrations fitted to them."""
         self._request("DELETE", f"/v1/clusters/{cluster}/measurements")
 
+    def detached_measurements(self, cluster: str | None = None) -> JSON:
+        """Rows of deleted clusters: counts per former name, or (``cluster``) those rows."""
+        path = "/v1/detached-measurements" + (f"/{cluster}" if cluster else "")
+        out: JSON = self._request("GET", path)
+        return out
+
+    def delete_detached_measurements(self, cluster: str | None = None) -> JSON:
+        """Delete the detached rows of one former cluster name, or all; how many went."""
+        path = "/v1/detached-measurements" + (f"/{cluster}" if cluster else "")
+        out: JSON = self._request("DELETE", path)
+        return out
+
     def calibrate(self, cluster: str) -> JSON:
         out: JSON = self._request("POST", f"/v1/clusters/{cluster}/calibrations")
         return out

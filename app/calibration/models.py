@@ -1,11 +1,18 @@
-"""Calibration rows: measured runs of a user's cluster and the profiles fitted to them."""
+"""Calibration rows: measured runs of a user's cluster and the profiles fitted to them.
+
+A row belongs to the catalog entry it was stored under (``cluster_id``), not to a name: a
+cluster deleted and created again under the same slug is a new entry and starts empty. When an
+entry goes by any path the database sets ``cluster_id`` to NULL and the row is *detached*: kept,
+read by no cluster's fit, level or listing, and shown (by its ``cluster_slug``, the name it was
+stored under) and deleted only through ``/v1/detached-measurements``.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, String
+from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.database import Base, JSONType, utcnow
@@ -17,7 +24,12 @@ class MeasurementRow(Base):
     __tablename__ = "measurement"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cluster_id: Mapped[int | None] = mapped_column(
+        ForeignKey("catalog_entry.id", ondelete="SET NULL"), index=True
+    )
+    """The cluster's catalog entry; NULL once that entry is gone (a detached row)."""
     cluster_slug: Mapped[str] = mapped_column(String(128), index=True)
+    """The cluster's name when the row was stored."""
     source: Mapped[str] = mapped_column(String(16))
     """json | csv | log."""
     data: Mapped[dict[str, Any]] = mapped_column(JSONType)
@@ -30,7 +42,12 @@ class CalibrationRow(Base):
     __tablename__ = "calibration"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    cluster_id: Mapped[int | None] = mapped_column(
+        ForeignKey("catalog_entry.id", ondelete="SET NULL"), index=True
+    )
+    """The cluster's catalog entry; NULL once that entry is gone (a detached row)."""
     cluster_slug: Mapped[str] = mapped_column(String(128), index=True)
+    """The cluster's name when the row was stored."""
     num_measurements: Mapped[int] = mapped_column(Integer)
     profile: Mapped[dict[str, Any]] = mapped_column(JSONType)
     report: Mapped[dict[str, Any]] = mapped_column(JSONType)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from starlette.concurrency import run_in_threadpool
 
 from app.calibration.deps import CalibrationBackendDep as BackendDep
+from app.calibration.detached import ROUTE as DETACHED_ROUTE
+from app.calibration.detached import DetachedService
 from app.calibration.schemas import (
     CalibrationList,
     CalibrationRead,
+    DetachedDeleted,
+    DetachedList,
+    DetachedRows,
     MeasurementList,
     MeasurementsCreated,
 )
@@ -19,7 +25,9 @@ from app.core.deps import SessionDep
 from app.core.errors import AppError
 from app.core.schemas import problem_responses
 
-router = APIRouter(prefix="/v1/clusters/{slug}", tags=["calibration"])
+# one tag per route: DELETE "" below is a catalog operation (a router tag would add a second)
+router = APIRouter(prefix="/v1/clusters/{slug}")
+TAGS: list[str | Enum] = ["calibration"]
 Slug = Annotated[str, Path(max_length=128)]
 MAX_BODY_BYTES = 8 * 2**20
 
@@ -70,6 +78,7 @@ MEASUREMENT_BODY: dict[str, Any] = {
     openapi_extra={"requestBody": MEASUREMENT_BODY},
     summary="Upload measured runs: JSON rows, CSV (text/csv) or a Megatron-LM log (text/plain)",
     operation_id="add_measurements",
+    tags=TAGS,
 )
 async def add_measurements(
     slug: Slug, request: Request, session: SessionDep, backend: BackendDep
@@ -89,6 +98,7 @@ async def add_measurements(
     responses=problem_responses(404, 422),
     summary="A cluster's measurements",
     operation_id="list_measurements",
+    tags=TAGS,
 )
 def list_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> MeasurementList:
     return MeasurementList(
@@ -103,6 +113,7 @@ def list_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> M
     responses=problem_responses(404, 409, 422),
     summary="Fit a performance profile to the cluster's measurements",
     operation_id="calibrate_cluster",
+    tags=TAGS,
 )
 def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationRead:
     return CalibrationService(session, backend).calibrate(slug)
@@ -114,6 +125,7 @@ def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> Calibrati
     responses=problem_responses(404, 422),
     summary="A cluster's calibrations, newest first",
     operation_id="list_calibrations",
+    tags=TAGS,
 )
 def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationList:
     return CalibrationList(items=CalibrationService(session, backend).list_calibrations(slug))
@@ -125,6 +137,7 @@ def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> C
     responses=problem_responses(404, 422),
     summary="Delete a cluster's measurements and, with them, its calibrations",
     operation_id="delete_measurements",
+    tags=TAGS,
 )
 def delete_measurements(slug: Slug, session: SessionDep, backend: BackendDep) -> Response:
     CalibrationService(session, backend).delete_measurements(slug)
@@ -149,3 +162,49 @@ def delete_cluster(
 ) -> Response:
     CalibrationService(session, backend).delete_cluster(slug, purge=purge)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+detached_router = APIRouter(prefix=DETACHED_ROUTE, tags=["calibration"])
+Former = Annotated[str, Path(max_length=128, description="the deleted cluster's name")]
+
+
+@detached_router.get(
+    "",
+    response_model=DetachedList,
+    summary="Measurements and calibrations of deleted clusters, counted per former name",
+    operation_id="list_detached_measurements",
+)
+def list_detached(session: SessionDep) -> DetachedList:
+    return DetachedService(session).list()
+
+
+@detached_router.get(
+    "/{cluster}",
+    response_model=DetachedRows,
+    responses=problem_responses(404, 422),
+    summary="The detached measurements and calibrations stored under one former cluster name",
+    operation_id="get_detached_measurements",
+)
+def get_detached(cluster: Former, session: SessionDep) -> DetachedRows:
+    return DetachedService(session).get(cluster)
+
+
+@detached_router.delete(
+    "/{cluster}",
+    response_model=DetachedDeleted,
+    responses=problem_responses(404, 422),
+    summary="Delete the detached rows stored under one former cluster name",
+    operation_id="delete_detached_measurements_of",
+)
+def delete_detached_of(cluster: Former, session: SessionDep) -> DetachedDeleted:
+    return DetachedService(session).delete(cluster)
+
+
+@detached_router.delete(
+    "",
+    response_model=DetachedDeleted,
+    summary="Delete every detached measurement and calibration",
+    operation_id="delete_detached_measurements",
+)
+def delete_detached(session: SessionDep) -> DetachedDeleted:
+    return DetachedService(session).delete(None)

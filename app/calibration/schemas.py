@@ -37,3 +37,28 @@ class CalibrationRead(BaseModel):
 
 class CalibrationList(BaseModel):
     items: list[CalibrationRead]
+
+
+class DetachedCluster(BaseModel):
+    """Rows left by a deleted cluster, under the name they were stored with."""
+
+    cluster: str
+    measurements: int
+    calibrations: int
+    first_stored_at: datetime
+    last_stored_at: datetime
+
+
+class DetachedList(BaseModel):
+    items: list[DetachedCluster]
+
+
+class DetachedRows(BaseModel):
+    cluster: str
+    measurements: list[MeasurementRead]
+    calibrations: list[CalibrationRead]
+
+
+class DetachedDeleted(BaseModel):
+    measurements: int
+    calibrations: int

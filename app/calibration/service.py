@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.calibration.deps import CalibrationBackend
-from app.calibration.models import CalibrationRow
+from app.calibration.models import CalibrationRow, MeasurementRow
 from app.calibration.repository import CalibrationRepository, MeasurementRepository
 from app.calibration.request import (
     MeasurementRows,
@@ -75,10 +75,7 @@ class CalibrationService:
 
     def list_measurements(self, slug: str) -> list[MeasurementRead]:
         self.cluster(slug)
-        return [
-            MeasurementRead(id=m.id, source=m.source, data=m.data, created_at=m.created_at)
-            for m in self.measurements.list(slug)
-        ]
+        return [measurement_read(m) for m in self.measurements.list(slug)]
 
     def calibrate(self, slug: str) -> CalibrationRead:
         preset = self.cluster(slug)
@@ -106,7 +103,7 @@ class CalibrationService:
         self.cluster(slug)
         return [to_read(r) for r in self.calibrations.list(slug)]
 
-    # --- deleting (rows are stored by cluster name: a re-created name would inherit them) -----
+    # --- deleting (a deleted cluster's rows would be detached: app/calibration/detached.py) ----
     def delete_measurements(self, slug: str) -> None:
         """Delete the cluster's measurements and its calibrations with them: a calibration
         whose rows are gone can be neither re-checked nor re-fitted."""
@@ -128,6 +125,10 @@ class CalibrationService:
                 )
             self.delete_measurements(slug)
         self.catalog.delete("cluster", slug)
+
+
+def measurement_read(row: MeasurementRow) -> MeasurementRead:
+    return MeasurementRead(id=row.id, source=row.source, data=row.data, created_at=row.created_at)
 
 
 def to_read(row: CalibrationRow) -> CalibrationRead:

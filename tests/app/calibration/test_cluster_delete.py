@@ -1,5 +1,5 @@
-"""Deleting a cluster never drops its measurements or calibrations by accident: they are stored
-by cluster name, so a re-created cluster of the same name would silently inherit them. A cluster
+"""Deleting a cluster never drops its measurements or calibrations by accident (rows of a
+deleted cluster are kept detached, never inherited by a namesake: test_detached.py). A cluster
 that has any is a 409 saying how many and how to proceed; ``?purge=true`` deletes all in one unit
 of work; ``DELETE .../measurements`` deletes the rows and the calibrations fitted to them."""
 
