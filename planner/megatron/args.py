@@ -118,11 +118,13 @@ def _parse_moe_layer_freq(text: str, num_layers: int) -> tuple[int, int]:
     )
 
 
-def _cp_comm_type(values: list[str] | None) -> Any:
-    """``--cp-comm-type``: one type for every layer (None: Megatron's default, p2p). A per-layer
-    mix is not a planner layout (megatron-facts: one value = all layers, else one per layer)."""
+def _cp_comm_type(values: list[str] | None, cp: int) -> Any:
+    """``--cp-comm-type``: one type for every layer. Absent with cp > 1 it is Megatron's default,
+    p2p (megatron-facts §1), stated as such: None would read as "the planner's choice" and an
+    argv fed back could then be priced with another type. A per-layer mix is not a planner
+    layout (megatron-facts: one value = all layers, else one per layer)."""
     if not values:
-        return None
+        return "p2p" if cp > 1 else None
     kinds = sorted(set(values))
     if len(kinds) > 1:
         raise SpecError(
@@ -167,7 +169,7 @@ def parse_megatron_args(
         "full" if ns.use_torch_fsdp2 else "optimizer" if ns.use_distributed_optimizer else "none"
     )
     layout = Layout(
-        tp=tp, pp=pp, vpp=vpp, cp=cp, cp_comm_type=_cp_comm_type(ns.cp_comm_type),
+        tp=tp, pp=pp, vpp=vpp, cp=cp, cp_comm_type=_cp_comm_type(ns.cp_comm_type, cp),
         ep=ns.expert_model_parallel_size, etp=ns.expert_tensor_parallel_size or tp,
         dp=world // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
         recompute=recompute, sequence_parallel=ns.sequence_parallel and tp > 1,

@@ -204,7 +204,8 @@ def pin_unavailable(job: TrainingJob, batch: LayoutBatch) -> LayoutBatch:
     if lacks(job, "moe_dispatcher", "flex"):
         d = batch.moe_dispatcher
         changes["moe_dispatcher"] = np.where(d == DISPATCH_AUTO, DISPATCH_ALLTOALL, d)
-    gather_missing = lacks(job, "fp8_param_gather", "true")
+    # only an fp8 job gathers fp8 weights: a bf16 layout keeps "auto" (what its flags say)
+    gather_missing = job.precision == "fp8" and lacks(job, "fp8_param_gather", "true")
     if gather_missing and batch.settings is not None:
         g = batch.settings.fp8_param_gather
         gather = np.where(g == FP8_GATHER_AUTO, FP8_GATHER_OFF, g)
@@ -222,7 +223,11 @@ def pin_layout(job: TrainingJob, layout: Layout) -> Layout:
         changes["moe_a2a_overlap"] = False
     if layout.moe_dispatcher is None and lacks(job, "moe_dispatcher", "flex"):
         changes["moe_dispatcher"] = "alltoall"
-    if layout.fp8_param_gather is None and lacks(job, "fp8_param_gather", "true"):
+    if (
+        layout.fp8_param_gather is None
+        and job.precision == "fp8"
+        and lacks(job, "fp8_param_gather", "true")
+    ):
         changes["fp8_param_gather"] = False
     return replace(layout, **changes) if changes else layout
 
