@@ -157,8 +157,10 @@ def parse_megatron_args(
         )
     vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
     vpp = vpp or ns.num_virtual_stages_per_pipeline_rank or 1
-    if ns.num_layers_per_virtual_pipeline_stage:  # v = L / (p N) (megatron-facts rule 9)
-        vpp = ns.num_layers // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+    if ns.num_layers_per_virtual_pipeline_stage:  # v = (L + [emb] + [loss]) / (p N) (rule 9)
+        counted = ns.num_layers + ns.account_for_embedding_in_pipeline_split
+        counted += ns.account_for_loss_in_pipeline_split
+        vpp = counted // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
     precision = "fp8" if ns.fp8_format else "fp16" if ns.fp16 else "bf16"
     recompute: Recompute = "none"
     if ns.recompute_granularity == "selective" or ns.recompute_activations:

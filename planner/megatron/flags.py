@@ -24,7 +24,7 @@ from planner.space import comm_flags
 from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
 from planner.space.comm_flags import tp_comm_overlap as tp_comm_overlap  # re-exported
 from planner.space.cp_comm_rules import hierarchical_sizes
-from planner.space.version_rules import pin_layout
+from planner.space.version_rules import pin_layout, split_lacking
 from planner.specs import (
     ClusterSpec,
     Layout,
@@ -76,7 +76,7 @@ def megatron_args(
     if lay.pipeline_layout:  # the only VPP flag then (rule 7); v = stages / p
         args += ["--pipeline-model-parallel-layout", lay.pipeline_layout]
     else:
-        args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
+        args += pipeline_flags(model.num_layers, lay.pp, lay.vpp, split_lacking(job))
     if lay.vpp > 1 and not lay.pipeline_layout:
         # the v form works with even and uneven stages alike (megatron-facts §1.2, rule 10)
         args += vpp_args(job, model.num_layers, lay)

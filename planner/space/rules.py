@@ -40,7 +40,9 @@ from planner.model.pipeline import split_arrays, split_layers
 from planner.space import comm_flags
 from planner.space.memory_rules import MEMORY_RULES, has_layout
 from planner.space.stack_rules import STACK_RULES
+from planner.space.version_rules import split_lacking
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
+from planner.stack_versions import missing, stack_name
 
 __all__ = ["RULES", "Rule", "check_rules", "violations"]
 
@@ -299,19 +301,48 @@ def _bias_explain(ctx: _Context, i: int) -> str:
 
 
 def _pp_check(ctx: _Context) -> BoolArray:
-    # an even, account-for-embedding/loss or uneven first/last split exists (rules 8-13)
-    split = split_arrays(ctx.model.num_layers, ctx.batch).method  # a layout: rule 14 instead
-    bad: BoolArray = (ctx.batch.vpp == 1) & (split < 0) & ~has_layout(ctx)
+    # an even, account-for-embedding/loss or uneven first/last split exists (rules 8-13) in
+    # the job's release (version_rules.split_lacking)
+    split = split_arrays(ctx.model.num_layers, ctx.batch, split_lacking(ctx.job)).method
+    bad: BoolArray = (ctx.batch.vpp == 1) & (split < 0) & ~has_layout(ctx)  # layout: rule 14
     return bad
 
 
+def _split_ok(ctx: _Context, pp: int, vpp: int) -> bool:
+    return split_layers(ctx.model.num_layers, pp, vpp, split_lacking(ctx.job)) is not None
+
+
+_SPLIT_FLAGS = {  # in the order the releases added them (stack_features.csv)
+    "uneven": ("uneven first/last stages", frozenset({"uneven"})),
+    "account": ("--account-for-embedding/loss-in-pipeline-split", frozenset({"account"})),
+    "uneven_interleaved": (
+        "uneven stages with --num-virtual-stages-per-pipeline-rank",
+        frozenset({"uneven", "uneven_interleaved"}),
+    ),
+}
+
+
+def _release_note(ctx: _Context, pp: int, vpp: int) -> str:
+    """Where a newer Megatron-Core could split the layers: the oldest split that would, and the
+    release it needs."""
+    lacking = split_lacking(ctx.job)
+    for kind, (flags, needs) in _SPLIT_FLAGS.items():
+        if kind in lacking and split_layers(ctx.model.num_layers, pp, vpp, lacking - needs):
+            return (
+                f" ({flags} would, but they need {missing(ctx.job, 'pipeline_split', kind)} and "
+                f"the job's stack is {stack_name(ctx.job)}: set megatron_core_version to a "
+                "release that has them, or choose a valid value)"
+            )
+    return ""
+
+
 def _pp_explain(ctx: _Context, i: int) -> str:
-    n = ctx.model.num_layers
+    n, pp = ctx.model.num_layers, ctx.value("pp", i)
     return (
-        f"pp={ctx.value('pp', i)} cannot split num_layers={n}: Megatron needs pp to divide "
+        f"pp={pp} cannot split num_layers={n}: Megatron needs pp to divide "
         f"{n}, or {n}+2 with the embedding and loss counted as layers, or an uneven first/last "
-        f"stage with the middle stages even; valid pp: "
-        f"{_valid(ctx, lambda p: split_layers(n, p, 1) is not None, min(n, ctx.cluster.num_gpus))}"
+        f"stage with the middle stages even{_release_note(ctx, pp, 1)}; valid pp: "
+        f"{_valid(ctx, lambda p: _split_ok(ctx, p, 1), min(n, ctx.cluster.num_gpus))}"
     )
 
 
@@ -326,17 +357,18 @@ def _vpp_pp_explain(ctx: _Context, i: int) -> str:
 
 def _vpp_layers_check(ctx: _Context) -> BoolArray:
     b = ctx.batch
-    split = split_arrays(ctx.model.num_layers, b).method
+    split = split_arrays(ctx.model.num_layers, b, split_lacking(ctx.job)).method
     bad: BoolArray = (b.vpp > 1) & (b.pp > 1) & (split < 0) & ~has_layout(ctx)
     return bad
 
 
 def _vpp_layers_explain(ctx: _Context, i: int) -> str:
-    n, pp = ctx.model.num_layers, ctx.value("pp", i)
-    ok = _valid(ctx, lambda v: split_layers(n, pp, v) is not None, max(n // max(pp, 1), 1))
+    n, pp, vpp = ctx.model.num_layers, ctx.value("pp", i), ctx.value("vpp", i)
+    ok = _valid(ctx, lambda v: _split_ok(ctx, pp, v), max(n // max(pp, 1), 1))
     return (
-        f"vpp={ctx.value('vpp', i)} cannot split num_layers={n} over pp={pp} ranks: every "
-        f"virtual stage needs a whole number of layers; valid vpp: {ok}"
+        f"vpp={vpp} cannot split num_layers={n} over pp={pp} ranks: every "
+        f"virtual stage needs a whole number of layers{_release_note(ctx, pp, vpp)}; "
+        f"valid vpp: {ok}"
     )
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "lacks",
     "pin_layout",
     "pin_unavailable",
+    "split_lacking",
     "usage",
 ]
 
@@ -192,6 +193,14 @@ def lacks(job: TrainingJob, setting: str, value: str) -> bool:
     """Whether the job's Megatron-Core / TE lack ``setting=value`` (a row of the table)."""
     row = feature(setting, value)
     return row is not None and row.missing(core_version(job), te_version(job)) is not None
+
+
+SPLIT_KINDS = ("account", "uneven", "uneven_interleaved")
+
+
+def split_lacking(job: TrainingJob) -> frozenset[str]:
+    """The pipeline split kinds (planner.model.pipeline) the job's Megatron-Core lacks."""
+    return frozenset(k for k in SPLIT_KINDS if lacks(job, "pipeline_split", k))
 
 
 def pin_unavailable(job: TrainingJob, batch: LayoutBatch) -> LayoutBatch:

@@ -17,11 +17,17 @@ from planner.performance.step_time import default_profile
 from planner.search.evaluate import evaluate_layouts
 from planner.space import comm_flags
 from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
-from planner.stack_versions import CORE_VERSIONS, TE_VERSIONS, parse_version
+from planner.stack_versions import CORE_VERSIONS, NEWEST_CORE, TE_VERSIONS, parse_version
 from tests.planner.fixtures import DEEPSEEK_V3, H100, LLAMA_8B, MIXTRAL_8X7B
+from tests.planner.test_stack_versions import FLAG_RELEASES
 
 B200 = replace(H100, name="b200", architecture="blackwell", peak_fp8_flop_per_s=4.5e15)
-MODELS = (LLAMA_8B, MIXTRAL_8X7B, replace(DEEPSEEK_V3, num_layers=16, moe_first_dense_layers=1))
+MODELS = (
+    LLAMA_8B,
+    replace(LLAMA_8B, name="llama-30-layers", num_layers=30),  # account-for and uneven splits
+    MIXTRAL_8X7B,
+    replace(DEEPSEEK_V3, num_layers=16, moe_first_dense_layers=1),
+)
 MODULES = ("core_attn", "mlp", "layernorm", "moe_act")
 
 
@@ -35,7 +41,7 @@ def stacks(draw: st.DrawFn) -> TrainingJob:
         attention_backend=draw(st.sampled_from(["auto", "flash", "fused", "unfused"])),
         cross_entropy_fusion=draw(st.sampled_from(["native", "unfused"])),
         moe_imbalance=draw(st.sampled_from([1.0, 1.2])),
-        megatron_core_version=draw(st.sampled_from([None, *CORE_VERSIONS[4:]])),
+        megatron_core_version=draw(st.sampled_from([None, *CORE_VERSIONS])),
         te_version=draw(st.sampled_from([None, *TE_VERSIONS[-8:]])),
     )
 
@@ -43,7 +49,7 @@ def stacks(draw: st.DrawFn) -> TrainingJob:
 @st.composite
 def layouts(draw: st.DrawFn, model: ModelSpec) -> Layout:
     tp = draw(st.sampled_from([1, 2, 4]))
-    pp = draw(st.sampled_from([1, 2, 4]))
+    pp = draw(st.sampled_from([1, 2, 4, 8]))
     cp = draw(st.sampled_from([1, 2]))
     recompute = draw(st.sampled_from(["none", "selective", "full"]))
     moe: dict[str, Any] = {}
@@ -59,7 +65,7 @@ def layouts(draw: st.DrawFn, model: ModelSpec) -> Layout:
         chosen = draw(st.sets(st.sampled_from(MODULES), min_size=1))
         modules = tuple(m for m in MODULES if m in chosen)
     return Layout(
-        tp=tp, pp=pp, vpp=draw(st.sampled_from([1, 2])) if pp > 1 else 1, cp=cp,
+        tp=tp, pp=pp, vpp=draw(st.sampled_from([1, 2, 4])) if pp > 1 else 1, cp=cp,
         cp_comm_type=draw(st.sampled_from([None, "p2p", "all_gather"])) if cp > 1 else None,
         dp=draw(st.sampled_from([1, 2, 4])), micro_batch_size=1, recompute=recompute,
         recompute_modules=modules,
@@ -131,7 +137,12 @@ def test_evaluated_flags_parse_back_to_the_evaluated_layout_and_stack(case: Any)
         job.global_batch_size,
         job.precision,
     )
-    # no flag newer than the release the job names (the release fingerprints of the argv)
+    # no flag foreign to the release the job names (mechanisms-facts §7-8, written out in
+    # test_stack_versions), nor a release fingerprint newer than it
+    version = parse_version("megatron_core_version", job.megatron_core_version or NEWEST_CORE)
+    for flag in args:
+        first, last = FLAG_RELEASES.get(flag, ((0, 4), None))
+        assert first <= version and (last is None or version <= last), (flag, version)
     inferred = infer_core_version(_arguments_block(args))
     if inferred is not None and job.megatron_core_version is not None:
         oldest = parse_version("megatron_core_version", inferred[0])
