@@ -31,7 +31,7 @@ from planner.specs import (
     ModelSpec,
     TrainingJob,
 )
-from planner.stack_versions import stack_name
+from planner.stack_versions import missing, stack_name
 
 __all__ = ["LaunchSpec", "launch_spec", "megatron_args"]
 
@@ -335,6 +335,12 @@ def launch_spec(
             "(NVTE_USE_CUTLASS_GROUPED_GEMM=1, Hopper, bf16/fp16, TE >= 2.8; mechanisms-facts §4.1)"
         )
     notes.append(f"flags for {stack_name(job)} (megatron_core_version / te_version)")
+    lacking = missing(job, "moe_permute_fusion", "true") if model.is_moe else None
+    if lacking:
+        notes.append(
+            f"the step time assumes fused MoE permutation (--moe-permute-fusion), which needs "
+            f"{lacking} (mechanisms-facts §8): on this stack expect a slower MoE step"
+        )
     if resolved.moe_dispatcher == "flex":
         notes.append(
             "--moe-token-dispatcher-type flex runs DeepEP: install it (NVIDIA's NeMo and "

@@ -143,6 +143,7 @@ FLAG_RELEASES = {
     "--decoder-first-pipeline-num-layers": ((0, 9), None),
     "--decoder-last-pipeline-num-layers": ((0, 9), None),
     "--pipeline-model-parallel-layout": ((0, 13), None), "--recompute-modules": ((0, 12), None),
+    "--moe-permute-fusion": ((0, 11), None),
 }  # fmt: skip
 """First (and last) core release with each flag: mechanisms-facts §7-8, written out independently
 of the table the planner reads so that the two check each other."""
