@@ -17,11 +17,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import cli
-from app.planning.schemas import EvaluationRequest
-from app.sdk import PlannerClient
 from models_db.catalog import load_model
-from tests.app.planning.interfaces import flags, runner
+from tests.app.planning.interfaces import evaluate_everywhere
 
 pytestmark = pytest.mark.usefixtures("no_server_database")
 
@@ -99,23 +96,8 @@ def _request(name: str, folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _everywhere(client: TestClient, name: str, folder: Path) -> dict[str, Any]:
     request, as_flags = _request(name, folder)
-    api = client.post("/v1/evaluations", json=request)
-    assert api.status_code == 200, api.text
-    from_api = api.json()
-    result = runner.invoke(cli, ["evaluate", *flags(as_flags), "--json"])
-    assert result.exit_code == 0, result.output
-    from_flags = json.loads(result.stdout)
-    lines = folder / "in.jsonl"
-    lines.write_text(json.dumps(request) + "\n", encoding="utf-8")
-    result = runner.invoke(cli, ["evaluate", "--input", str(lines), "--json"])
-    from_input = json.loads(result.stdout)
-    from_input.pop("line")
-    with PlannerClient("http://testserver", transport=client._transport) as sdk:
-        from_sdk = sdk.evaluate(EvaluationRequest.model_validate(request)).raw
-    # the inline model file is named by its own "name": the same model on every surface
-    assert from_api == from_input == from_sdk
-    assert from_flags == from_api
-    return from_api
+    answer: dict[str, Any] = evaluate_everywhere(client, request, folder, as_flags)
+    return answer
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
