@@ -135,6 +135,16 @@ def _cp_comm_type(values: list[str] | None, cp: int) -> Any:
     return kinds[0]  # Layout checks TE's spellings (p2p, all_gather, a2a, a2a+p2p)
 
 
+def _vpp(ns: argparse.Namespace, pp: int) -> int:
+    """Virtual stages per rank from whichever VPP flag the argv uses (megatron-facts rule 7)."""
+    if ns.num_layers_per_virtual_pipeline_stage:  # v = (L + [emb] + [loss]) / (p N) (rule 9)
+        counted = ns.num_layers + ns.account_for_embedding_in_pipeline_split
+        counted += ns.account_for_loss_in_pipeline_split
+        return counted // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+    vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
+    return vpp or ns.num_virtual_stages_per_pipeline_rank or 1
+
+
 def parse_megatron_args(
     argv: Sequence[str], *, world_size: int | None = None, strict: bool = True
 ) -> ParsedArgs:
@@ -155,12 +165,7 @@ def parse_megatron_args(
             f"world_size={world} is not divisible by tp*pp*cp = {tp * pp * cp}",
             field="world_size",
         )
-    vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
-    vpp = vpp or ns.num_virtual_stages_per_pipeline_rank or 1
-    if ns.num_layers_per_virtual_pipeline_stage:  # v = (L + [emb] + [loss]) / (p N) (rule 9)
-        counted = ns.num_layers + ns.account_for_embedding_in_pipeline_split
-        counted += ns.account_for_loss_in_pipeline_split
-        vpp = counted // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+    vpp = _vpp(ns, pp)
     precision = "fp8" if ns.fp8_format else "fp16" if ns.fp16 else "bf16"
     recompute: Recompute = "none"
     if ns.recompute_granularity == "selective" or ns.recompute_activations:
