@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from planner.specs import PRECISION_CHOICES
+
 # choices the planning layer accepts (app/plan_request.py and planner/specs.py validate them)
 CHOICES: dict[str, tuple[str, ...]] = {
-    "precision": ("bf16", "fp8"),
+    "precision": PRECISION_CHOICES,  # fp16 too: V100s and runs of the fp16 era (Megatron 2021)
     "recompute": ("none", "selective", "full"),
     "optimizer_sharding": ("none", "optimizer", "full"),
     "moe_dispatcher": ("alltoall", "flex"),

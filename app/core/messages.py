@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from app.core.megatron_names import unknown_field_hint
 from app.core.schemas import BOOL_NOT_NUMBER, SLUG_PATTERN
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie"}
@@ -106,7 +107,8 @@ def _message(field: str, err: dict[str, Any]) -> str:
     kind = err.get("type")
     ctx = err.get("ctx") or {}
     if kind == "extra_forbidden":
-        return f"unknown field {field!r}; remove it (see the schema for accepted fields)"
+        hint = unknown_field_hint(field)  # a Megatron argument name: the field that says it
+        return hint or f"unknown field {field!r}; remove it (see the schema for accepted fields)"
     if kind == "missing":
         return "a JSON request body is required" if field == "body" else f"{field} is required"
     if field == "body" and kind in ("model_attributes_type", "model_type", "dict_type"):

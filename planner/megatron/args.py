@@ -118,11 +118,13 @@ def _parse_moe_layer_freq(text: str, num_layers: int) -> tuple[int, int]:
     )
 
 
-def _cp_comm_type(values: list[str] | None) -> Any:
-    """``--cp-comm-type``: one type for every layer (None: Megatron's default, p2p). A per-layer
-    mix is not a planner layout (megatron-facts: one value = all layers, else one per layer)."""
+def _cp_comm_type(values: list[str] | None, cp: int) -> Any:
+    """``--cp-comm-type``: one type for every layer. Absent with cp > 1 it is Megatron's default,
+    p2p (megatron-facts §1), stated as such: None would read as "the planner's choice" and an
+    argv fed back could then be priced with another type. A per-layer mix is not a planner
+    layout (megatron-facts: one value = all layers, else one per layer)."""
     if not values:
-        return None
+        return "p2p" if cp > 1 else None
     kinds = sorted(set(values))
     if len(kinds) > 1:
         raise SpecError(
@@ -131,6 +133,16 @@ def _cp_comm_type(values: list[str] | None) -> Any:
             field="cp_comm_type",
         )
     return kinds[0]  # Layout checks TE's spellings (p2p, all_gather, a2a, a2a+p2p)
+
+
+def _vpp(ns: argparse.Namespace, pp: int) -> int:
+    """Virtual stages per rank from whichever VPP flag the argv uses (megatron-facts rule 7)."""
+    if ns.num_layers_per_virtual_pipeline_stage:  # v = (L + [emb] + [loss]) / (p N) (rule 9)
+        counted = ns.num_layers + ns.account_for_embedding_in_pipeline_split
+        counted += ns.account_for_loss_in_pipeline_split
+        return counted // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+    vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
+    return vpp or ns.num_virtual_stages_per_pipeline_rank or 1
 
 
 def parse_megatron_args(
@@ -153,10 +165,7 @@ def parse_megatron_args(
             f"world_size={world} is not divisible by tp*pp*cp = {tp * pp * cp}",
             field="world_size",
         )
-    vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
-    vpp = vpp or ns.num_virtual_stages_per_pipeline_rank or 1
-    if ns.num_layers_per_virtual_pipeline_stage:  # v = L / (p N) (megatron-facts rule 9)
-        vpp = ns.num_layers // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+    vpp = _vpp(ns, pp)
     precision = "fp8" if ns.fp8_format else "fp16" if ns.fp16 else "bf16"
     recompute: Recompute = "none"
     if ns.recompute_granularity == "selective" or ns.recompute_activations:
@@ -167,7 +176,7 @@ def parse_megatron_args(
         "full" if ns.use_torch_fsdp2 else "optimizer" if ns.use_distributed_optimizer else "none"
     )
     layout = Layout(
-        tp=tp, pp=pp, vpp=vpp, cp=cp, cp_comm_type=_cp_comm_type(ns.cp_comm_type),
+        tp=tp, pp=pp, vpp=vpp, cp=cp, cp_comm_type=_cp_comm_type(ns.cp_comm_type, cp),
         ep=ns.expert_model_parallel_size, etp=ns.expert_tensor_parallel_size or tp,
         dp=world // (tp * pp * cp), micro_batch_size=ns.micro_batch_size,
         recompute=recompute, sequence_parallel=ns.sequence_parallel and tp > 1,

@@ -24,14 +24,14 @@ from planner.space import comm_flags
 from planner.space.comm_flags import TP_COMM_OVERLAP_ARCHITECTURES as TP_COMM_OVERLAP_ARCHITECTURES
 from planner.space.comm_flags import tp_comm_overlap as tp_comm_overlap  # re-exported
 from planner.space.cp_comm_rules import hierarchical_sizes
-from planner.space.version_rules import pin_layout
+from planner.space.version_rules import pin_layout, split_lacking
 from planner.specs import (
     ClusterSpec,
     Layout,
     ModelSpec,
     TrainingJob,
 )
-from planner.stack_versions import stack_name
+from planner.stack_versions import missing, stack_name
 
 __all__ = ["LaunchSpec", "launch_spec", "megatron_args"]
 
@@ -76,7 +76,7 @@ def megatron_args(
     if lay.pipeline_layout:  # the only VPP flag then (rule 7); v = stages / p
         args += ["--pipeline-model-parallel-layout", lay.pipeline_layout]
     else:
-        args += pipeline_flags(model.num_layers, lay.pp, lay.vpp)
+        args += pipeline_flags(model.num_layers, lay.pp, lay.vpp, split_lacking(job))
     if lay.vpp > 1 and not lay.pipeline_layout:
         # the v form works with even and uneven stages alike (megatron-facts §1.2, rule 10)
         args += vpp_args(job, model.num_layers, lay)
@@ -335,6 +335,12 @@ def launch_spec(
             "(NVTE_USE_CUTLASS_GROUPED_GEMM=1, Hopper, bf16/fp16, TE >= 2.8; mechanisms-facts §4.1)"
         )
     notes.append(f"flags for {stack_name(job)} (megatron_core_version / te_version)")
+    lacking = missing(job, "moe_permute_fusion", "true") if model.is_moe else None
+    if lacking:
+        notes.append(
+            f"the step time assumes fused MoE permutation (--moe-permute-fusion), which needs "
+            f"{lacking} (mechanisms-facts §8): on this stack expect a slower MoE step"
+        )
     if resolved.moe_dispatcher == "flex":
         notes.append(
             "--moe-token-dispatcher-type flex runs DeepEP: install it (NVIDIA's NeMo and "

@@ -1,9 +1,9 @@
 """Megatron flags of the job's software stack (:mod:`planner.stack_settings`), and their parser.
 
 ``--tp-comm-overlap`` is emitted by :func:`planner.megatron.flags.megatron_args` itself (it
-depends on the layout); this module covers the attention backend, the cross-entropy kernel and
-force-balanced MoE routing, and reads all four back from an argv; :func:`stack_env` sets the
-environment that selects TE's grouped expert-GEMM kernel.
+depends on the layout); this module covers the attention backend, the cross-entropy kernel,
+force-balanced MoE routing and fused MoE permutation, and reads the stack back from an argv;
+:func:`stack_env` sets the environment that selects TE's grouped expert-GEMM kernel.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from typing import Any
 
 from planner.megatron.version_flags import grouped_kernel_env
 from planner.specs import GPUSpec, ModelSpec, TrainingJob
+from planner.stack_versions import missing
 
 __all__ = ["add_stack_arguments", "parsed_stack_fields", "stack_args", "stack_env"]
 
+PERMUTE_FUSION_FLAG = "--moe-permute-fusion"
 FORCE_BALANCE_FLAG = "--moe-router-force-load-balancing"
 """Megatron's benchmark switch: random router logits, so every expert gets the mean load
 (NVIDIA's MoE benchmarks use it: performance-facts §5.3)."""
@@ -32,6 +34,10 @@ def stack_args(model: ModelSpec, job: TrainingJob) -> list[str]:
         args += ["--cross-entropy-fusion-impl", "te"]
     if model.is_moe and job.moe_imbalance == 1.0:
         args.append(FORCE_BALANCE_FLAG)
+    if model.is_moe and missing(job, "moe_permute_fusion", "true") is None:
+        # the step time prices fused permutation (planner.performance.host_term); Megatron's
+        # default is unfused, so the launch must ask for it (mechanisms-facts §3.3, §8)
+        args.append(PERMUTE_FUSION_FLAG)
     return args
 
 
@@ -50,6 +56,7 @@ def add_stack_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cross-entropy-loss-fusion", action="store_true")
     p.add_argument("--cross-entropy-fusion-impl", choices=("native", "te"), default="native")
     p.add_argument(FORCE_BALANCE_FLAG, action="store_true")
+    p.add_argument(PERMUTE_FUSION_FLAG, action="store_true")
     p.add_argument("--moe-enable-deepep", action="store_true")  # core 0.12-0.15: flex = DeepEP
 
 

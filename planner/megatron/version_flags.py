@@ -21,6 +21,8 @@ functions only spell what passed.
 
 from __future__ import annotations
 
+from planner.model.pipeline import split_layers
+from planner.space.version_rules import split_lacking
 from planner.specs import GPUSpec, Layout, ModelSpec, TrainingJob
 from planner.stack_versions import Version, core_version, te_version
 
@@ -82,10 +84,16 @@ def fp8_recipe_args(job: TrainingJob, recipe: str) -> list[str]:
 
 def vpp_args(job: TrainingJob, num_layers: int, lay: Layout) -> list[str]:
     """The interleaved-schedule flag: v stages per rank (core >= 0.12), else the layers per
-    virtual stage, L / (p v) (megatron-facts rule 9), where that is a whole number."""
-    if core_version(job) >= VIRTUAL_STAGES_FLAG or num_layers % (lay.pp * lay.vpp):
-        return ["--num-virtual-stages-per-pipeline-rank", str(lay.vpp)]
-    return ["--num-layers-per-virtual-pipeline-stage", str(num_layers // (lay.pp * lay.vpp))]
+    virtual stage N (megatron-facts rule 9): L / (p v), or (L + 2) / (p v) with the embedding
+    and the loss counted as layers (the only splits such a release can interleave:
+    planner.space.version_rules.split_lacking)."""
+    stages = lay.pp * lay.vpp
+    if core_version(job) < VIRTUAL_STAGES_FLAG:
+        split = split_layers(num_layers, lay.pp, lay.vpp, split_lacking(job))
+        counted = num_layers + (2 if split is not None and split.method == "account" else 0)
+        if split is not None and split.method != "uneven" and counted % stages == 0:
+            return ["--num-layers-per-virtual-pipeline-stage", str(counted // stages)]
+    return ["--num-virtual-stages-per-pipeline-rank", str(lay.vpp)]
 
 
 def grouped_kernel_env(gpu: GPUSpec, job: TrainingJob) -> dict[str, str]:

@@ -12,7 +12,11 @@ Megatron accepts three splits (megatron-facts §1.2 and §2.2 rules 8-13), tried
   runs the output layer, the loss and the MTP layer).
 
 The planner picks the first that exists; ``None`` means Megatron cannot split L over p x v.
-Chunks are numbered as Megatron numbers virtual stages: chunk k lives on rank k mod p.
+Chunks are numbered as Megatron numbers virtual stages: chunk k lives on rank k mod p. An older
+Megatron-Core lacks some of them (``lacking``, from ``planner.space.version_rules.split_lacking``):
+the account-for flags before 0.11, the uneven stages before 0.9, and uneven stages with
+interleaving before 0.12 (the only VPP flag before then, the layers per virtual stage, cannot be
+combined with them: megatron-facts rule 9).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from planner.specs import ModelSpec
 
 SplitMethod = Literal["even", "account", "uneven"]
 METHOD_CODES: dict[SplitMethod | None, int] = {None: -1, "even": 0, "account": 1, "uneven": 2}
+NOTHING_LACKING: frozenset[str] = frozenset()
+"""Split kinds a release lacks: "account", "uneven", "uneven_interleaved" (none: the newest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +87,11 @@ def _uneven(num_layers: int, pp: int, vpp: int) -> tuple[int, int] | None:
 
 
 @lru_cache(maxsize=4096)
-def split_layers(num_layers: int, pp: int, vpp: int) -> PipelineSplit | None:
-    """The split Megatron will build for L layers on p ranks x v virtual stages, or None."""
+def split_layers(
+    num_layers: int, pp: int, vpp: int, lacking: frozenset[str] = NOTHING_LACKING
+) -> PipelineSplit | None:
+    """The split Megatron will build for L layers on p ranks x v virtual stages, or None;
+    ``lacking``: the split kinds the job's release does not have."""
     if pp < 1 or vpp < 1 or (vpp > 1 and pp < 2):
         return None
     stages = pp * vpp
@@ -90,12 +99,18 @@ def split_layers(num_layers: int, pp: int, vpp: int) -> PipelineSplit | None:
         return PipelineSplit("even", pp, vpp, (num_layers // stages,) * stages)
     if pp == 1:
         return None
-    if (num_layers + 2) % stages == 0 and (num_layers + 2) // stages >= 2:
+    if (
+        "account" not in lacking
+        and (num_layers + 2) % stages == 0
+        and (num_layers + 2) // stages >= 2
+    ):
         per = (num_layers + 2) // stages
         chunks = [per] * stages
         chunks[0] -= 1  # the embedding takes one layer's slot on the first virtual stage
         chunks[-1] -= 1  # the loss takes one on the last
         return PipelineSplit("account", pp, vpp, tuple(chunks))
+    if "uneven" in lacking or (vpp > 1 and "uneven_interleaved" in lacking):
+        return None
     found = _uneven(num_layers, pp, vpp)
     if found is None:
         return None
@@ -119,7 +134,9 @@ class SplitArrays:
     """Decoder layers on the busiest rank (sets the pipeline's pace)."""
 
 
-def split_arrays(num_layers: int, batch: LayoutBatch) -> SplitArrays:
+def split_arrays(
+    num_layers: int, batch: LayoutBatch, lacking: frozenset[str] = NOTHING_LACKING
+) -> SplitArrays:
     """:func:`split_layers` for every layout, computed once per distinct (pp, vpp)."""
     keys = batch.pp * 65536 + batch.vpp
     unique, inverse = np.unique(keys, return_inverse=True)
@@ -127,16 +144,18 @@ def split_arrays(num_layers: int, batch: LayoutBatch) -> SplitArrays:
     busiest = np.empty(unique.shape[0], dtype=np.float64)
     for i, key in enumerate(unique.tolist()):
         pp, vpp = divmod(int(key), 65536)
-        split = split_layers(num_layers, pp, vpp)
+        split = split_layers(num_layers, pp, vpp, lacking)
         method[i] = METHOD_CODES[None if split is None else split.method]
         busiest[i] = np.nan if split is None else split.max_rank_layers()
     idx = inverse.reshape(-1)
     return SplitArrays(method=method[idx], max_rank_layers=busiest[idx])
 
 
-def pipeline_flags(num_layers: int, pp: int, vpp: int) -> list[str]:
+def pipeline_flags(
+    num_layers: int, pp: int, vpp: int, lacking: frozenset[str] = NOTHING_LACKING
+) -> list[str]:
     """The Megatron flags that realise the split (empty for an even split)."""
-    split = split_layers(num_layers, pp, vpp)
+    split = split_layers(num_layers, pp, vpp, lacking)
     if split is None or split.method == "even":
         return []
     if split.method == "account":

@@ -108,7 +108,10 @@ class PipelineLayout:
         if mtp != mtp_num_layers:
             raise SpecError(
                 f"{_FIELD} places {mtp} MTP layers ('m') but the model has "
-                f"mtp_num_layers={mtp_num_layers}; write exactly {mtp_num_layers} 'm'",
+                f"mtp_num_layers={mtp_num_layers}; write exactly {mtp_num_layers} 'm', or, for "
+                f"a run {'without MTP' if mtp == 0 else f'with {mtp} MTP layers'}, give the model "
+                f"with mtp_num_layers={mtp} (an inline model or spec file: `planner catalog "
+                "show MODEL --json`, edited)",
                 field=_FIELD,
             )
         if self.count("E") != 1 or not self.stages[0].startswith("E"):

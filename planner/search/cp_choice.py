@@ -57,8 +57,10 @@ def choose_cp_comm(
         cp_comm_type=np.repeat(np.arange(n_types), k),
     )
     ring = ring_model(step_context(model, cluster, job, probe, default_profile(cluster.gpu)))
-    if ring is None:
-        return batch
+    if ring is None:  # no ring model: Megatron's default, p2p, stated as what is priced
+        stated = codes.copy()
+        stated[open_rows] = CP_COMM_TYPES.index("p2p")
+        return replace(batch, cp_comm_type=stated)
     cost = np.where(
         np.concatenate(
             [

@@ -30,6 +30,7 @@ False keeps it off (Megatron's default, and what every calibration row ran with)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -220,6 +221,9 @@ def resolve(
     """The layout with ``moe_a2a_overlap`` and ``moe_dispatcher`` made explicit (False and None
     for dense models); ``tp_overlap_on``: the job's ``tp_comm_overlap``."""
     lay = layout.normalized()
+    if not model.is_moe and lay.moe_dispatcher is not None:
+        # a dispatcher pinned for an old release (version_rules) means nothing without experts
+        lay = replace(lay, moe_dispatcher=None)
     if lay.moe_a2a_overlap is not None and (lay.moe_dispatcher is not None or not model.is_moe):
         return lay  # already explicit (resolving twice is free)
     batch = LayoutBatch.from_layouts([lay])

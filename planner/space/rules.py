@@ -36,10 +36,11 @@ from planner.layouts import (
     IntArray,
     LayoutBatch,
 )
-from planner.model.pipeline import split_arrays, split_layers
+from planner.model.pipeline import split_arrays
 from planner.space import comm_flags
 from planner.space.memory_rules import MEMORY_RULES, has_layout
 from planner.space.stack_rules import STACK_RULES
+from planner.space.version_rules import split_exists, split_lacking, split_release_note
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 __all__ = ["RULES", "Rule", "check_rules", "violations"]
@@ -299,19 +300,19 @@ def _bias_explain(ctx: _Context, i: int) -> str:
 
 
 def _pp_check(ctx: _Context) -> BoolArray:
-    # an even, account-for-embedding/loss or uneven first/last split exists (rules 8-13)
-    split = split_arrays(ctx.model.num_layers, ctx.batch).method  # a layout: rule 14 instead
+    # an even, account-for or uneven split exists in the job's release (rules 8-13; layout: 14)
+    split = split_arrays(ctx.model.num_layers, ctx.batch, split_lacking(ctx.job)).method
     bad: BoolArray = (ctx.batch.vpp == 1) & (split < 0) & ~has_layout(ctx)
     return bad
 
 
 def _pp_explain(ctx: _Context, i: int) -> str:
-    n = ctx.model.num_layers
+    n, pp, m, j = ctx.model.num_layers, ctx.value("pp", i), ctx.model, ctx.job
+    ok = _valid(ctx, lambda p: split_exists(m, j, p, 1), min(n, ctx.cluster.num_gpus))
     return (
-        f"pp={ctx.value('pp', i)} cannot split num_layers={n}: Megatron needs pp to divide "
+        f"pp={pp} cannot split num_layers={n}: Megatron needs pp to divide "
         f"{n}, or {n}+2 with the embedding and loss counted as layers, or an uneven first/last "
-        f"stage with the middle stages even; valid pp: "
-        f"{_valid(ctx, lambda p: split_layers(n, p, 1) is not None, min(n, ctx.cluster.num_gpus))}"
+        f"stage with the middle stages even{split_release_note(m, j, pp, 1)}; valid pp: {ok}"
     )
 
 
@@ -325,18 +326,17 @@ def _vpp_pp_explain(ctx: _Context, i: int) -> str:
 
 
 def _vpp_layers_check(ctx: _Context) -> BoolArray:
-    b = ctx.batch
-    split = split_arrays(ctx.model.num_layers, b).method
-    bad: BoolArray = (b.vpp > 1) & (b.pp > 1) & (split < 0) & ~has_layout(ctx)
+    split = split_arrays(ctx.model.num_layers, ctx.batch, split_lacking(ctx.job)).method
+    bad: BoolArray = (ctx.batch.vpp > 1) & (ctx.batch.pp > 1) & (split < 0) & ~has_layout(ctx)
     return bad
 
 
 def _vpp_layers_explain(ctx: _Context, i: int) -> str:
-    n, pp = ctx.model.num_layers, ctx.value("pp", i)
-    ok = _valid(ctx, lambda v: split_layers(n, pp, v) is not None, max(n // max(pp, 1), 1))
+    m, j, pp, vpp = ctx.model, ctx.job, ctx.value("pp", i), ctx.value("vpp", i)
+    ok = _valid(ctx, lambda v: split_exists(m, j, pp, v), max(m.num_layers // max(pp, 1), 1))
     return (
-        f"vpp={ctx.value('vpp', i)} cannot split num_layers={n} over pp={pp} ranks: every "
-        f"virtual stage needs a whole number of layers; valid vpp: {ok}"
+        f"vpp={vpp} cannot split num_layers={m.num_layers} over pp={pp} ranks: every virtual "
+        f"stage needs a whole number of layers{split_release_note(m, j, pp, vpp)}; valid vpp: {ok}"
     )
 
 

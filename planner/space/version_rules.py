@@ -31,6 +31,7 @@ from planner.layouts import (
     BoolArray,
     LayoutBatch,
 )
+from planner.model.pipeline import split_layers
 from planner.space import comm_flags
 from planner.specs import CP_COMM_TYPES, GPUSpec, Layout, ModelSpec, TrainingJob
 from planner.stack_versions import (
@@ -38,6 +39,7 @@ from planner.stack_versions import (
     core_version,
     feature,
     features,
+    missing,
     stack_name,
     te_version,
 )
@@ -48,6 +50,9 @@ __all__ = [
     "lacks",
     "pin_layout",
     "pin_unavailable",
+    "split_exists",
+    "split_lacking",
+    "split_release_note",
     "usage",
 ]
 
@@ -194,6 +199,43 @@ def lacks(job: TrainingJob, setting: str, value: str) -> bool:
     return row is not None and row.missing(core_version(job), te_version(job)) is not None
 
 
+SPLIT_KINDS = ("account", "uneven", "uneven_interleaved")
+
+
+def split_lacking(job: TrainingJob) -> frozenset[str]:
+    """The pipeline split kinds (planner.model.pipeline) the job's Megatron-Core lacks."""
+    return frozenset(k for k in SPLIT_KINDS if lacks(job, "pipeline_split", k))
+
+
+def split_exists(model: ModelSpec, job: TrainingJob, pp: int, vpp: int) -> bool:
+    """Whether the job's release can split the model's layers over pp x vpp stages."""
+    return split_layers(model.num_layers, pp, vpp, split_lacking(job)) is not None
+
+
+_SPLIT_FLAGS = {  # in the order the releases added them (stack_features.csv)
+    "uneven": ("uneven first/last stages", frozenset({"uneven"})),
+    "account": ("--account-for-embedding/loss-in-pipeline-split", frozenset({"account"})),
+    "uneven_interleaved": (
+        "uneven stages with --num-virtual-stages-per-pipeline-rank",
+        frozenset({"uneven", "uneven_interleaved"}),
+    ),
+}
+
+
+def split_release_note(model: ModelSpec, job: TrainingJob, pp: int, vpp: int) -> str:
+    """Where a newer Megatron-Core could split the layers: the oldest split that would, and the
+    release it needs (for the rules' messages; empty where none would)."""
+    lacking = split_lacking(job)
+    for kind, (flags, needs) in _SPLIT_FLAGS.items():
+        if kind in lacking and split_layers(model.num_layers, pp, vpp, lacking - needs):
+            return (
+                f" ({flags} would, but they need {missing(job, 'pipeline_split', kind)} and "
+                f"the job's stack is {stack_name(job)}: set megatron_core_version to a "
+                "release that has them, or choose a valid value)"
+            )
+    return ""
+
+
 def pin_unavailable(job: TrainingJob, batch: LayoutBatch) -> LayoutBatch:
     """``batch`` with the planner's own switches (None = on where allowed) set to off where the
     job's stack lacks them: the MoE all-to-all overlap, DeepEP, the fp8 parameter gather."""
@@ -204,7 +246,8 @@ def pin_unavailable(job: TrainingJob, batch: LayoutBatch) -> LayoutBatch:
     if lacks(job, "moe_dispatcher", "flex"):
         d = batch.moe_dispatcher
         changes["moe_dispatcher"] = np.where(d == DISPATCH_AUTO, DISPATCH_ALLTOALL, d)
-    gather_missing = lacks(job, "fp8_param_gather", "true")
+    # only an fp8 job gathers fp8 weights: a bf16 layout keeps "auto" (what its flags say)
+    gather_missing = job.precision == "fp8" and lacks(job, "fp8_param_gather", "true")
     if gather_missing and batch.settings is not None:
         g = batch.settings.fp8_param_gather
         gather = np.where(g == FP8_GATHER_AUTO, FP8_GATHER_OFF, g)
@@ -222,7 +265,11 @@ def pin_layout(job: TrainingJob, layout: Layout) -> Layout:
         changes["moe_a2a_overlap"] = False
     if layout.moe_dispatcher is None and lacks(job, "moe_dispatcher", "flex"):
         changes["moe_dispatcher"] = "alltoall"
-    if layout.fp8_param_gather is None and lacks(job, "fp8_param_gather", "true"):
+    if (
+        layout.fp8_param_gather is None
+        and job.precision == "fp8"
+        and lacks(job, "fp8_param_gather", "true")
+    ):
         changes["fp8_param_gather"] = False
     return replace(layout, **changes) if changes else layout
 

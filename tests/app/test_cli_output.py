@@ -43,7 +43,8 @@ def test_help_shows_value_types_people_read(command: list[str]) -> None:
 
 def test_plan_help_names_types_choices_and_required_options() -> None:
     _, out, _ = run("plan", "--help")
-    for shown in ("INTEGER", "FLOAT", "[bf16|fp8]", "[none|selective|full],...", "N|LIST|LOW-HIGH"):
+    for shown in ("INTEGER", "FLOAT", "[bf16|fp8|fp16]", "[none|selective|full],...",
+                  "N|LIST|LOW-HIGH"):  # fmt: skip
         assert shown in out, shown
     model_line = next(line for line in out.splitlines() if "--model " in line)
     assert "(required)" in model_line

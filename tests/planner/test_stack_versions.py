@@ -138,8 +138,14 @@ FLAG_RELEASES = {
     "--fp8-recipe": ((0, 12), None), "--overlap-moe-expert-parallel-comm": ((0, 14), None),
     "--num-virtual-stages-per-pipeline-rank": ((0, 12), None),
     "--cross-entropy-loss-fusion": ((0, 8), None), "--fp8-param-gather": ((0, 9), None),
+    "--account-for-embedding-in-pipeline-split": ((0, 11), None),
+    "--account-for-loss-in-pipeline-split": ((0, 11), None),
+    "--decoder-first-pipeline-num-layers": ((0, 9), None),
+    "--decoder-last-pipeline-num-layers": ((0, 9), None),
+    "--pipeline-model-parallel-layout": ((0, 13), None), "--recompute-modules": ((0, 12), None),
+    "--moe-permute-fusion": ((0, 11), None),
 }  # fmt: skip
-"""First (and last) core release with each flag: mechanisms-facts §8, written out independently
+"""First (and last) core release with each flag: mechanisms-facts §7-8, written out independently
 of the table the planner reads so that the two check each other."""
 
 
@@ -169,3 +175,35 @@ def test_the_grouped_kernel_switches_follow_the_te_release() -> None:
     assert newest.env.get("NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM") == "1"
     default = launch_spec(MIXTRAL_8X7B, CLUSTER, JOB, layout).env
     assert not any(k.startswith("NVTE_") for k in default)
+
+
+# --- the pipeline split a release can build (mechanisms-facts §7; megatron-facts rules 8-13) ----
+
+LLAMA_126 = replace(LLAMA_8B, name="llama-126-layers", num_layers=126)  # Llama-3.1-405B's depth
+C2048 = ClusterSpec(name="c", gpu=H100, num_gpus=1024, gpus_per_node=8)
+
+
+def test_the_account_split_before_core_0_12_counts_the_embedding_and_loss_per_virtual_stage() -> (
+    None
+):
+    # dgxc's 405B layout, pp 8 x vpp 8: (126 + 2) / 64 = 2 layers per virtual stage (rule 9)
+    layout = Layout(tp=8, pp=8, vpp=8, dp=16)
+    args = launch_spec(LLAMA_126, C2048, job("0.11"), layout).args
+    assert "--account-for-embedding-in-pipeline-split" in args
+    assert args[args.index("--num-layers-per-virtual-pipeline-stage") + 1] == "2"
+    assert "--num-virtual-stages-per-pipeline-rank" not in args  # core 0.12
+    assert parse_megatron_args(args, world_size=1024).layout.vpp == 8
+
+
+def test_a_split_the_release_lacks_is_refused_naming_the_flags_and_release() -> None:
+    from planner.space.rules import violations
+
+    (message,) = violations(LLAMA_126, C2048, job("0.10"), Layout(tp=8, pp=8, vpp=8, dp=16))
+    assert "vpp=8" in message and "account-for" in message and "Megatron-Core >= 0.11" in message
+    # uneven first/last stages exist from 0.9, with interleaving only from 0.12
+    assert not violations(LLAMA_126, C2048, job("0.9"), Layout(tp=8, pp=8, dp=16))
+    (old,) = violations(LLAMA_126, C2048, job("0.8"), Layout(tp=8, pp=8, dp=16))
+    assert "pp=8" in old and "Megatron-Core >= 0.9" in old
+    uneven_vpp = Layout(tp=8, pp=4, vpp=3, dp=32)  # 126 = 42 x 3: first/last stages, v = 3
+    assert not violations(LLAMA_126, C2048, job("0.12"), uneven_vpp)
+    assert "Megatron-Core >= 0.12" in violations(LLAMA_126, C2048, job("0.11"), uneven_vpp)[0]

@@ -30,13 +30,19 @@ def flags(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def evaluate_everywhere(client: TestClient, request: dict[str, Any], folder: Path) -> Any:
+def evaluate_everywhere(
+    client: TestClient,
+    request: dict[str, Any],
+    folder: Path,
+    as_flags: dict[str, Any] | None = None,
+) -> Any:
     """One evaluation through the API, the CLI flags, an ``--input`` line and the SDK; the four
-    answers must be the same, and the API's is returned."""
+    answers must be the same, and the API's is returned. ``as_flags``: the request as the CLI
+    flags write it, where that differs (an inline model as a spec file)."""
     api = client.post("/v1/evaluations", json=request)
     assert api.status_code == 200, api.text
     from_api = api.json()
-    result = runner.invoke(cli, ["evaluate", *flags(request), "--json"])
+    result = runner.invoke(cli, ["evaluate", *flags(as_flags or request), "--json"])
     assert result.exit_code == 0, result.output
     from_flags = json.loads(result.stdout)
     lines = folder / "in.jsonl"

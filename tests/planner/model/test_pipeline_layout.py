@@ -46,6 +46,13 @@ def test_invalid_layouts_name_the_problem(text: str, message: str) -> None:
         parse_pipeline_layout(text).validate(pp=8, vpp=4, num_layers=61, mtp_num_layers=1)
 
 
+def test_a_layout_without_mtp_says_how_to_describe_a_run_without_mtp() -> None:
+    # MLM-DSV3's GB200 run writes no 'm' (mechanisms-facts §7): the model is the thing to change
+    with pytest.raises(SpecError, match=r"without MTP, give the model with mtp_num_layers=0"):
+        parse_pipeline_layout("Et|(tt|)*30L").validate(pp=8, vpp=4, num_layers=61, mtp_num_layers=1)
+    parse_pipeline_layout("Et|(tt|)*30L").validate(pp=8, vpp=4, num_layers=61, mtp_num_layers=0)
+
+
 @pytest.mark.parametrize("text", ["Ex|L", "E((t|)*3", "(t*99999|)*99999", "E*|L", ""])
 def test_malformed_strings_are_rejected(text: str) -> None:
     with pytest.raises(SpecError) as info:

@@ -98,10 +98,13 @@ def test_flags_round_trip_with_hierarchical_sizes() -> None:
     assert any("Transformer Engine >= 1.12" in n for n in notes)
 
 
-def test_default_p2p_emits_no_flag_and_parses_to_none() -> None:
-    argv = megatron_args(LLAMA_70B, cluster(), JOB, Layout(tp=2, cp=8, dp=4))
+def test_default_p2p_emits_no_flag_and_parses_back_to_p2p() -> None:
+    # no flag = Megatron's default ring; None would mean "the planner chooses" when fed back
+    argv = megatron_args(LLAMA_70B, cluster(), JOB, Layout(tp=2, cp=8, dp=4, cp_comm_type="p2p"))
     assert "--cp-comm-type" not in argv
-    assert parse_megatron_args(argv, world_size=64).layout.cp_comm_type is None
+    assert parse_megatron_args(argv, world_size=64).layout.cp_comm_type == "p2p"
+    no_cp = megatron_args(LLAMA_70B, cluster(), JOB, Layout(tp=2, dp=32))
+    assert parse_megatron_args(no_cp, world_size=64).layout.cp_comm_type is None
 
 
 def test_a_per_layer_mix_is_refused_by_name() -> None:
