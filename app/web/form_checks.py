@@ -17,7 +17,7 @@ from typing import Any
 import models_db
 from app.planning import axis_rules
 from app.planning.schemas import PlanJobCreate
-from app.web import forms, stack_form, wording
+from app.web import forms, memory_form, stack_form, wording
 from planner.specs import SpecError
 
 LABELS = {
@@ -34,7 +34,7 @@ LABELS = {
     "usd_per_gpu_hour": "Price per GPU-hour",
 }
 LABELS |= dict(forms.MAX_FIELDS) | dict(forms.AXIS_FIELDS)
-PAGE_LABELS = LABELS | {i.name: i.label for i in stack_form.INPUTS}
+PAGE_LABELS = LABELS | {i.name: i.label for i in stack_form.INPUTS} | memory_form.TEXT_LABELS
 """Every input's label, for messages that name a request field."""
 REQUIRED = {
     "seq_length": "Give the sequence length in tokens (e.g. 4096).",

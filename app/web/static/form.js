@@ -112,7 +112,19 @@
     if (event.target && event.target.id === "cluster") syncCluster(event.target.form);
   });
 
-  function init() { var form = document.getElementById("plan-form"); if (form) syncCluster(form); }
+  // errors the server found (a page without script's checks, or a rule only the planner knows)
+  // come back in the swapped form: focus moves to the first, as it does for the page's own
+  function focusFirstError(form) {
+    var first = form.querySelector("[aria-invalid='true']");
+    if (!first) return;
+    for (var box = first.closest("details"); box; box = box.parentElement.closest("details")) box.open = true;
+    first.focus();
+  }
+
+  function init() {
+    var form = document.getElementById("plan-form");
+    if (form) { syncCluster(form); focusFirstError(form); }
+  }
   document.addEventListener("DOMContentLoaded", function () {
     init();
     if (window.htmx) window.htmx.onLoad(init);

@@ -1,0 +1,37 @@
+"""The plan form's messages as a first-time user reads them (QA round 8): a field's message
+agrees with its bounds and uses the label on the page; one error is "the message beside it"."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.app.web.test_web import FORM, client, field_block  # noqa: F401 (fixture)
+
+
+@pytest.mark.parametrize("typed", ["0", "abc"])
+def test_recompute_layers_message_states_the_least_value_the_api_takes(
+    client: TestClient,  # noqa: F811
+    typed: str,
+) -> None:
+    """It said "0 or more" for a word, then refused 0 as "Recompute num layers" (ge=1)."""
+    response = client.post("/plans", data=FORM | {"recompute_num_layers": typed})
+    assert response.status_code == 422
+    block = field_block(response.text, "recompute_num_layers")
+    assert "Full recompute: layers per chunk" in block
+    assert "0 or more" not in block and "Recompute num layers" not in block
+
+
+def test_activation_offload_layers_still_takes_zero_or_more(client: TestClient) -> None:  # noqa: F811
+    response = client.post("/plans", data=FORM | {"activation_offload_layers": "x"})
+    assert "Activation offload layers must be a whole number, 0 or more" in field_block(
+        response.text, "activation_offload_layers"
+    )
+
+
+def test_one_server_error_is_summed_up_in_the_singular(client: TestClient) -> None:  # noqa: F811
+    response = client.post("/plans", data=FORM | {"seq_length": "abc"})
+    assert response.status_code == 422
+    assert "1 field to fix: see the message beside it." in response.text
+    two = client.post("/plans", data=FORM | {"seq_length": "abc", "top_k": "x"})
+    assert "2 fields to fix: see the messages beside them." in two.text

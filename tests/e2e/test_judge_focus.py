@@ -1,0 +1,22 @@
+"""Keyboard users after a failed submit (QA round 8): errors only the server finds move the
+focus to the first of them, as the page's own checks do."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_server_found_error_takes_the_focus_to_its_field(page: Page, server: str) -> None:
+    page.goto(server + "/")
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.locator("#recompute_num_layers").fill("0")  # no page check: the schema's ge=1
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
+    page.locator("#seq_length").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#recompute_num_layers-error")).to_contain_text("at least 1")
+    expect(page.locator("#error-summary")).to_contain_text("see the message beside it")
+    expect(page.locator("#recompute_num_layers")).to_be_focused()
+    expect(page.locator("#recompute_num_layers")).to_be_visible()
