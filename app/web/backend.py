@@ -62,6 +62,9 @@ class WebBackend(Protocol):
     ) -> dict[str, Any]: ...
     def suggest_runs(self, body: dict[str, Any]) -> dict[str, Any]: ...
     def get_plan(self, job_id: str) -> JobView | None: ...
+    def stored_rows(self, cluster: str) -> tuple[int, int]: ...
+    def delete_entry(self, kind: str, slug: str, *, purge: bool) -> None: ...
+    def delete_measurements(self, cluster: str) -> None: ...
 
 
 def get_backend(request: Request) -> WebBackend:
@@ -153,6 +156,35 @@ class ServiceBackend:
                 field="hf_config",
             ) from exc
         return {"slug": entry.slug, **entry.spec}
+
+    def delete_entry(self, kind: str, slug: str, *, purge: bool) -> None:
+        """Delete a user entry as ``DELETE /v1/{kind}/{slug}`` does (its AppError, 404 or
+        409, propagates); a cluster with stored rows only with ``purge``."""
+        from app.calibration.service import CalibrationService
+        from app.catalog.service import CatalogService
+
+        with self._session() as session:
+            if kind == "clusters":
+                CalibrationService(session, self._app.state.backend).delete_cluster(
+                    slug, purge=purge
+                )
+            else:
+                CatalogService(session).delete(kind.removesuffix("s"), slug)
+
+    def stored_rows(self, cluster: str) -> tuple[int, int]:
+        """(measurements, calibrations) stored for a cluster (404 for an unknown one)."""
+        from app.calibration.service import CalibrationService
+
+        with self._session() as session:
+            service = CalibrationService(session, self._app.state.backend)
+            service.cluster(cluster)
+            return service.measurements.count(cluster), service.calibrations.count(cluster)
+
+    def delete_measurements(self, cluster: str) -> None:
+        from app.calibration.service import CalibrationService
+
+        with self._session() as session:
+            CalibrationService(session, self._app.state.backend).delete_measurements(cluster)
 
     # --- calibration -----------------------------------------------------------------------
     def calibration_preview(

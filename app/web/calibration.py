@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.core.errors import AppError
 from app.web.backend import Backend
 from app.web.templating import templates
 from planner.specs import SpecError
@@ -49,6 +50,7 @@ def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
         "suggest_text": SUGGEST_EXAMPLE,
         "suggest_k": "3",
         "suggest_max_nodes": "",
+        "stored": None,
     } | extra
 
 
@@ -79,6 +81,28 @@ async def calibrate(request: Request, backend: Backend) -> Response:
             request, "calibration.html", ctx, status_code=422
         )
     ctx = _context(backend, preview=result, cluster=cluster, saved=result.get("saved"))
+    return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
+
+
+@router.post("/calibration/measurements/delete", response_class=HTMLResponse)
+async def delete_measurements(request: Request, backend: Backend) -> Response:
+    """A cluster's stored runs and calibrations, deleted after the page said how many (as
+    ``DELETE /v1/clusters/{slug}/measurements``): its plans go back to the shipped profile."""
+    form = await request.form()
+    cluster = str(form.get("cluster", ""))
+    try:
+        counts = await run_in_threadpool(backend.stored_rows, cluster)
+        confirmed = form.get("confirm") == cluster and any(counts)  # the cluster it asked about
+        if confirmed:
+            await run_in_threadpool(backend.delete_measurements, cluster)
+    except AppError as exc:
+        ctx = _context(backend, stored={"cluster": cluster, "error": exc.message})
+        return templates(request.app).TemplateResponse(
+            request, "calibration.html", ctx, status_code=exc.status_code
+        )
+    step = "deleted" if confirmed else "confirm"
+    stored = {"cluster": cluster, "step": step, "measured": counts[0], "fitted": counts[1]}
+    ctx = _context(backend, cluster=cluster, stored=stored)
     return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
 
 

@@ -89,7 +89,7 @@ def _table(
     return head, body
 
 
-def _page(
+def page(
     request: Request,
     backend: Backend,
     kind: str,
@@ -106,8 +106,13 @@ def _page(
                 row["moe_router_topk"] = None
         head, body = _table(rows, columns)
     except (ImportError, AttributeError) as exc:  # catalog not installed in this build
-        head, body, error = [], [], f"The catalog is not available: {exc}"
+        rows, head, body, error = [], [], [], f"The catalog is not available: {exc}"
+    deleted = request.query_params.get("deleted", "")
     ctx = {
+        "deletable": [r["slug"] for r in rows if not r.get("builtin")] if not error else [],
+        "deleted": deleted if re.match(SLUG_PATTERN, deleted) else None,
+        "pending": None,
+        "delete_error": None,
         "title": titles[kind],
         "kind": kind,
         "head": head,
@@ -126,7 +131,7 @@ def _page(
 
 @router.get("/catalog/models", response_class=HTMLResponse)
 def catalog_models(request: Request, backend: Backend) -> Response:
-    return _page(request, backend, "models")
+    return page(request, backend, "models")
 
 
 @router.post("/catalog/models", response_class=HTMLResponse)
@@ -150,7 +155,7 @@ async def parse_model(request: Request, backend: Backend) -> Response:
         else:
             spec = backend.parse_hf_config(config, name)
     except json.JSONDecodeError as exc:
-        return _page(
+        return page(
             request,
             backend,
             "models",
@@ -164,7 +169,7 @@ async def parse_model(request: Request, backend: Backend) -> Response:
         )
     except SpecError as exc:
         key = "name_error" if exc.field == "name" else "config_error"
-        return _page(
+        return page(
             request,
             backend,
             "models",
@@ -178,14 +183,14 @@ async def parse_model(request: Request, backend: Backend) -> Response:
         "parsed_name": name,
         "stored": bool(form.get("store")),
     }
-    return _page(request, backend, "models", extra)
+    return page(request, backend, "models", extra)
 
 
 @router.get("/catalog/gpus", response_class=HTMLResponse)
 def catalog_gpus(request: Request, backend: Backend) -> Response:
-    return _page(request, backend, "gpus")
+    return page(request, backend, "gpus")
 
 
 @router.get("/catalog/clusters", response_class=HTMLResponse)
 def catalog_clusters(request: Request, backend: Backend) -> Response:
-    return _page(request, backend, "clusters")
+    return page(request, backend, "clusters")

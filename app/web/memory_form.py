@@ -83,7 +83,9 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
         text = str(values.get(name, "")).strip()
         if text:
             if not text.isdigit():  # the least value is the request schema's (memory_fields.py)
-                message = f"{TEXT_LABELS[name]} must be a whole number, {least} or more; got {text!r}"
+                message = (
+                    f"{TEXT_LABELS[name]} must be a whole number, {least} or more; got {text!r}"
+                )
                 raise SpecError(message, field=name)
             req[name] = int(text)
     fractions = str(values.get("optimizer_offload_fraction", "")).replace(" ", "")
