@@ -109,6 +109,14 @@ async def delete_measurements(request: Request, backend: Backend) -> Response:
 def _check_has_rows(filename: str, body: bytes) -> None:
     """An empty file or a CSV with only its header, said about the file and what a row needs
     (the request's "no measurement rows" names no file)."""
+    try:  # said about the file here: the request's "the body is not UTF-8" names no file
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"{filename} is not UTF-8 text (byte {exc.start}): upload the CSV, JSON or "
+            "Megatron-LM log as text saved in UTF-8, not a spreadsheet or an archive",
+            field="file",
+        ) from exc
     lines = [line for line in body.splitlines() if line.strip()]
     media = media_type(filename)
     if media == "text/csv" and len(lines) < 2:

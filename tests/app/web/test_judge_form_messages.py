@@ -35,3 +35,17 @@ def test_one_server_error_is_summed_up_in_the_singular(client: TestClient) -> No
     assert "1 field to fix: see the message beside it." in response.text
     two = client.post("/plans", data=FORM | {"seq_length": "abc", "top_k": "x"})
     assert "2 fields to fix: see the messages beside them." in two.text
+
+
+def test_an_upload_that_is_not_text_is_named_with_what_to_upload(client: TestClient) -> None:  # noqa: F811
+    """It said "the body is not UTF-8 text": the API's words, about no file the user chose."""
+    xlsx = b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\xff\xfe"
+    page = client.post(
+        "/calibration",
+        data={"cluster": "dgx-h100"},
+        files={"file": ("runs.csv", xlsx, "text/csv")},
+    )
+    assert page.status_code == 422
+    block = page.text[page.text.index('id="file-error"') :]
+    assert "runs.csv is not UTF-8 text" in block.split("</p>")[0]
+    assert "the body" not in page.text
