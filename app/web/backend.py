@@ -55,7 +55,9 @@ class WebBackend(Protocol):
     def catalog_rows(self, kind: str) -> list[dict[str, Any]]: ...
     def parse_hf_config(self, config: dict[str, Any], name: str) -> dict[str, Any]: ...
     def check_request(self, request: dict[str, Any]) -> dict[str, Any]: ...
-    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str: ...
+    def submit_plan(
+        self, request: dict[str, Any], owner: str | None = None, submission: str | None = None
+    ) -> str: ...
     def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]: ...
     def calibration_preview(
         self, cluster: str, body: bytes, media_type: str, save: bool
@@ -258,17 +260,24 @@ class ServiceBackend:
         to_memory_choices(request)  # the memory settings' own messages, under their inputs
         return request.model_dump(mode="json", exclude_none=True)
 
-    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str:
+    def submit_plan(
+        self, request: dict[str, Any], owner: str | None = None, submission: str | None = None
+    ) -> str:
+        """Queue a plan job. ``submission`` (the form's one-per-page token) makes a second post
+        of the same form with the same values (a double click) the same job, not a second one;
+        other values are another request, so the key carries their hash."""
         from app.core.errors import AppError
-        from app.planning.service import PlanJobService
+        from app.planning.service import PlanJobService, request_hash
         from app.security.ownership import Viewer
 
+        key = f"web-form:{submission}:{request_hash(request)}" if submission else None
         try:
             with self._session() as session:
                 viewer = Viewer(key_id=owner, admin=True)  # the owner of what it submits
-                job, _created = PlanJobService(session, self._app.state.backend, viewer).submit(
-                    request, None
-                )
+                service = PlanJobService(session, self._app.state.backend, viewer)
+                job, created = service.submit(request, key)
+                if not created and job.status in ("failed", "cancelled"):  # a retry: run again
+                    job, _ = service.submit(request, None)
                 job_id = str(job.id)
         except AppError as exc:
             raise _spec_error(exc) from exc

@@ -3,6 +3,8 @@ focus to the first of them, as the page's own checks do."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -20,3 +22,21 @@ def test_a_server_found_error_takes_the_focus_to_its_field(page: Page, server: s
     expect(page.locator("#error-summary")).to_contain_text("see the message beside it")
     expect(page.locator("#recompute_num_layers")).to_be_focused()
     expect(page.locator("#recompute_num_layers")).to_be_visible()
+
+
+def test_a_second_click_after_the_results_came_is_the_same_plan_job(
+    page: Page, server: str
+) -> None:
+    """The button is disabled while the post is in flight, but the answer comes fast: the
+    second click of a slow double click (or an impatient re-click) hits the returned form."""
+    before = page.request.get(server + "/v1/plan-jobs?limit=1").json()["total"]
+    page.goto(server + "/")
+    button = page.get_by_role("button", name="Find the best layouts")
+    button.click()
+    expect(page).to_have_url(re.compile(r"/plans/[0-9a-f-]{36}$"))
+    first = page.url
+    button.click()
+    page.wait_for_load_state("networkidle")
+    assert page.url == first
+    after = page.request.get(server + "/v1/plan-jobs?limit=1").json()["total"]
+    assert after - before == 1
