@@ -40,3 +40,23 @@ def test_a_second_click_after_the_results_came_is_the_same_plan_job(
     assert page.url == first
     after = page.request.get(server + "/v1/plan-jobs?limit=1").json()["total"]
     assert after - before == 1
+
+
+def test_the_hidden_menu_toggle_is_no_tab_stop_on_a_wide_screen(page: Page, server: str) -> None:
+    """The menu's checkbox (invisible, its label hidden) took a Tab press at 1366 px."""
+    page.goto(server + "/")
+    stops = []
+    for _ in range(4):
+        page.keyboard.press("Tab")
+        stops.append(
+            page.evaluate("document.activeElement.id || document.activeElement.textContent.trim()")
+        )
+    assert "nav-toggle" not in stops and "Plan" in stops
+
+
+def test_the_menu_toggle_opens_from_the_keyboard_on_a_phone(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + "/")
+    page.locator("#nav-toggle").focus()
+    page.keyboard.press("Space")
+    expect(page.get_by_role("link", name="Calibration")).to_be_visible()
