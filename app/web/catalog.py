@@ -141,14 +141,21 @@ async def parse_model(request: Request, backend: Backend) -> Response:
     typed = str(form.get("name", "")).strip()  # shown back as typed when the submit fails
     name = typed or "pasted-model"
     try:
+        if not text.strip():  # "not valid JSON: Expecting value" says nothing to a first visit
+            raise SpecError(
+                "paste the model's config.json from Hugging Face (a JSON object such as "
+                '{"model_type": "llama", "hidden_size": 4096, ...})',
+                field="hf_config",
+            )
         config = load_json_text(text, "hf_config")
         if not isinstance(config, dict):
             raise SpecError("config.json must be a JSON object", field="hf_config")
         if form.get("store"):
             if not re.match(SLUG_PATTERN, name):
                 raise SpecError(
-                    f"name {name!r} must be lower-case letters, digits, '.', '_' or "
-                    "'-' (a slug such as my-llama-70b)",
+                    f"name {name[:60]!r}{'...' if len(name) > 60 else ''} must be lower-case "
+                    "letters, digits, '.', '_' or '-', at most 128 characters (a slug such as "
+                    "my-llama-70b)",
                     field="name",
                 )
             spec = backend.store_model(name, config)

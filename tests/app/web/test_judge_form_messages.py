@@ -49,3 +49,18 @@ def test_an_upload_that_is_not_text_is_named_with_what_to_upload(client: TestCli
     block = page.text[page.text.index('id="file-error"') :]
     assert "runs.csv is not UTF-8 text" in block.split("</p>")[0]
     assert "the body" not in page.text
+
+
+def test_an_empty_config_asks_for_one_and_a_long_name_is_told_the_limit(
+    client: TestClient,  # noqa: F811
+) -> None:
+    empty = client.post("/catalog/models", data={"name": "x1", "config_json": "  "})
+    assert empty.status_code == 422
+    assert "paste the model&#39;s config.json" in field_block(empty.text, "config_json")
+    config = '{"model_type": "llama", "hidden_size": 64}'
+    long = client.post(
+        "/catalog/models", data={"name": "a" * 300, "config_json": config, "store": "1"}
+    )
+    assert long.status_code == 422
+    error = field_block(long.text, "name").split('id="name-error">')[1]
+    assert "at most 128 characters" in error and "a" * 61 not in error  # the name is shortened
