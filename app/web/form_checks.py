@@ -108,6 +108,14 @@ def check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
         errors[name] = f"{label} must be a whole number; you typed {text!r}."
         return None
     low, high = bounds(name)
+    prop = _SCHEMA.get(name) or {}
+    above = name not in WHOLE + AXES and any(
+        "exclusiveMinimum" in part for part in [prop, *prop.get("anyOf", [])]
+    )
+    if above and low is not None and value <= low:  # a price: more than 0, so 0 is out too
+        most = f" and at most {_number_text(high)}" if high is not None else ""
+        errors[name] = f"{label} must be more than {_number_text(low)}{most}."
+        return None
     if (low is not None and value < low) or (high is not None and value > high):
         span = f"between {_number_text(low or 0)} and {_number_text(high)}" if high else ""
         errors[name] = f"{label} must be {span or f'at least {_number_text(low or 0)}'}."

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
+
+from app.planning.schemas import FINISHED
 
 from tests.app.web.test_web import FORM, build_app, client  # noqa: F401 (fixture)
 
@@ -61,6 +64,10 @@ def test_a_retry_of_a_cancelled_search_is_a_new_job(tmp_path: Path) -> None:
         job_id = first.headers["location"].rsplit("/", 1)[-1]
         c.post(f"/v1/plan-jobs/{job_id}/cancel")
         gate.set()
+        deadline = time.monotonic() + 10
+        while c.get(f"/v1/plan-jobs/{job_id}").json()["status"] not in FINISHED:
+            assert time.monotonic() < deadline, "the cancelled job did not finish in 10 s"
+            time.sleep(0.05)
         assert c.get(f"/v1/plan-jobs/{job_id}").json()["status"] == "cancelled"
         again = c.post("/plans", data=FORM | {"submission": token}, follow_redirects=False)
         assert again.headers["location"] != first.headers["location"]

@@ -64,3 +64,13 @@ def test_an_empty_config_asks_for_one_and_a_long_name_is_told_the_limit(
     assert long.status_code == 422
     error = field_block(long.text, "name").split('id="name-error">')[1]
     assert "at most 128 characters" in error and "a" * 61 not in error  # the name is shortened
+
+
+@pytest.mark.parametrize("price", ["0", "-3"])
+def test_a_price_of_zero_or_less_says_more_than_zero(client: TestClient, price: str) -> None:  # noqa: F811
+    """0 was "Price per GPU-hour=0.0 must be a positive number" while -3 was "between 0 and
+    10,000", which 0 is."""
+    response = client.post("/plans", data=FORM | {"usd_per_gpu_hour": price})
+    assert response.status_code == 422
+    block = field_block(response.text, "usd_per_gpu_hour")
+    assert "Price per GPU-hour must be more than 0 and at most 10,000." in block
