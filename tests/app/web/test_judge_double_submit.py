@@ -11,7 +11,6 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from app.planning.schemas import FINISHED
-
 from tests.app.web.test_web import FORM, build_app, client  # noqa: F401 (fixture)
 
 HTMX = {"HX-Request": "true"}
