@@ -60,3 +60,18 @@ def test_the_menu_toggle_opens_from_the_keyboard_on_a_phone(page: Page, server: 
     page.locator("#nav-toggle").focus()
     page.keyboard.press("Space")
     expect(page.get_by_role("link", name="Calibration")).to_be_visible()
+
+
+def test_back_after_a_submit_shows_the_form_as_it_was_sent(page: Page, server: str) -> None:
+    """htmx's history snapshot is markup: the typed values were lost, "back" showed 64 GPUs."""
+    page.goto(server + "/")
+    page.locator("#num_gpus").fill("16")
+    page.locator("#seq_length").fill("2048")
+    page.locator("#precision").select_option("fp8")
+    page.get_by_role("button", name="Find the best layouts").click()
+    expect(page).to_have_url(re.compile(r"/plans/[0-9a-f-]{36}$"))
+    page.go_back()
+    expect(page).to_have_url(server + "/")
+    expect(page.locator("#num_gpus")).to_have_value("16")
+    expect(page.locator("#seq_length")).to_have_value("2048")
+    expect(page.locator("#precision")).to_have_value("fp8")
