@@ -29,7 +29,7 @@ class ClusterPresetSpec(NetworkFields):
     """A cluster preset: which GPU, how many per node, and the network (per GPU, or as NICs per
     node x their rate, ``app.catalog.network``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # "NaN": a finite number
 
     gpu: SlugRef = Field(description="GPU slug (built-in or user-defined)")
     gpus_per_node: int = Field(default=8, ge=1, le=576)

@@ -17,6 +17,7 @@ from app.catalog.models import CatalogEntryRow
 from app.catalog.network import check_network
 from app.catalog.repository import CatalogRepository
 from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
+from app.catalog.spec_types import check_spec_types
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
@@ -143,6 +144,7 @@ class CatalogService:
             if kind == "model":
                 return _jsonable(ModelSpec.from_dict({"name": slug, **spec}).to_dict())
             if kind == "gpu":
+                check_spec_types(GPUSpec, spec)
                 return _jsonable(GPUSpec.from_dict({"name": slug, **spec}).to_dict())
         except SpecError as exc:
             field = f"spec.{exc.field}" if exc.field else "spec"

@@ -34,7 +34,10 @@ _ACCEPTED = {
     "model": "a catalog slug such as llama3.1-70b (lowercase letters, digits, '.', '_', '-') "
     "or an object of model fields",
 }
-_SLUG_RULE = "a slug: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+_SLUG_RULE = (  # SLUG_PATTERN in words, its length too: a 200-letter name breaks only that
+    "a slug: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, "
+    "at most 128 characters"
+)
 
 
 def _is_union_tag(part: Any) -> bool:

@@ -181,7 +181,7 @@ class PlanJobCreate(MemoryPlanFields, _Common):
     moe_dispatcher: Dispatcher | None = Field(default=None, description=DISPATCHER_HELP)
     objective: Objective = "throughput"
     token_budget: float | None = Field(default=None, ge=1, le=1e16)
-    usd_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e4)
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, le=1e4)  # 0: no price at all
     top_k: int = Field(default=10, ge=1, le=1000)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     max_trials: int = Field(default=DEFAULT_MAX_TRIALS, ge=1, le=1_000_000)

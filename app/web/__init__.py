@@ -9,11 +9,13 @@ Wire it into an app with::
 
 from app.web.calibration import router as _calibration_router
 from app.web.catalog import router as _catalog_router
+from app.web.catalog_delete import router as _catalog_delete_router
 from app.web.routes import router
 from app.web.scaling import router as _scaling_router
 from app.web.templating import mount_static
 
 router.include_router(_catalog_router)
+router.include_router(_catalog_delete_router)
 router.include_router(_calibration_router)
 router.include_router(_scaling_router)
 

@@ -55,13 +55,18 @@ class WebBackend(Protocol):
     def catalog_rows(self, kind: str) -> list[dict[str, Any]]: ...
     def parse_hf_config(self, config: dict[str, Any], name: str) -> dict[str, Any]: ...
     def check_request(self, request: dict[str, Any]) -> dict[str, Any]: ...
-    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str: ...
+    def submit_plan(
+        self, request: dict[str, Any], owner: str | None = None, submission: str | None = None
+    ) -> str: ...
     def store_model(self, slug: str, config: dict[str, Any]) -> dict[str, Any]: ...
     def calibration_preview(
         self, cluster: str, body: bytes, media_type: str, save: bool
     ) -> dict[str, Any]: ...
     def suggest_runs(self, body: dict[str, Any]) -> dict[str, Any]: ...
     def get_plan(self, job_id: str) -> JobView | None: ...
+    def stored_rows(self, cluster: str) -> tuple[int, int]: ...
+    def delete_entry(self, kind: str, slug: str, *, purge: bool) -> None: ...
+    def delete_measurements(self, cluster: str) -> None: ...
 
 
 def get_backend(request: Request) -> WebBackend:
@@ -154,6 +159,35 @@ class ServiceBackend:
             ) from exc
         return {"slug": entry.slug, **entry.spec}
 
+    def delete_entry(self, kind: str, slug: str, *, purge: bool) -> None:
+        """Delete a user entry as ``DELETE /v1/{kind}/{slug}`` does (its AppError, 404 or
+        409, propagates); a cluster with stored rows only with ``purge``."""
+        from app.calibration.service import CalibrationService
+        from app.catalog.service import CatalogService
+
+        with self._session() as session:
+            if kind == "clusters":
+                CalibrationService(session, self._app.state.backend).delete_cluster(
+                    slug, purge=purge
+                )
+            else:
+                CatalogService(session).delete(kind.removesuffix("s"), slug)
+
+    def stored_rows(self, cluster: str) -> tuple[int, int]:
+        """(measurements, calibrations) stored for a cluster (404 for an unknown one)."""
+        from app.calibration.service import CalibrationService
+
+        with self._session() as session:
+            service = CalibrationService(session, self._app.state.backend)
+            service.cluster(cluster)
+            return service.measurements.count(cluster), service.calibrations.count(cluster)
+
+    def delete_measurements(self, cluster: str) -> None:
+        from app.calibration.service import CalibrationService
+
+        with self._session() as session:
+            CalibrationService(session, self._app.state.backend).delete_measurements(cluster)
+
     # --- calibration -----------------------------------------------------------------------
     def calibration_preview(
         self, cluster: str, body: bytes, media_type: str, save: bool
@@ -226,17 +260,24 @@ class ServiceBackend:
         to_memory_choices(request)  # the memory settings' own messages, under their inputs
         return request.model_dump(mode="json", exclude_none=True)
 
-    def submit_plan(self, request: dict[str, Any], owner: str | None = None) -> str:
+    def submit_plan(
+        self, request: dict[str, Any], owner: str | None = None, submission: str | None = None
+    ) -> str:
+        """Queue a plan job. ``submission`` (the form's one-per-page token) makes a second post
+        of the same form with the same values (a double click) the same job, not a second one;
+        other values are another request, so the key carries their hash."""
         from app.core.errors import AppError
-        from app.planning.service import PlanJobService
+        from app.planning.service import PlanJobService, request_hash
         from app.security.ownership import Viewer
 
+        key = f"web-form:{submission}:{request_hash(request)}" if submission else None
         try:
             with self._session() as session:
                 viewer = Viewer(key_id=owner, admin=True)  # the owner of what it submits
-                job, _created = PlanJobService(session, self._app.state.backend, viewer).submit(
-                    request, None
-                )
+                service = PlanJobService(session, self._app.state.backend, viewer)
+                job, created = service.submit(request, key)
+                if not created and job.status in ("failed", "cancelled"):  # a retry: run again
+                    job, _ = service.submit(request, None)
                 job_id = str(job.id)
         except AppError as exc:
             raise _spec_error(exc) from exc

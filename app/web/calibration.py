@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.core.errors import AppError
 from app.web.backend import Backend
 from app.web.templating import templates
 from planner.specs import SpecError
@@ -49,6 +50,7 @@ def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
         "suggest_text": SUGGEST_EXAMPLE,
         "suggest_k": "3",
         "suggest_max_nodes": "",
+        "stored": None,
     } | extra
 
 
@@ -82,9 +84,39 @@ async def calibrate(request: Request, backend: Backend) -> Response:
     return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
 
 
+@router.post("/calibration/measurements/delete", response_class=HTMLResponse)
+async def delete_measurements(request: Request, backend: Backend) -> Response:
+    """A cluster's stored runs and calibrations, deleted after the page said how many (as
+    ``DELETE /v1/clusters/{slug}/measurements``): its plans go back to the shipped profile."""
+    form = await request.form()
+    cluster = str(form.get("cluster", ""))
+    try:
+        counts = await run_in_threadpool(backend.stored_rows, cluster)
+        confirmed = form.get("confirm") == cluster and any(counts)  # the cluster it asked about
+        if confirmed:
+            await run_in_threadpool(backend.delete_measurements, cluster)
+    except AppError as exc:
+        ctx = _context(backend, stored={"cluster": cluster, "error": exc.message})
+        return templates(request.app).TemplateResponse(
+            request, "calibration.html", ctx, status_code=exc.status_code
+        )
+    step = "deleted" if confirmed else "confirm"
+    stored = {"cluster": cluster, "step": step, "measured": counts[0], "fitted": counts[1]}
+    ctx = _context(backend, cluster=cluster, stored=stored)
+    return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
+
+
 def _check_has_rows(filename: str, body: bytes) -> None:
     """An empty file or a CSV with only its header, said about the file and what a row needs
     (the request's "no measurement rows" names no file)."""
+    try:  # said about the file here: the request's "the body is not UTF-8" names no file
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"{filename} is not UTF-8 text (byte {exc.start}): upload the CSV, JSON or "
+            "Megatron-LM log as text saved in UTF-8, not a spreadsheet or an archive",
+            field="file",
+        ) from exc
     lines = [line for line in body.splitlines() if line.strip()]
     media = media_type(filename)
     if media == "text/csv" and len(lines) < 2:

@@ -89,7 +89,7 @@ def _table(
     return head, body
 
 
-def _page(
+def page(
     request: Request,
     backend: Backend,
     kind: str,
@@ -106,8 +106,13 @@ def _page(
                 row["moe_router_topk"] = None
         head, body = _table(rows, columns)
     except (ImportError, AttributeError) as exc:  # catalog not installed in this build
-        head, body, error = [], [], f"The catalog is not available: {exc}"
+        rows, head, body, error = [], [], [], f"The catalog is not available: {exc}"
+    deleted = request.query_params.get("deleted", "")
     ctx = {
+        "deletable": [r["slug"] for r in rows if not r.get("builtin")] if not error else [],
+        "deleted": deleted if re.match(SLUG_PATTERN, deleted) else None,
+        "pending": None,
+        "delete_error": None,
         "title": titles[kind],
         "kind": kind,
         "head": head,
@@ -126,7 +131,7 @@ def _page(
 
 @router.get("/catalog/models", response_class=HTMLResponse)
 def catalog_models(request: Request, backend: Backend) -> Response:
-    return _page(request, backend, "models")
+    return page(request, backend, "models")
 
 
 @router.post("/catalog/models", response_class=HTMLResponse)
@@ -136,21 +141,28 @@ async def parse_model(request: Request, backend: Backend) -> Response:
     typed = str(form.get("name", "")).strip()  # shown back as typed when the submit fails
     name = typed or "pasted-model"
     try:
+        if not text.strip():  # "not valid JSON: Expecting value" says nothing to a first visit
+            raise SpecError(
+                "paste the model's config.json from Hugging Face (a JSON object such as "
+                '{"model_type": "llama", "hidden_size": 4096, ...})',
+                field="hf_config",
+            )
         config = load_json_text(text, "hf_config")
         if not isinstance(config, dict):
             raise SpecError("config.json must be a JSON object", field="hf_config")
         if form.get("store"):
             if not re.match(SLUG_PATTERN, name):
                 raise SpecError(
-                    f"name {name!r} must be lower-case letters, digits, '.', '_' or "
-                    "'-' (a slug such as my-llama-70b)",
+                    f"name {name[:60]!r}{'...' if len(name) > 60 else ''} must be lower-case "
+                    "letters, digits, '.', '_' or '-', at most 128 characters (a slug such as "
+                    "my-llama-70b)",
                     field="name",
                 )
             spec = backend.store_model(name, config)
         else:
             spec = backend.parse_hf_config(config, name)
     except json.JSONDecodeError as exc:
-        return _page(
+        return page(
             request,
             backend,
             "models",
@@ -164,7 +176,7 @@ async def parse_model(request: Request, backend: Backend) -> Response:
         )
     except SpecError as exc:
         key = "name_error" if exc.field == "name" else "config_error"
-        return _page(
+        return page(
             request,
             backend,
             "models",
@@ -178,14 +190,14 @@ async def parse_model(request: Request, backend: Backend) -> Response:
         "parsed_name": name,
         "stored": bool(form.get("store")),
     }
-    return _page(request, backend, "models", extra)
+    return page(request, backend, "models", extra)
 
 
 @router.get("/catalog/gpus", response_class=HTMLResponse)
 def catalog_gpus(request: Request, backend: Backend) -> Response:
-    return _page(request, backend, "gpus")
+    return page(request, backend, "gpus")
 
 
 @router.get("/catalog/clusters", response_class=HTMLResponse)
 def catalog_clusters(request: Request, backend: Backend) -> Response:
-    return _page(request, backend, "clusters")
+    return page(request, backend, "clusters")

@@ -17,7 +17,7 @@ from typing import Any
 import models_db
 from app.planning import axis_rules
 from app.planning.schemas import PlanJobCreate
-from app.web import forms, stack_form, wording
+from app.web import forms, memory_form, stack_form, wording
 from planner.specs import SpecError
 
 LABELS = {
@@ -34,7 +34,7 @@ LABELS = {
     "usd_per_gpu_hour": "Price per GPU-hour",
 }
 LABELS |= dict(forms.MAX_FIELDS) | dict(forms.AXIS_FIELDS)
-PAGE_LABELS = LABELS | {i.name: i.label for i in stack_form.INPUTS}
+PAGE_LABELS = LABELS | {i.name: i.label for i in stack_form.INPUTS} | memory_form.TEXT_LABELS
 """Every input's label, for messages that name a request field."""
 REQUIRED = {
     "seq_length": "Give the sequence length in tokens (e.g. 4096).",
@@ -108,6 +108,14 @@ def check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
         errors[name] = f"{label} must be a whole number; you typed {text!r}."
         return None
     low, high = bounds(name)
+    prop = _SCHEMA.get(name) or {}
+    above = name not in WHOLE + AXES and any(
+        "exclusiveMinimum" in part for part in [prop, *prop.get("anyOf", [])]
+    )
+    if above and low is not None and value <= low:  # a price: more than 0, so 0 is out too
+        most = f" and at most {_number_text(high)}" if high is not None else ""
+        errors[name] = f"{label} must be more than {_number_text(low)}{most}."
+        return None
     if (low is not None and value < low) or (high is not None and value > high):
         span = f"between {_number_text(low or 0)} and {_number_text(high)}" if high else ""
         errors[name] = f"{label} must be {span or f'at least {_number_text(low or 0)}'}."

@@ -79,11 +79,13 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
     graphs = str(values.get("cuda_graphs") or "auto")
     if graphs != "auto":  # auto: unset, the search chooses (planner.search.stack_choice)
         req["cuda_graphs"] = graphs
-    for name in ("recompute_num_layers", "activation_offload_layers"):
+    for name, least in (("recompute_num_layers", 1), ("activation_offload_layers", 0)):
         text = str(values.get(name, "")).strip()
         if text:
-            if not text.isdigit():
-                message = f"{TEXT_LABELS[name]} must be a whole number, 0 or more; got {text!r}"
+            if not text.isdigit():  # the least value is the request schema's (memory_fields.py)
+                message = (
+                    f"{TEXT_LABELS[name]} must be a whole number, {least} or more; got {text!r}"
+                )
                 raise SpecError(message, field=name)
             req[name] = int(text)
     fractions = str(values.get("optimizer_offload_fraction", "")).replace(" ", "")

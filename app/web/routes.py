@@ -6,6 +6,8 @@ form posts in place and the results replace the progress fragment, polled every 
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,9 +37,19 @@ def _is_htmx(request: Request) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
+SUBMISSION = re.compile(r"[A-Za-z0-9_-]{16,64}")
+"""The plan form's hidden ``submission`` token: one per page, kept by the page it returns."""
+
+
+def _submission(values: dict[str, Any]) -> str:
+    token = str(values.get("submission") or "")
+    return token if SUBMISSION.fullmatch(token) else secrets.token_urlsafe(16)
+
+
 def _form_context(backend: WebBackend, state: forms.FormState) -> dict[str, Any]:
     return {
         "form": state,
+        "submission": _submission(state.values),
         "models": backend.list_models(),
         "gpus": backend.list_gpus(),
         "precisions": forms.PRECISIONS,
@@ -131,7 +143,9 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
             raise _FormErrors(errors)
         req = forms.to_request(values)
         req = await _run_sync(backend.check_request, req)
-        job_id = await _run_sync(backend.submit_plan, req, viewer_of(request).key_id)
+        token = str(values.get("submission") or "")
+        submission = token if SUBMISSION.fullmatch(token) else None
+        job_id = await _run_sync(backend.submit_plan, req, viewer_of(request).key_id, submission)
     except (SpecError, _FormErrors) as exc:
         errors = exc.errors if isinstance(exc, _FormErrors) else {}
         errors = errors or form_checks.request_errors(exc, values)

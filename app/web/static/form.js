@@ -112,7 +112,33 @@
     if (event.target && event.target.id === "cluster") syncCluster(event.target.form);
   });
 
-  function init() { var form = document.getElementById("plan-form"); if (form) syncCluster(form); }
+  // errors the server found (a page without script's checks, or a rule only the planner knows)
+  // come back in the swapped form: focus moves to the first, as it does for the page's own
+  function focusFirstError(form) {
+    var first = form.querySelector("[aria-invalid='true']");
+    if (!first) return;
+    for (var box = first.closest("details"); box; box = box.parentElement.closest("details")) box.open = true;
+    first.focus();
+  }
+
+  // htmx keeps the page's markup for the back button, and typed values live in properties, not
+  // attributes: written into the markup first, "back" shows the form as it was sent
+  function keepTypedValues() {
+    var form = document.getElementById("plan-form");
+    if (!form) return;
+    form.querySelectorAll("input, select, textarea").forEach(function (el) {
+      if (el.type === "checkbox" || el.type === "radio") el.toggleAttribute("checked", el.checked);
+      else if (el.tagName === "SELECT") Array.prototype.forEach.call(el.options, function (o) { o.toggleAttribute("selected", o.selected); });
+      else if (el.tagName === "TEXTAREA") el.textContent = el.value;
+      else if (el.type !== "file") el.setAttribute("value", el.value);
+    });
+  }
+  document.addEventListener("htmx:beforeHistorySave", keepTypedValues);
+
+  function init() {
+    var form = document.getElementById("plan-form");
+    if (form) { syncCluster(form); focusFirstError(form); }
+  }
   document.addEventListener("DOMContentLoaded", function () {
     init();
     if (window.htmx) window.htmx.onLoad(init);

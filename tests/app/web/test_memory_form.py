@@ -65,12 +65,14 @@ def test_bad_offload_fraction_is_an_error_under_its_input(client: TestClient) ->
     assert "must be numbers from 0 to 1" in field_block(response.text, "optimizer_offload_fraction")
 
 
-def test_a_negative_layer_count_says_zero_or_more() -> None:
+def test_a_negative_layer_count_says_the_least_value_the_api_takes() -> None:
     from app.web.memory_form import memory_request
     from planner.specs import SpecError
 
-    with pytest.raises(SpecError, match="0 or more; got '-1'"):
+    with pytest.raises(SpecError, match="1 or more; got '-1'"):  # ge=1 in the request schema
         memory_request({"recompute_num_layers": "-1"})
+    with pytest.raises(SpecError, match="0 or more; got '-1'"):
+        memory_request({"activation_offload_layers": "-1"})
 
 
 @pytest.mark.parametrize(

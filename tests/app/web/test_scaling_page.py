@@ -23,7 +23,8 @@ def test_every_bad_field_is_flagged_under_itself(client: TestClient) -> None:  #
     html = response.text
     assert _error(html, "seq_length") == "Sequence length must be between 1 and 1,048,576."
     assert _error(html, "token_budget") == "Token budget must be a finite number; you typed 'NaN'."
-    assert _error(html, "usd_per_gpu_hour") == "Price per GPU-hour must be between 0 and 10,000."
+    price = "Price per GPU-hour must be more than 0 and at most 10,000."  # 0 is refused too
+    assert _error(html, "usd_per_gpu_hour") == price
     assert "GPU counts must be whole numbers" in (_error(html, "num_gpus") or "")
     assert _error(html, "model") is None and _error(html, "global_batch_size") is None
     assert "4 fields to fix" in html
