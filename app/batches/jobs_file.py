@@ -102,7 +102,7 @@ def _csv_jobs(text: str, source: str) -> JobsFile:
     jobs: list[dict[str, Any]] = []
     lines: list[int | None] = []
     for row in reader:
-        extra = [v for v in row.get(None) or [] if v.strip()]  # type: ignore[call-overload]
+        extra = [v for v in row.get(None) or [] if v.strip()]  # cells past the header
         if extra:
             raise JobsFileError(
                 f"{source} line {reader.line_num} has {len(header) + len(extra)} cells but the "

@@ -17,8 +17,14 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from app.batches.jobs_file import JobsFile, JobsFileError, batch_job, file_format, guess_format
-from app.batches.jobs_file import parse_jobs
+from app.batches.jobs_file import (
+    JobsFile,
+    JobsFileError,
+    batch_job,
+    file_format,
+    guess_format,
+    parse_jobs,
+)
 from app.batches.rows import to_csv
 from app.batches.schemas import MAX_BATCH_JOBS
 from app.batches.service import BatchService

@@ -11,7 +11,7 @@ import io
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +25,10 @@ from app.planning.models import PlanJobRow
 from tests.app.web.test_web import build_app
 
 HEADER = "name,model,gpu,num_gpus,gpus_per_node,seq_length,global_batch_size"
-GOOD = f"{HEADER}\nsmall,llama3.1-8b,h100-sxm-80gb,16,8,4096,128\nmoe,mixtral-8x22b,h100-sxm-80gb,256,8,4096,1024\n"
+GOOD = (
+    f"{HEADER}\nsmall,llama3.1-8b,h100-sxm-80gb,16,8,4096,128\n"
+    "moe,mixtral-8x22b,h100-sxm-80gb,256,8,4096,1024\n"
+)
 YAML = """jobs:
   - name: yaml-one
     model: llama3.1-8b
@@ -224,3 +227,30 @@ def test_an_unknown_batch_is_a_404_page(client: TestClient) -> None:
     response = client.get("/batches/no-such-batch", headers={"accept": "text/html"})
     assert response.status_code == 404
     assert "no batch" in response.text and "<html" in response.text
+
+
+def test_signed_in_batches_need_the_csrf_token_and_stay_their_keys(
+    make_client: Callable[..., TestClient],
+) -> None:
+    from tests.app.keys.test_auth import GOOD_SECRET, _sign_in, new_key
+
+    secured = make_client(auth="api-key", secret_key=GOOD_SECRET)
+    jobs = f"{HEADER}\nseventy,llama3.1-70b,h100-sxm-80gb,64,8,8192,128\n"
+    assert secured.get("/batches", follow_redirects=False).status_code == 303  # to /login
+    token = _sign_in(secured, new_key(secured, "plan"))
+    files = {"jobs_file": ("jobs.csv", jobs.encode(), "text/csv")}
+    forged = secured.post("/batches", files=files, data={"csrf_token": "forged"})
+    assert forged.status_code == 403
+    assert stored(secured) == (0, 0)
+    response = secured.post(
+        "/batches", files=files, data={"csrf_token": token}, follow_redirects=False
+    )
+    assert response.status_code == 303, response.text[:400]
+    location = response.headers["location"]
+    assert secured.get(location).status_code == 200
+    _sign_in(secured, new_key(secured, "plan"))  # another key sees no such batch
+    assert secured.get(location, headers={"accept": "text/html"}).status_code == 404
+    assert secured.get(f"{location}/results.csv").status_code == 404
+    token = _sign_in(secured, new_key(secured, "read"))  # a read key may not plan a batch
+    denied = secured.post("/batches", files=files, data={"csrf_token": token})
+    assert denied.status_code == 403
