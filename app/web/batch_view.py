@@ -72,6 +72,16 @@ class BatchView:
     def done(self) -> bool:
         return self.status == "finished"
 
+    @property
+    def planned(self) -> int:
+        """Jobs that found a plan."""
+        return sum(1 for j in self.jobs if j.best.row is not None)
+
+    @property
+    def no_fit(self) -> int:
+        """Jobs that searched and found no layout that fits."""
+        return sum(1 for j in self.jobs if j.status == "done" and j.best.row is None)
+
 
 def batch_view(read: dict[str, Any], rows: list[PlanJobRow], cache: BestCache) -> BatchView:
     """The page's view of a batch: ``BatchService.read``'s summary and the batch's job rows."""
