@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
@@ -45,7 +46,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
-def upload(client: TestClient, name: str, body: bytes | str, **form: str) -> object:
+def upload(client: TestClient, name: str, body: bytes | str, **form: str) -> httpx.Response:
     data = body.encode() if isinstance(body, str) else body
     return client.post(
         "/batches",
@@ -57,7 +58,7 @@ def upload(client: TestClient, name: str, body: bytes | str, **form: str) -> obj
 
 def stored(client: TestClient) -> tuple[int, int]:
     """(batches, plan jobs) in the database."""
-    with client.app.state.session_factory() as session:  # type: ignore[attr-defined]
+    with client.app.state.session_factory() as session:
         batches = session.scalar(select(func.count()).select_from(BatchRow))
         jobs = session.scalar(select(func.count()).select_from(PlanJobRow))
     return int(batches or 0), int(jobs or 0)
@@ -93,8 +94,8 @@ def test_the_page_is_linked_from_the_navigation_and_labels_its_inputs(client: Te
 
 def test_an_uploaded_csv_becomes_a_batch_whose_rows_complete(client: TestClient) -> None:
     response = upload(client, "jobs.csv", GOOD)
-    assert response.status_code == 303, response.text[:400]  # type: ignore[attr-defined]
-    location = response.headers["location"]  # type: ignore[attr-defined]
+    assert response.status_code == 303, response.text[:400]
+    location = response.headers["location"]
     assert re.fullmatch(r"/batches/[0-9a-f-]{36}", location)
     html = wait_finished(client, location)
     assert "hx-get" not in html  # a finished batch stops polling
@@ -111,7 +112,7 @@ def test_an_uploaded_csv_becomes_a_batch_whose_rows_complete(client: TestClient)
 
 
 def test_the_results_csv_has_the_cli_columns(client: TestClient) -> None:
-    location = upload(client, "jobs.csv", GOOD).headers["location"]  # type: ignore[attr-defined]
+    location = upload(client, "jobs.csv", GOOD).headers["location"]
     html = wait_finished(client, location)
     assert f'href="{location}/results.csv"' in html
     response = client.get(f"{location}/results.csv")
@@ -132,7 +133,7 @@ def test_pasted_yaml_is_read_like_the_cli_reads_a_yaml_file(client: TestClient) 
     assert response.status_code == 303, response.text[:400]
     html = wait_finished(client, response.headers["location"])
     assert '<th scope="row">yaml-one</th>' in html
-    with client.app.state.session_factory() as session:  # type: ignore[attr-defined]
+    with client.app.state.session_factory() as session:
         request = session.scalars(select(PlanJobRow.request)).one()
     assert request["num_gpus_options"] == [16, 32, 64]  # the range, expanded as the CLI does
 
@@ -140,18 +141,18 @@ def test_pasted_yaml_is_read_like_the_cli_reads_a_yaml_file(client: TestClient) 
 def test_a_bad_cell_names_its_row_and_column_and_stores_nothing(client: TestClient) -> None:
     bad = GOOD + "third,llama3.1-8b,h100-sxm-80gb,many,8,4096,0\n"
     response = upload(client, "jobs.csv", bad)
-    assert response.status_code == 422  # type: ignore[attr-defined]
-    block = error_block(response.text)  # type: ignore[attr-defined]
+    assert response.status_code == 422
+    block = error_block(response.text)
     assert "row 3 (third, line 4), column num_gpus: num_gpus must be a whole number, got" in block
-    assert 'aria-invalid="true"' in response.text  # type: ignore[attr-defined]
-    assert 'aria-describedby="jobs-error' in response.text  # type: ignore[attr-defined]
-    assert "third,llama3.1-8b" in response.text  # type: ignore[attr-defined]  # kept to correct
+    assert 'aria-invalid="true"' in response.text
+    assert 'aria-describedby="jobs-error' in response.text
+    assert "third,llama3.1-8b" in response.text  # kept to correct
     assert stored(client) == (0, 0)
 
 
 def test_every_bad_cell_of_a_row_is_listed(client: TestClient) -> None:
     bad = f"{HEADER},colour\nx,llama3.1-8b,h100-sxm-80gb,16,8,-1,128,blue\n"
-    block = error_block(upload(client, "jobs.csv", bad).text)  # type: ignore[attr-defined]
+    block = error_block(upload(client, "jobs.csv", bad).text)
     assert "row 1 (x, line 2), column seq_length:" in block
     assert "row 1 (x, line 2), column colour: unknown field &#39;colour&#39;" in block
 
@@ -159,15 +160,15 @@ def test_every_bad_cell_of_a_row_is_listed(client: TestClient) -> None:
 def test_an_unknown_model_rejects_the_whole_file(client: TestClient) -> None:
     bad = GOOD + "ghost,no-such-model,h100-sxm-80gb,16,8,4096,128\n"
     response = upload(client, "jobs.csv", bad)
-    assert response.status_code == 422  # type: ignore[attr-defined]
-    block = error_block(response.text)  # type: ignore[attr-defined]
+    assert response.status_code == 422
+    block = error_block(response.text)
     assert "row 3 (ghost, line 4): unknown model &#39;no-such-model&#39;" in block
     assert stored(client) == (0, 0)  # the two good rows were rolled back with it
 
 
 def test_cell_errors_and_unknown_models_are_reported_together(client: TestClient) -> None:
     bad = GOOD + "ghost,no-such-model,h100-sxm-80gb,16,8,4096,128\nthird,llama3.1-8b,h100,x,8,1,1\n"
-    items = re.findall(r"<li>(.*?)</li>", error_block(upload(client, "j.csv", bad).text))  # type: ignore[attr-defined]
+    items = re.findall(r"<li>(.*?)</li>", error_block(upload(client, "j.csv", bad).text))
     assert [i.split(":")[0] for i in items] == [
         "row 3 (ghost, line 4)",
         "row 4 (third, line 5), column num_gpus",
@@ -191,16 +192,16 @@ def test_a_file_that_is_not_jobs_says_why(
     client: TestClient, name: str, body: str | bytes, says: str
 ) -> None:
     response = upload(client, name, body)
-    assert response.status_code == 422  # type: ignore[attr-defined]
-    assert says in error_block(response.text)  # type: ignore[attr-defined]
+    assert response.status_code == 422
+    assert says in error_block(response.text)
     assert stored(client) == (0, 0)
 
 
 def test_a_file_over_the_batch_limit_says_so(client: TestClient) -> None:
     row = "j,llama3.1-8b,h100-sxm-80gb,16,8,4096,128\n"
     response = upload(client, "big.csv", HEADER + "\n" + row * (MAX_BATCH_JOBS + 1))
-    assert response.status_code == 422  # type: ignore[attr-defined]
-    assert "big.csv has 2,001 jobs; a batch takes at most 2,000" in response.text  # type: ignore[attr-defined]
+    assert response.status_code == 422
+    assert "big.csv has 2,001 jobs; a batch takes at most 2,000" in response.text
     assert stored(client) == (0, 0)
 
 
@@ -213,7 +214,7 @@ def test_nothing_chosen_or_pasted_asks_for_a_file(client: TestClient) -> None:
 def test_results_wait_until_every_job_has_finished(tmp_path: Path) -> None:
     gate = threading.Event()
     with TestClient(build_app(tmp_path, gate)) as client:
-        location = upload(client, "jobs.csv", GOOD).headers["location"]  # type: ignore[attr-defined]
+        location = upload(client, "jobs.csv", GOOD).headers["location"]
         html = client.get(location).text
         assert f'hx-get="{location}/status"' in html  # polls while jobs run
         assert '<meta http-equiv="refresh"' in html  # and refreshes without script
