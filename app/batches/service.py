@@ -86,6 +86,11 @@ class BatchService:
             self.viewer.check(batch.owner_key_id, f"batch {batch_id}")
         return batch
 
+    def jobs(self, batch_id: str) -> list[PlanJobRow]:
+        """The batch's plan jobs in submission order (the caller must be allowed to see it)."""
+        self.get(batch_id)
+        return self.repo.jobs(batch_id)
+
     def read(self, batch_id: str) -> dict[str, Any]:
         """Status, progress and the jobs of a batch (the JSON of ``GET /v1/batches/{id}``)."""
         batch = self.get(batch_id)

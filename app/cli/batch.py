@@ -21,7 +21,6 @@ import typer
 from app.batches.rows import (
     LAYOUT_COLUMNS,
     OUTPUT_COLUMNS,
-    RESULT_COLUMNS,
     outcome_counts,
     outcome_line,
     rows_for,
@@ -34,21 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
 Opt = typer.Option
-INT_COLUMNS = {
-    "num_gpus",
-    "gpus_per_node",
-    "seq_length",
-    "global_batch_size",
-    "top_k",
-    "seed",
-    "max_trials",
-    "max_tp",
-    "max_pp",
-    "max_vpp",
-    "max_cp",
-    "max_ep",
-    "max_micro_batch_size",
-}
 
 
 def register(cli: typer.Typer) -> None:
@@ -57,35 +41,16 @@ def register(cli: typer.Typer) -> None:
 
 def read_jobs(path: Path) -> list[dict[str, Any]]:
     """Jobs from CSV (one per row), or YAML/JSON (a list of objects, or {"jobs": [...]})."""
+    from app.batches.jobs_file import JobsFileError, file_format, parse_jobs
+
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}", field="JOBS")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        jobs: list[dict[str, Any]] = []
-        for row in csv.DictReader(text.splitlines()):
-            job = {k.strip(): v.strip() for k, v in row.items() if k and v and v.strip()}
-            job = {k: v for k, v in job.items() if k not in RESULT_COLUMNS}  # an output read back
-            for key in INT_COLUMNS & job.keys():
-                if job[key].isdigit():
-                    job[key] = int(job[key])
-            jobs.append(job)
-        return jobs
-    if suffix not in (".yaml", ".yml", ".json"):
-        fail(f"{path}: use a .csv, .yaml, .yml or .json file", field="JOBS")
-    import yaml
-
     try:
-        data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        fail(f"{path}: cannot parse: {exc}", field="JOBS")
-    if isinstance(data, dict) and "jobs" in data:
-        data = data["jobs"]
-    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        fail(f"{path}: expected a list of job objects", field="JOBS")
-    # an output read back: its result columns go, empty cells are unset
-    return [{k: v for k, v in x.items() if k not in RESULT_COLUMNS and v != ""} for x in data]
+        return parse_jobs(text, file_format(path.name) or "", source=str(path)).jobs
+    except JobsFileError as exc:
+        fail(exc.message, field="JOBS")
 
 
 def _plan_one(

@@ -7,6 +7,7 @@ Wire it into an app with::
     mount_static(app)
 """
 
+from app.web.batch_page import router as _batch_router
 from app.web.calibration import router as _calibration_router
 from app.web.catalog import router as _catalog_router
 from app.web.catalog_delete import router as _catalog_delete_router
@@ -18,5 +19,6 @@ router.include_router(_catalog_router)
 router.include_router(_catalog_delete_router)
 router.include_router(_calibration_router)
 router.include_router(_scaling_router)
+router.include_router(_batch_router)
 
 __all__ = ["mount_static", "router"]
