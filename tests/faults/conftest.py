@@ -85,6 +85,7 @@ class Service:
         self.log = open(tmp / "server.log", "ab")  # noqa: SIM115
         self.server: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.killed_pids: set[int] = set()
 
     def start(self, timeout_s: float = 60) -> None:
         self.server = subprocess.Popen(
@@ -117,6 +118,7 @@ class Service:
     def kill9(self) -> None:
         for proc in [self.server, *self.workers]:
             if proc is not None and proc.poll() is None:
+                self.killed_pids.add(proc.pid)
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(10)
         self.server = None
@@ -135,12 +137,16 @@ class Service:
         self.log.close()
 
     def runs(self) -> dict[int, int]:
-        counts: dict[int, int] = {}
+        return {seed: len(pids) for seed, pids in self.run_pids().items()}
+
+    def run_pids(self) -> dict[int, list[int]]:
+        """The pids that ran each job to its end, in the order they finished."""
+        pids: dict[int, list[int]] = {}
         if self.runs_file.exists():
             for line in self.runs_file.read_text().splitlines():
-                seed = int(line.split()[0])
-                counts[seed] = counts.get(seed, 0) + 1
-        return counts
+                seed, pid = (int(word) for word in line.split()[:2])
+                pids.setdefault(seed, []).append(pid)
+        return pids
 
     def submit(self, seed: int, timeout_s: float = 30) -> str:
         """Submit (retrying through restarts; the Idempotency-Key makes retries one job)."""
