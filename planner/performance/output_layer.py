@@ -76,6 +76,7 @@ def output_layer_comm(ctx: StepContext) -> OutputLayerComm:
     links, tp, act = ctx.links, ctx.batch.tp, ctx.activation_bytes
     one = np.ones_like(tp)
     sp = ctx.sp > 0
+    # mechanisms-facts §5.1: with SP the head's s_l b h input is all-gathered over TP first
     gather = ring_time(links, tp, one, act, 1.0, op="all_gather")
     scatter = ring_time(links, tp, one, act, 1.0, op="reduce_scatter")
     reduce = ring_time(links, tp, one, act, 2.0)
