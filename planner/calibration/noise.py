@@ -11,8 +11,8 @@ each row of a campaign of n rows by 1 / (1 + (n - 1) rho), Kish's design effect 
 Sampling*, 1965, ch. 5: deff = 1 + roh (b - 1)): for a shift common to the campaign's rows that
 gives the information n / (sigma_w^2 + n sigma_b^2) of generalised least squares with the block
 covariance sigma_w^2 I + sigma_b^2 J, which tends to 1 / sigma_b^2 however many rows a campaign
-has, so 68 rows of one benchmark suite count as ``effective_rows(68)`` (about 3) independent
-rows, not 68.
+has, so 68 rows of one benchmark suite count as ``effective_rows(68)`` (about 4 with the fit's
+weighting ``FIT_NOISE``) independent rows, not 68.
 
 The weight applies to every direction, not only to the common shift (where GLS would give
 within-campaign contrasts, bf16 vs fp8 or 8 vs 64 nodes, their full n / sigma_w^2): a campaign is
@@ -23,8 +23,9 @@ intercept-only GLS still moved the attention efficiency by 22 % and doubled the 
 the other H100 campaign (1.8 % -> 4.8 % median); the design effect kept it (2.0 %).
 
 A user's upload from one cluster is one campaign (its rows share a source_id and a GPU type):
-five rows count as ``effective_rows(5)`` (2.5 with the shipped rho 0.25), so a small upload pulls
-the coefficients less than five independent rows would. The rows' shared error is partly the
+five rows count as ``effective_rows(5)`` (2.5 with the fit's weighting ``FIT_NOISE``, rho 0.25;
+the prediction noise ``NOISE`` has rho 0.16, planner.calibration.regularised), so a small upload
+pulls the coefficients less than five independent rows would. The rows' shared error is partly the
 cluster's own level, which the user's later runs share too; but it is also what the model gets
 wrong for that stack and those layouts, and fitting it fully moved coefficients that then
 predicted the same campaign's other rows worse: five random rows of one campaign (12 draws,

@@ -24,26 +24,71 @@ DDP_BUCKET_PARAMS = 40e6  # performance-facts §6.1: bucket = max(40 M, 1 M x DP
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageParamCounts:
-    """Parameters one GPU of the busiest rank holds, by the group that reduces them."""
+    """Parameters one GPU of the rank with the most of them holds, by the group that reduces
+    them."""
 
     dense: FloatArray
     """Non-expert parameters (reduced over dp x cp)."""
     expert: FloatArray
     """Routed-expert parameters (reduced over the expert-data-parallel group)."""
+    embedding: FloatArray
+    """The word-embedding-sized matrices among ``dense`` (embedding, output layer, their
+    copies): gathered in bf16 even with --fp8-param-gather."""
 
 
 def stage_param_counts(ctx: StepContext) -> StageParamCounts:
-    """Parameters per GPU of the busiest rank: its layers' share plus the embedding."""
-    sh, moe_frac, layers, h = ctx.shapes, ctx.moe_fraction, ctx.layers_per_stage, ctx.hidden
-    dense_layer_params = (
+    """Parameters per GPU of the rank that holds the most: the busiest rank (its layers and the
+    embedding), the last rank (its layers, the output layer or the tied copy, and the MTP layers
+    unless a layout places them elsewhere) or the rank of the layout's 'm' stage (its layers,
+    the MTP layers and its own embedding copy). Every rank reduces its own gradients and steps
+    its own optimizer, and the step waits for the slowest (megatron-facts §1.8)."""
+    sh, moe_frac, h = ctx.shapes, ctx.moe_fraction, ctx.hidden
+    dense_layer = (
         sh.attention_params
         + sh.norm_params
         + ((1 - moe_frac) * sh.dense_mlp_params + moe_frac * sh.shared_expert_params)
+    ) / ctx.tp + moe_frac * sh.router_params
+    expert_layer = moe_frac * sh.expert_params_per_layer / (ctx.ep * ctx.etp)
+    # each MTP depth: a full layer of the last decoder layer's kind, its eh-projection 2h x h
+    # and three norms (planner.model.params, megatron-facts §4.1)
+    moe = sh.mtp_is_moe
+    mtp_layer = (
+        (
+            sh.attention_params
+            + sh.norm_params
+            + (sh.shared_expert_params if moe else sh.dense_mlp_params)
+            + 2 * h * h
+        )
+        / ctx.tp
+        + (sh.router_params if moe else 0.0)
+        + 1.5 * sh.norm_params
     )
-    p_dense = (layers * dense_layer_params + h * ctx.vocab) / ctx.tp
-    p_dense = p_dense + layers * moe_frac * sh.router_params
-    p_exp = layers * moe_frac * sh.expert_params_per_layer / (ctx.ep * ctx.etp)
-    return StageParamCounts(dense=p_dense, expert=p_exp)
+    mtp_expert = sh.expert_params_per_layer / (ctx.ep * ctx.etp) if moe else 0.0
+    depth = float(sh.mtp_layers)
+    matrix = h * ctx.vocab / ctx.tp  # one word-embedding-sized matrix, vocabulary split over TP
+    untied = float(ctx.model.untie_embeddings_and_output_weights)
+    on_last = ctx.mtp_on_last
+    # the last rank holds the output layer (untied) or the tied copy for the loss (megatron-facts
+    # §4.2); untied it also holds the embedding itself when p = 1, or the MTP layers' own copy
+    # (planner.memory.stage_loads._mtp_embedding_copy); the 'm' rank holds one matrix either
+    # way: the embedding 'E' where it is rank 0, else its copy
+    last_matrices = 1.0 + untied * np.where((ctx.pp == 1) | (depth * on_last > 0), 1.0, 0.0)
+    ranks = (
+        (ctx.layers_per_stage, 0.0, 1.0),
+        (ctx.last_layers, depth * on_last, last_matrices),
+        (ctx.mtp_rank_layers, depth * (1.0 - on_last), np.where(on_last > 0, 0.0, 1.0)),
+    )
+    dense = np.stack([n * dense_layer + d * mtp_layer + e * matrix for n, d, e in ranks])
+    expert = np.stack(
+        [np.broadcast_to(n * expert_layer + d * mtp_expert, ctx.tokens.shape) for n, d, _ in ranks]
+    )
+    embedding = np.stack([np.broadcast_to(e * matrix, ctx.tokens.shape) for _, _, e in ranks])
+    pick = np.argmax(dense + expert, axis=0)[None, :]
+    return StageParamCounts(
+        dense=np.take_along_axis(dense, pick, axis=0)[0],
+        expert=np.take_along_axis(expert, pick, axis=0)[0],
+        embedding=np.take_along_axis(embedding, pick, axis=0)[0],
+    )
 
 
 def exposed_dp_comm(
@@ -83,7 +128,7 @@ def dp_comm_time(ctx: StepContext, compute_mb: FloatArray, params: StageParamCou
     # --fp8-param-gather: linear weights are gathered in fp8 (1 byte), the embedding in bf16
     gather = comm_flags.fp8_gather(ctx.job, batch) & ctx.fp8
     gather_bytes = np.where(gather, 1.0, BF16_BYTES)
-    p_embed = ctx.hidden * ctx.vocab / ctx.tp
+    p_embed = params.embedding
     ag = ring_time(
         links,
         dgroup,

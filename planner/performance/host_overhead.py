@@ -244,6 +244,8 @@ def micro_batch_time(
     costs: HostCosts,
     moe_eager_share: FloatArray | float,
     graph_copy_s: FloatArray | float = 0.0,
+    tail_host_fwd_s: FloatArray | float = 0.0,
+    tail_host_bwd_s: FloatArray | float = 0.0,
 ) -> MicroBatchHostTime:
     """Wall time of one micro-batch's layers on one stage with the host in the loop (§3.1).
 
@@ -260,6 +262,10 @@ def micro_batch_time(
     ``graph_copy_s``: GPU seconds one captured region spends copying its inputs (and in the
     backward its output gradients) into the graph's static buffers [inferred from §3.4: static
     input/output buffers], paid per graph launch under ``partial``.
+
+    ``tail_host_*_s``: host seconds of launches outside the layers (the loss rank's output
+    layers and losses), whose GPU time is already in the layers' GPU time; they follow the last
+    layer in the forward (no sync after it) and lead the backward.
     """
     if cuda_graphs not in CUDA_GRAPH_CHOICES:
         raise SpecError(
@@ -297,8 +303,8 @@ def micro_batch_time(
     gc_f = nd * (dense_gpu_fwd_s + copies) + nm * (moe_gpu_fwd_s * (1.0 - share) + moe_copies)
     g_bwd = nd * (dense_gpu_bwd_s + copies) + nm * (moe_gpu_bwd_s + moe_copies)
     he_f = nm * me_f
-    hc_f = nd * dc_f + nm * mc_f
-    h_bwd = nd * dc_b + nm * (me_b + mc_b)
+    hc_f = nd * dc_f + nm * mc_f + np.asarray(tail_host_fwd_s, np.float64)
+    h_bwd = nd * dc_b + nm * (me_b + mc_b) + np.asarray(tail_host_bwd_s, np.float64)
     fixed = costs.per_micro_batch_s if cuda_graphs == "none" else costs.per_graph_launch_s
     syncs = nm * syncs_per_layer
     if syncs_per_layer:

@@ -28,6 +28,8 @@ from planner.performance.host_overhead import (
     moe_layer_kernels,
     step_host_time,
 )
+from planner.performance.output_layer import head_kernels
+from planner.performance.output_layer import heads as head_count
 from planner.space import comm_flags
 from planner.stack_settings import effective_kernel
 
@@ -60,20 +62,30 @@ def host_exposed_time(
     ``capture_shared_experts``: partial graphs capture the shared experts with the router
     (§3.4: unless shared-expert overlap is on).
     """
-    dense_n = ctx.layers_per_stage * (1.0 - ctx.moe_fraction)
-    moe_n = ctx.layers_per_stage * ctx.moe_fraction
-    out = _rank_exposed(ctx, gpu_mb, dense_n, moe_n, moe_block_fwd, ep_mb, capture_shared_experts)
+    frac = ctx.moe_fraction
+    args = (moe_block_fwd, ep_mb, capture_shared_experts)
+    busiest = _rank_exposed(
+        ctx, gpu_mb, ctx.layers_per_stage * (1.0 - frac), ctx.layers_per_stage * frac, *args
+    )
+    # the loss rank launches its layers and its heads (output layer and loss, output_layer);
+    # with MTP the rank that runs the MTP layers launches them too, each a full layer of the
+    # last decoder layer's kind (megatron-facts §4.1): the last rank, or the layout's 'm' rank
     depth = float(ctx.shapes.mtp_layers)
+    moe = ctx.shapes.mtp_is_moe
+    mtp_dense, mtp_moe = (0.0, depth) if moe else (depth, 0.0)
+    on_last = ctx.mtp_on_last
+    last_dense = ctx.last_layers * (1.0 - frac) + on_last * mtp_dense
+    last_moe = ctx.last_layers * frac + on_last * mtp_moe
+    out = np.maximum(busiest, _rank_exposed(ctx, gpu_mb, last_dense, last_moe, *args, heads=True))
     if depth:
-        # the rank that runs the MTP layers launches them too, each a full layer of the last
-        # decoder layer's kind (megatron-facts §4.1); the larger of the two ranks' host costs
-        moe = ctx.shapes.mtp_is_moe
-        mtp_dense = ctx.mtp_rank_layers * (1.0 - ctx.moe_fraction) + (0.0 if moe else depth)
-        mtp_moe = ctx.mtp_rank_layers * ctx.moe_fraction + (depth if moe else 0.0)
-        mtp = _rank_exposed(
-            ctx, gpu_mb, mtp_dense, mtp_moe, moe_block_fwd, ep_mb, capture_shared_experts
+        elsewhere = _rank_exposed(
+            ctx,
+            gpu_mb,
+            ctx.mtp_rank_layers * (1.0 - frac) + mtp_dense,
+            ctx.mtp_rank_layers * frac + mtp_moe,
+            *args,
         )
-        out = np.maximum(out, mtp)
+        out = np.maximum(out, np.where(on_last > 0, 0.0, elsewhere))
     return out
 
 
@@ -85,8 +97,12 @@ def _rank_exposed(
     moe_block_fwd: FloatArray | None,
     ep_mb: FloatArray | None,
     capture_shared_experts: bool,
+    *,
+    heads: bool = False,
 ) -> FloatArray:
-    """:func:`host_exposed_time` of one rank that runs ``dense_n`` + ``moe_n`` layers."""
+    """:func:`host_exposed_time` of one rank that runs ``dense_n`` + ``moe_n`` layers (and, on
+    the loss rank, ``heads``: the output layers and losses, eager unless the whole iteration
+    is one graph)."""
     model, batch = ctx.model, ctx.batch
     layers = np.maximum(dense_n + moe_n, 1.0)
     per_layer = np.asarray(gpu_mb, np.float64) / layers
@@ -116,6 +132,11 @@ def _rank_exposed(
             fp8=ctx.fp8,
         )
     costs = host_costs(ctx)
+    head_fwd = head_bwd = np.zeros_like(per_layer)
+    if heads:
+        k_fwd, k_bwd = head_kernels(ctx)
+        head_fwd = head_count(ctx) * k_fwd * costs.per_kernel_s
+        head_bwd = head_count(ctx) * k_bwd * costs.per_kernel_s
     out = np.zeros_like(per_layer)
     codes = ctx.batch.mem.cuda_graphs
     for code in np.unique(codes).tolist():
@@ -142,6 +163,8 @@ def _rank_exposed(
                 costs=costs,
                 moe_eager_share=share,
                 graph_copy_s=copy_s,
+                tail_host_fwd_s=0.0 if graphs == "full_iteration" else head_fwd,
+                tail_host_bwd_s=0.0 if graphs == "full_iteration" else head_bwd,
             )
             out = np.where(mask, t.exposed_s, out)
     return np.asarray(out, np.float64)

@@ -7,8 +7,9 @@ experts gather their top-k copies over the expert-TP group when etp > 1 (megatro
 
 The MTP block adds, per depth, one full transformer layer (megatron-facts §4.1) and the
 eh-projection's collectives (:func:`mtp_eh_comm`) on the rank that runs it (the last rank, or the
-layout's 'm' stage); the micro-batch pays the TP traffic of whichever rank has more of it, as the
-compute term takes the slower rank.
+layout's 'm' stage); the loss rank adds its heads' output-layer collectives
+(:mod:`planner.performance.output_layer`, mechanisms-facts §5.1); the micro-batch pays the TP
+traffic of whichever rank has more of it, as the compute term takes the slower rank.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from planner.layouts import FloatArray
 from planner.performance import overlap
 from planner.performance.collectives import ring_time
 from planner.performance.context import StepContext
+from planner.performance.output_layer import heads, output_layer_comm
 from planner.space.comm_flags import tp_comm_overlap
 
 
@@ -116,20 +118,37 @@ def tp_comm_time(ctx: StepContext) -> TensorParallelComm:
 
     tp_mb = exposed(stage_tp_fwd, stage_etp_fwd, 0.0)
     hidden_mb = (2 + full) * stage_tp_fwd * tp_hidden
+    # the loss rank: its layers plus the heads' output-layer collectives (output_layer)
+    head_mb = heads(ctx) * output_layer_comm(ctx).exposed_s
+    last_tp_fwd = ctx.last_layers * layer_tp_fwd
+    last_etp_fwd = ctx.last_layers * moe_frac * etp_fwd
+    last_extra: FloatArray | float = head_mb
+    candidates = []
     depth = float(ctx.shapes.mtp_layers)
     if depth:
         # each depth: a full layer of the last decoder layer's kind (megatron-facts §4.1) plus
-        # its eh-projection, on the rank that runs the MTP layers (forward again on recompute)
+        # its eh-projection, on the rank that runs the MTP layers (forward again on recompute):
+        # the last rank, or the layout's 'm' rank
         moe = ctx.shapes.mtp_is_moe
-        mtp_tp_fwd = ctx.mtp_rank_layers * layer_tp_fwd + depth * (
-            moe_tp_fwd if moe else tp_layer_fwd
-        )
-        mtp_etp_fwd = ctx.mtp_rank_layers * moe_frac * etp_fwd + (depth * etp_fwd if moe else 0.0)
+        mtp_tp_fwd = depth * (moe_tp_fwd if moe else tp_layer_fwd)
+        mtp_etp_fwd = depth * etp_fwd if moe else 0.0
         eh_fwd, eh_bwd = mtp_eh_comm(ctx)
-        mtp_mb = exposed(mtp_tp_fwd, mtp_etp_fwd, depth * ((1 + full) * eh_fwd + eh_bwd))
-        use = mtp_mb > tp_mb
-        tp_mb = np.where(use, mtp_mb, tp_mb)
-        hidden_mb = np.where(use, (2 + full) * mtp_tp_fwd * tp_hidden, hidden_mb)
+        mtp_extra = depth * ((1 + full) * eh_fwd + eh_bwd)
+        on_last = ctx.mtp_on_last
+        last_tp_fwd = last_tp_fwd + on_last * mtp_tp_fwd
+        last_etp_fwd = last_etp_fwd + on_last * mtp_etp_fwd
+        last_extra = head_mb + on_last * mtp_extra
+        elsewhere_fwd = ctx.mtp_rank_layers * layer_tp_fwd + mtp_tp_fwd
+        elsewhere_etp = ctx.mtp_rank_layers * moe_frac * etp_fwd + mtp_etp_fwd
+        elsewhere = exposed(elsewhere_fwd, elsewhere_etp, mtp_extra)
+        candidates.append((np.where(on_last > 0, 0.0, elsewhere), elsewhere_fwd))
+    candidates.append((exposed(last_tp_fwd, last_etp_fwd, last_extra), last_tp_fwd))
+    # the micro-batch pays the TP traffic of the rank that has the most of it, as the compute
+    # term takes the slowest rank
+    for rank_mb, rank_fwd in candidates:
+        use = rank_mb > tp_mb
+        tp_mb = np.where(use, rank_mb, tp_mb)
+        hidden_mb = np.where(use, (2 + full) * rank_fwd * tp_hidden, hidden_mb)
     return TensorParallelComm(
         exposed_mb=np.asarray(tp_mb, np.float64),
         hidden_mb=np.asarray(hidden_mb, np.float64),

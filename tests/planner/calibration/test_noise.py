@@ -7,9 +7,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from planner.calibration import noise
 from planner.calibration.measurements import Measurement
 from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
-from planner.calibration.regularised import FIT_NOISE, fit_regularised
+from planner.calibration.regularised import FIT_NOISE, NOISE, fit_regularised
 from planner.performance.step_time import default_profile
 from tests.planner.calibration.test_fit import synthetic
 from tests.planner.fixtures import H100, LLAMA_8B
@@ -105,3 +106,13 @@ def test_campaigns_are_a_source_on_one_gpu_type() -> None:
     keys = [campaign_key(m) for m in (rows[0], rows[1], other)]
     assert keys[0] == keys[1] != keys[2]
     assert campaign_index(keys).tolist() == [0, 0, 1]
+
+
+def test_module_docstring_quotes_the_shipped_weighting() -> None:
+    """The design-effect examples in the docstring are FIT_NOISE's (the fit's weighting), not
+    NOISE's: rho 0.25, five rows worth 2.5, 68 rows about 4."""
+    doc = " ".join((noise.__doc__ or "").split())
+    assert f"rho {FIT_NOISE.rho:.2f}" in doc
+    assert f"``NOISE`` has rho {NOISE.rho:.2f}" in doc
+    assert f"({FIT_NOISE.effective_rows(5):.1f} with the fit's weighting ``FIT_NOISE``" in doc
+    assert f"(about {round(FIT_NOISE.effective_rows(68))} with the fit's weighting" in doc

@@ -12,6 +12,7 @@ from planner.layouts import LayoutBatch
 from planner.performance.collectives import ring_time
 from planner.performance.context import StepContext, step_context
 from planner.performance.host_term import host_exposed_time
+from planner.performance.output_layer import output_layer_comm
 from planner.performance.step_time import default_profile
 from planner.performance.tensor_parallel import mtp_eh_comm, tp_comm_time, tp_layer_comm_fwd
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
@@ -52,8 +53,10 @@ def test_the_mtp_layer_and_its_eh_projection_add_tp_traffic_with_one_stage() -> 
     ctx = _ctx(MTP_DENSE, layout)
     plain = tp_comm_time(_ctx(_no_mtp(MTP_DENSE), layout)).exposed_mb
     fwd, bwd = mtp_eh_comm(ctx)
-    # forward + backward of one more dense layer's collectives, and the eh-projection's
-    expected = 2 * tp_layer_comm_fwd(ctx) + fwd + bwd
+    # forward + backward of one more dense layer's collectives, the eh-projection's, and the
+    # depth's own output layer (mechanisms-facts §5.1)
+    head = output_layer_comm(ctx).exposed_s
+    expected = 2 * tp_layer_comm_fwd(ctx) + fwd + bwd + head
     np.testing.assert_allclose(tp_comm_time(ctx).exposed_mb - plain, expected, rtol=1e-9)
 
 
@@ -62,8 +65,9 @@ def test_a_moe_mtp_layer_pays_the_moe_layers_tp_share() -> None:
     ctx = _ctx(MTP_MOE, layout)
     plain = tp_comm_time(_ctx(_no_mtp(MTP_MOE), layout)).exposed_mb
     fwd, bwd = mtp_eh_comm(ctx)
-    # no shared experts: the attention half of the layer runs on the TP group
-    expected = 2 * 0.5 * tp_layer_comm_fwd(ctx) + fwd + bwd
+    # no shared experts: the attention half of the layer runs on the TP group; one more head
+    head = output_layer_comm(ctx).exposed_s
+    expected = 2 * 0.5 * tp_layer_comm_fwd(ctx) + fwd + bwd + head
     np.testing.assert_allclose(tp_comm_time(ctx).exposed_mb - plain, expected, rtol=1e-9)
 
 
