@@ -35,6 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.accuracy import load
+from bench.memory_recipes_terms import (
+    breakdown,
+    default_stack_lines,
+    markdown_section,
+    what_if_lines,
+    what_ifs,
+)
 from models_db.catalog import cluster_spec, load_model
 from planner.layouts import LayoutBatch
 from planner.memory.buffers import allocated_bytes
@@ -56,6 +63,7 @@ def _estimate(
     total = float(est.total_bytes[0])
     allocated = float(allocated_bytes(est.terms, options or MemoryOptions())[0])
     return {
+        "estimate": est,
         "predicted_gib": total / GIB,
         "predicted_gb": total / GB,
         "predicted_allocated_gb": allocated / GB,
@@ -74,6 +82,7 @@ def recipes_that_ran() -> list[dict[str, Any]]:
             continue
         lay = replace(m.layout, grad_reduce_dtype="bf16")  # NeMo's performance recipes
         res = _estimate(m.model, m.cluster, m.job, lay)
+        res.pop("estimate")
         out.append({
             "row": m.row_id, "model": m.model.name, "layers": m.model.num_layers,
             "precision": m.job.precision, "gpus": m.cluster.num_gpus,
@@ -92,19 +101,23 @@ def _published_cases() -> list[dict[str, Any]]:
     fp8 = TrainingJob(seq_length=4096, global_batch_size=64, precision="fp8")
     bf16 = TrainingJob(seq_length=4096, global_batch_size=128)
     cases: list[dict[str, Any]] = [
+        # the card's 58.8 GB is the same with and without expandable segments, which change
+        # only reserved - allocated, and the run at 58.8 GB ran out of an 80 GB card "from
+        # fragmentation": so its figures are PyTorch's allocated peak, not reserved or
+        # nvidia-smi (mechanisms-facts §6.7; megatron-log-format §5.1) [inferred]
         {"name": "Llama3-70B SFT FP8-CS TP4 PP4 VPP5 DP2 (OOM from fragmentation)",
          "model": llama70, "cluster": h100, "job": fp8, "measured_gb": 58.8, "ran": False,
-         "layout": Layout(tp=4, pp=4, vpp=5, dp=2), "options": None},
+         "layout": Layout(tp=4, pp=4, vpp=5, dp=2), "options": None, "allocated": True},
         {"name": "Llama3-70B SFT FP8-CS TP4 PP4 VPP5 DP2 + expandable_segments",
          "model": llama70, "cluster": h100, "job": fp8, "measured_gb": 58.8, "ran": True,
-         "layout": Layout(tp=4, pp=4, vpp=5, dp=2),
+         "layout": Layout(tp=4, pp=4, vpp=5, dp=2), "allocated": True,
          "options": MemoryOptions(expandable_segments=True)},
         {"name": "Llama3-70B SFT FP8-CS TP4 PP8 DP1", "model": llama70, "cluster": h100,
          "job": fp8, "measured_gb": 53.2, "ran": True, "layout": Layout(tp=4, pp=8, dp=1),
-         "options": None},
+         "options": None, "allocated": True},
         {"name": "Llama3-70B SFT FP8-CS TP8 PP4 DP1", "model": llama70, "cluster": h100,
          "job": fp8, "measured_gb": 50.2, "ran": True, "layout": Layout(tp=8, pp=4, dp=1),
-         "options": None},
+         "options": None, "allocated": True},
         {"name": "Qwen3-30B-A3B BF16 EP16 alltoall (max allocated)", "model": qwen,
          "cluster": cluster_spec("dgx-h100", 16), "job": bf16, "measured_gb": 61.35, "ran": True,
          "allocated": True, "options": None,
@@ -145,13 +158,14 @@ def published_peaks() -> list[dict[str, Any]]:
         grads = "fp32" if case.get("baseline") else "bf16"
         layout = replace(case["layout"], grad_reduce_dtype=grads)
         res = _estimate(case["model"], case["cluster"], case["job"], layout, case["options"])
+        est = res.pop("estimate")
         # a "max allocated" figure leaves out what PyTorch does not count (allocated_bytes)
         kind = "allocated" if case.get("allocated") else "peak"
         compared = res["predicted_allocated_gb"] if kind == "allocated" else res["predicted_gb"]
         error = compared / case["measured_gb"] - 1.0
         out.append({"name": case["name"], "measured_gb": case["measured_gb"], "ran": case["ran"],
                     "compared_on": kind, "compared_gb": compared, "error": error,
-                    **res})  # fmt: skip
+                    "breakdown": breakdown(case, layout, est, compared), **res})  # fmt: skip
     return out
 
 
@@ -176,8 +190,13 @@ def shipped_layouts() -> list[dict[str, Any]]:
                 **settings)),
     ):  # fmt: skip
         res = _estimate(model, cluster_spec("dgx-h100", 1024), job, layout)
+        res.pop("estimate")
         out.append({"name": name, **res})
     return out
+
+
+NOTES: dict[str, str] = {}
+"""Per case group: where the excess sits and whether a sourced mechanism explains it."""
 
 
 def summarise(recipes: list[dict[str, Any]], peaks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -234,6 +253,8 @@ def markdown(
             f"{r['hbm_gib']:.1f} | "
             f"{'yes' if r['within_80'] else 'no'} |"
         )
+    lines += ["", *markdown_section(peaks, NOTES), "", *what_if_lines(what_ifs(_published_cases()))]
+    lines += ["", *default_stack_lines()]
     lines += ["", "| row | model | precision | GPUs | layout | predicted GiB | within 80 % |",
               "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for r in recipes:
