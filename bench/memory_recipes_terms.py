@@ -205,8 +205,9 @@ def what_ifs(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         before = _gb(model, cluster, job, layout, allocated)
         job2, layout2 = change(job, layout)
         after = _gb(model, cluster, job2, layout2, allocated)
-        out.append({"case": name, "what": what, "source": source, "measured_gb": case["measured_gb"],
-                    "before_gb": before, "after_gb": after})  # fmt: skip
+        out.append({"case": name, "what": what, "source": source,
+                    "measured_gb": case["measured_gb"], "before_gb": before,
+                    "after_gb": after})  # fmt: skip
     return out
 
 
