@@ -20,7 +20,11 @@ Two parts (issue 13):
   context and NCCL's buffers, which PyTorch does not count (``allocated_bytes``;
   megatron-log-format §5.1). The alltoall one is priced with its stated stack (graphs on the
   router and preprocess, no A2A overlap: the overlap belongs to the other card's run).
-  ``bench.memory_moe_terms`` shows the MoE cases term by term.
+  ``bench.memory_moe_terms`` shows the MoE cases term by term. The Llama3-70B card's figure is
+  an allocated peak too (:data:`NOTES`).
+* **Term by term** (:mod:`bench.memory_recipes_terms`): each case's terms, its activations per
+  layer against the facts sheets and against what the measurement leaves, the settings the
+  sources leave open (what-ifs, not applied), and the Llama 3.1 8B CP2 default-stack check.
 
 Writes ``memory_recipes.json`` and ``memory_recipes.md``.
 """
@@ -35,6 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.accuracy import load
+from bench.memory_recipes_terms import (
+    breakdown,
+    default_stack_lines,
+    markdown_section,
+    what_if_lines,
+    what_ifs,
+)
 from models_db.catalog import cluster_spec, load_model
 from planner.layouts import LayoutBatch
 from planner.memory.buffers import allocated_bytes
@@ -56,6 +67,7 @@ def _estimate(
     total = float(est.total_bytes[0])
     allocated = float(allocated_bytes(est.terms, options or MemoryOptions())[0])
     return {
+        "estimate": est,
         "predicted_gib": total / GIB,
         "predicted_gb": total / GB,
         "predicted_allocated_gb": allocated / GB,
@@ -74,6 +86,7 @@ def recipes_that_ran() -> list[dict[str, Any]]:
             continue
         lay = replace(m.layout, grad_reduce_dtype="bf16")  # NeMo's performance recipes
         res = _estimate(m.model, m.cluster, m.job, lay)
+        res.pop("estimate")
         out.append({
             "row": m.row_id, "model": m.model.name, "layers": m.model.num_layers,
             "precision": m.job.precision, "gpus": m.cluster.num_gpus,
@@ -92,19 +105,23 @@ def _published_cases() -> list[dict[str, Any]]:
     fp8 = TrainingJob(seq_length=4096, global_batch_size=64, precision="fp8")
     bf16 = TrainingJob(seq_length=4096, global_batch_size=128)
     cases: list[dict[str, Any]] = [
+        # the card's 58.8 GB is the same with and without expandable segments, which change
+        # only reserved - allocated, and the run at 58.8 GB ran out of an 80 GB card "from
+        # fragmentation": so its figures are PyTorch's allocated peak, not reserved or
+        # nvidia-smi (mechanisms-facts §6.7; megatron-log-format §5.1) [inferred]
         {"name": "Llama3-70B SFT FP8-CS TP4 PP4 VPP5 DP2 (OOM from fragmentation)",
          "model": llama70, "cluster": h100, "job": fp8, "measured_gb": 58.8, "ran": False,
-         "layout": Layout(tp=4, pp=4, vpp=5, dp=2), "options": None},
+         "layout": Layout(tp=4, pp=4, vpp=5, dp=2), "options": None, "allocated": True},
         {"name": "Llama3-70B SFT FP8-CS TP4 PP4 VPP5 DP2 + expandable_segments",
          "model": llama70, "cluster": h100, "job": fp8, "measured_gb": 58.8, "ran": True,
-         "layout": Layout(tp=4, pp=4, vpp=5, dp=2),
+         "layout": Layout(tp=4, pp=4, vpp=5, dp=2), "allocated": True,
          "options": MemoryOptions(expandable_segments=True)},
         {"name": "Llama3-70B SFT FP8-CS TP4 PP8 DP1", "model": llama70, "cluster": h100,
          "job": fp8, "measured_gb": 53.2, "ran": True, "layout": Layout(tp=4, pp=8, dp=1),
-         "options": None},
+         "options": None, "allocated": True},
         {"name": "Llama3-70B SFT FP8-CS TP8 PP4 DP1", "model": llama70, "cluster": h100,
          "job": fp8, "measured_gb": 50.2, "ran": True, "layout": Layout(tp=8, pp=4, dp=1),
-         "options": None},
+         "options": None, "allocated": True},
         {"name": "Qwen3-30B-A3B BF16 EP16 alltoall (max allocated)", "model": qwen,
          "cluster": cluster_spec("dgx-h100", 16), "job": bf16, "measured_gb": 61.35, "ran": True,
          "allocated": True, "options": None,
@@ -145,13 +162,14 @@ def published_peaks() -> list[dict[str, Any]]:
         grads = "fp32" if case.get("baseline") else "bf16"
         layout = replace(case["layout"], grad_reduce_dtype=grads)
         res = _estimate(case["model"], case["cluster"], case["job"], layout, case["options"])
+        est = res.pop("estimate")
         # a "max allocated" figure leaves out what PyTorch does not count (allocated_bytes)
         kind = "allocated" if case.get("allocated") else "peak"
         compared = res["predicted_allocated_gb"] if kind == "allocated" else res["predicted_gb"]
         error = compared / case["measured_gb"] - 1.0
         out.append({"name": case["name"], "measured_gb": case["measured_gb"], "ran": case["ran"],
                     "compared_on": kind, "compared_gb": compared, "error": error,
-                    **res})  # fmt: skip
+                    "breakdown": breakdown(case, layout, est, compared), **res})  # fmt: skip
     return out
 
 
@@ -176,8 +194,46 @@ def shipped_layouts() -> list[dict[str, Any]]:
                 **settings)),
     ):  # fmt: skip
         res = _estimate(model, cluster_spec("dgx-h100", 1024), job, layout)
+        res.pop("estimate")
         out.append({"name": name, **res})
     return out
+
+
+NOTES: dict[str, str] = {
+    "Every case": "no term the facts sheets cover differs from them: weights, gradients, "
+    "optimizer state and fp8 copies are the bytes per parameter of megatron-facts §4.3 and "
+    "mechanisms-facts §6.6, and the activations per layer equal the §6.1-§6.3 sums (dense bf16 "
+    "and fp8 current scaling exactly; Qwen3 adds the QK-norm inputs, 37.7 MB per layer and "
+    "micro-batch at TP1, which TE's norms save and §6.1 does not list). So no mechanism was "
+    "changed; the excess sits in activations and in settings the sources do not state.",
+    "Llama3-70B SFT FP8-CS": "the card's figure is the allocated peak (58.8 GB with and without "
+    "expandable segments, which only change reserved; mechanisms-facts §6.7), so these rows are "
+    "now compared on allocated: +16.6 %, +10.1 %, -7.2 % instead of +23.9 / +16.7 / -2.1 %. The "
+    "rest is activations: the measurement leaves 138, 176 and 167 MB per layer and micro-batch "
+    "(TP4 VPP5, TP4 PP8, TP8 PP4) against the facts' 243.5, 243.5 and 121.8, about the same "
+    "absolute memory at TP4 and TP8, which no TP-sharded tensor of §6.1 gives; and the same "
+    "card's `mlp` recompute saved 3.2 GB (§6.4) where the MLP tensors the facts list on that "
+    "rank are 14.3 GB (what-if table). No sourced explanation: left as is (the runs may use "
+    "settings the card does not state, e.g. recompute or packing [U]).",
+    "Qwen3-30B-A3B EP16 alltoall": "+11.3 % on allocated. Balanced routing (NVIDIA's "
+    "benchmarks force it, mechanisms-facts §6.3, but this doc does not say so) would take 2.9 "
+    "GB off; the remaining ~4 GB has no sourced explanation (the per-layer CUDA-graph static "
+    "buffers, 1.6 GB, are the planner's [inferred] term).",
+    "Qwen3-30B-A3B HybridEP": "+3.7 % on allocated: within the unsourced terms.",
+    "Qwen3-30B-A3B TP2 PP2 EP4 offload": "the slope is right (8 B per parameter of Adam "
+    "moments, 3.8 GB per 25 %; the planner's offload term was read from this card, so it is no "
+    "independent check); the constant ~10 GB is not. Weights, gradients and optimizer state "
+    "alone are 39.0 of the 47.2 GB, leaving 55 MB per layer and micro-batch for activations "
+    "against the facts' 247 (0.22). Expert TP at Megatron's default (= TP, megatron-facts §2.1 "
+    "rule 6) instead of the assumed 1 would take 3.6 GB off, balanced routing 1.6 GB; neither "
+    "is stated by the card, so neither is applied. The 16-bit master remainders of the "
+    "precision-aware optimizer that offload requires (§6.6, megatron-facts rule 59) would "
+    "save 2 B per parameter but make the slope 10 B per parameter (4.8 GB per 25 %), which "
+    "the card contradicts: not applied.",
+    "DeepSeek-V3 no memory optimisations": "+4.4 %: inside the fragmentation term (12 GB). "
+    "The paper does not say what 199.5 GB measures (it exceeds the H100's HBM).",
+}
+"""Per case group: where the excess sits and whether a sourced mechanism explains it."""
 
 
 def summarise(recipes: list[dict[str, Any]], peaks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -234,6 +290,8 @@ def markdown(
             f"{r['hbm_gib']:.1f} | "
             f"{'yes' if r['within_80'] else 'no'} |"
         )
+    lines += ["", *markdown_section(peaks, NOTES), "", *what_if_lines(what_ifs(_published_cases()))]
+    lines += ["", *default_stack_lines()]
     lines += ["", "| row | model | precision | GPUs | layout | predicted GiB | within 80 % |",
               "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for r in recipes:
