@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any
 
 import numpy as np
@@ -14,6 +13,7 @@ from planner.space.enumeration import SearchConstraints, enumerate_layouts, reje
 from planner.space.rules import RULES, check_rules
 from planner.specs import ClusterSpec, Layout, ModelSpec, SpecError, TrainingJob
 from tests.planner.fixtures import H100, LLAMA_8B, MIXTRAL_8X7B
+from tests.support.vectorised import assert_calls_do_not_grow
 
 LLAMA405B = ModelSpec(
     name="llama3.1-405b", num_layers=126, hidden_size=16384, ffn_hidden_size=53248,
@@ -169,15 +169,16 @@ def test_contains_megatron_facts_case_a_and_it_is_valid() -> None:
     assert not check_rules(LLAMA_8B, cluster(16), job, batch.take(index)).any()
 
 
-def test_405b_on_16384_gpus_is_small_and_fast() -> None:
-    c, job = cluster(16384), TrainingJob(seq_length=8192, global_batch_size=2048)
-    enumerate_layouts(LLAMA405B, c, job)  # warm-up
-    start = time.perf_counter()
-    batch = enumerate_layouts(LLAMA405B, c, job)
-    elapsed = time.perf_counter() - start
+def test_405b_on_16384_gpus_is_small_and_enumerated_in_numpy() -> None:
+    job = TrainingJob(seq_length=8192, global_batch_size=2048)
+    batch = enumerate_layouts(LLAMA405B, cluster(16384), job)
     assert 1_000 < len(batch) < 300_000
-    assert elapsed < 1.0
     assert (batch.num_gpus == 16384).all()
+    # 256 GPUs give ~70k layouts, 16384 ~150k: the Python calls stay the same (speed: bench/)
+    assert_calls_do_not_grow(
+        lambda: enumerate_layouts(LLAMA405B, cluster(256), job),
+        lambda: enumerate_layouts(LLAMA405B, cluster(16384), job),
+    )
 
 
 def test_user_sizes_that_cannot_fill_the_cluster_are_explained() -> None:
