@@ -38,6 +38,7 @@ __all__ = [
     "missing",
     "normalize_versions",
     "parse_version",
+    "release_names",
     "require",
     "te_version",
 ]
@@ -96,15 +97,24 @@ def parse_version(field: str, value: object) -> Version:
 def normalize_versions(job: TrainingJob) -> None:
     """Check the job's versions and store them as "major.minor"; a NeMo container tag in
     ``megatron_core_version`` sets both (the TE one unless given)."""
-    core, te = job.megatron_core_version, job.te_version
+    core, te = release_names(job.megatron_core_version, job.te_version)
+    object.__setattr__(job, "megatron_core_version", core)
+    object.__setattr__(job, "te_version", te)
+
+
+def release_names(core: object, te: object) -> tuple[str | None, str | None]:
+    """(core, TE) as "major.minor" (None: unset), a NeMo container tag in ``core`` setting both
+    (the TE one unless given); SpecError naming the field of a version the planner lacks."""
     if isinstance(core, str) and core.strip() in NEMO_CONTAINERS:
         core, container_te = NEMO_CONTAINERS[core.strip()]
         te = container_te if te is None else te
     if isinstance(te, str) and te.strip() in NEMO_CONTAINERS:
         te = NEMO_CONTAINERS[te.strip()][1]
-    for field, value in (("megatron_core_version", core), ("te_version", te)):
-        text = None if value is None else format_version(parse_version(field, value))
-        object.__setattr__(job, field, text)
+    core_text = (
+        None if core is None else format_version(parse_version("megatron_core_version", core))
+    )
+    te_text = None if te is None else format_version(parse_version("te_version", te))
+    return core_text, te_text
 
 
 def core_version(job: TrainingJob) -> Version:

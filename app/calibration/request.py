@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from app.core.messages import problem_fields
 from app.core.schemas import RequestModel
+from planner.calibration.columns import column_problem
 from planner.calibration.measurements import (
     NUMBER_COLUMNS,
     NUMBER_EXAMPLES,
@@ -149,6 +150,7 @@ def measurement_rows(req: CalibrateRequest) -> MeasurementRows:
             parsed = list(csv.DictReader(io.StringIO(item.text)))
         except csv.Error as exc:
             raise SpecError(f"{item.name}: not CSV: {exc}", field=f"csv.{i}") from exc
+        _check_header(req, item, f"csv.{i}")
         rows += [
             _clean_row({k: v for k, v in r.items() if k is not None}, f"csv.{i}.{n}")
             for n, r in enumerate(parsed)
@@ -167,6 +169,17 @@ def measurement_rows(req: CalibrateRequest) -> MeasurementRows:
         if req.gpus_per_node and not cells.get("gpus_per_node"):
             cells["gpus_per_node"] = str(req.gpus_per_node)
     return MeasurementRows(source=sources.pop() if len(sources) == 1 else "mixed", rows=rows)
+
+
+def _check_header(req: CalibrateRequest, item: NamedText, field: str) -> None:
+    """A CSV without a required column is refused naming those and its unknown columns (not
+    with the first row's first gap)."""
+    header = next(csv.reader(io.StringIO(item.text)), [])
+    given = [name for name, value in (("gpu_type", req.gpu), ("gpus_per_node", req.gpus_per_node))
+             if value]  # fmt: skip
+    problem = column_problem(header, given=given)
+    if problem:
+        raise SpecError(f"{item.name} {problem}", field=field)
 
 
 def _log_rows(req: CalibrateRequest, item: NamedText, field: str) -> list[dict[str, str]]:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from app.core.schemas import RequestModel
+from planner.model.pipeline_layout import parse_pipeline_layout
+from planner.specs import SpecError
 
 GradReduceDtype = Literal["fp32", "bf16"]
 OptimizerStateDtype = Literal["fp32", "bf16"]
@@ -43,6 +45,18 @@ OFFLOAD_MODULES_HELP = (
     "--fine-grained-activation-offloading --offload-modules: module inputs kept on the host "
     "(attn_proj needs core_attn; expert_fc1/moe_act on MoE models); null = off"
 )
+
+
+def _layout_grammar(text: str) -> str:
+    """A layout Megatron could accept for some model (grammar, one E first, one L last): a
+    ValueError with the planner's message otherwise, which pydantic makes a 422 on the field."""
+    try:
+        parse_pipeline_layout(text).validate_grammar()
+    except SpecError as exc:
+        raise ValueError(exc.message) from None
+    return text
+
+
 LAYOUT_HELP = "--pipeline-model-parallel-layout, e.g. 'Et*8|t*8|t*8|t*8L' (pp x vpp stages)"
 
 
@@ -56,7 +70,7 @@ class _MemoryCommon(RequestModel):
     )
     cuda_graphs: CudaGraphs = Field(default="none", description=GRAPHS_HELP)
     activation_offload_layers: int = Field(default=0, ge=0, le=1024, description=ACT_OFFLOAD_HELP)
-    pipeline_layout: str | None = Field(
+    pipeline_layout: Annotated[str, AfterValidator(_layout_grammar)] | None = Field(
         default=None, min_length=1, max_length=8192, description=LAYOUT_HELP
     )
     activation_offload_modules: list[OffloadModule] | None = Field(

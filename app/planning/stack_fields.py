@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationInfo
 from app.core.schemas import RequestModel
 from planner import Layout, TrainingJob
 from planner.specs import CP_COMM_TYPES, CpCommType, SpecError
+from planner.stack_defaults import RELEASE_FALLBACKS, floored_defaults, release_defaults
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
@@ -188,9 +189,15 @@ STACK_FIELD_NAMES = tuple(BY_NAME)
 
 
 def _field(name: str) -> Any:
-    """The pydantic field of a descriptor: default, bounds and help in the OpenAPI document."""
+    """The pydantic field of a descriptor: default, bounds and help in the OpenAPI document.
+    A default some release lacks is None in the request (not stated: the planner's default, or
+    the value every release has where the job's lacks it; ``planner.stack_defaults``)."""
     spec = BY_NAME[name]
     lo, hi = spec.bounds or (None, None)
+    if name in floored_defaults():
+        text = f"{spec.help}; unset = {spec.default!r}, or {RELEASE_FALLBACKS[name]!r} where "
+        text += "the job's Megatron-Core / TE lacks it"
+        return Field(default=None, ge=lo, le=hi, description=text)
     return Field(default=spec.default, ge=lo, le=hi, description=spec.help)
 
 
@@ -198,9 +205,9 @@ class StackFields(RequestModel):
     """The job's software stack and its releases: one value each (None: the planner's choice, or
     for a release the newest covered)."""
 
-    tp_comm_overlap: bool = _field("tp_comm_overlap")
+    tp_comm_overlap: bool | None = _field("tp_comm_overlap")
     attention_backend: AttentionBackend = _field("attention_backend")
-    cross_entropy_fusion: CrossEntropyFusion = _field("cross_entropy_fusion")
+    cross_entropy_fusion: CrossEntropyFusion | None = _field("cross_entropy_fusion")
     moe_imbalance: float = _field("moe_imbalance")
     moe_grouped_gemm_kernel: MoeGroupedGemmKernel | None = _field("moe_grouped_gemm_kernel")
     megatron_core_version: Version | None = _field("megatron_core_version")
@@ -210,8 +217,11 @@ class StackFields(RequestModel):
 
 
 def job_stack(req: BaseModel) -> dict[str, Any]:
-    """The job's stack fields of a request, as ``TrainingJob`` keyword arguments."""
-    return {f.name: getattr(req, f.name) for f in STACK_FIELDS if f.where == "job"}
+    """The job's stack fields of a request, as ``TrainingJob`` keyword arguments (the unstated
+    ones at the defaults the job's release has)."""
+    return release_defaults(
+        {f.name: getattr(req, f.name) for f in STACK_FIELDS if f.where == "job"}
+    )
 
 
 def layout_stack(req: BaseModel) -> dict[str, Any]:

@@ -96,7 +96,11 @@ def page(
     extra: dict[str, Any] | None = None,
     status_code: int = 200,
 ) -> Response:
-    titles = {"models": "Models", "gpus": "GPU types", "clusters": "Cluster presets"}
+    titles = {
+        "models": "Models",
+        "gpus": "GPU types",
+        "clusters": "Clusters: built-in presets and your own",
+    }
     columns = {"models": MODEL_COLUMNS, "gpus": GPU_COLUMNS, "clusters": CLUSTER_COLUMNS}.get(kind)
     error = None
     try:

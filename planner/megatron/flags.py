@@ -31,6 +31,7 @@ from planner.specs import (
     ModelSpec,
     TrainingJob,
 )
+from planner.stack_defaults import lowered_notes
 from planner.stack_versions import missing, stack_name
 
 __all__ = ["LaunchSpec", "launch_spec", "megatron_args"]
@@ -335,6 +336,7 @@ def launch_spec(
             "(NVTE_USE_CUTLASS_GROUPED_GEMM=1, Hopper, bf16/fp16, TE >= 2.8; mechanisms-facts §4.1)"
         )
     notes.append(f"flags for {stack_name(job)} (megatron_core_version / te_version)")
+    notes.extend(lowered_notes(job))  # defaults the job's release lacks, and their fallback
     lacking = missing(job, "moe_permute_fusion", "true") if model.is_moe else None
     if lacking:
         notes.append(

@@ -95,8 +95,30 @@ class PipelineLayout:
             )
         self.validate_model(num_layers=num_layers, mtp_num_layers=mtp_num_layers)
 
+    def validate_grammar(self) -> None:
+        """The model-free checks (megatron-facts §1.2, rule 14): one 'E' opening the first
+        stage, one 'L' closing the last, at least one decoder layer 't'."""
+        if self.count("E") != 1 or not self.stages[0].startswith("E"):
+            raise SpecError(
+                f"{_FIELD} must start with exactly one embedding 'E' in its first stage "
+                f"(got {self.text!r}); e.g. 'Et|(tt|)*30mL'",
+                field=_FIELD,
+            )
+        if self.count("L") != 1 or not self.stages[-1].endswith("L"):
+            raise SpecError(
+                f"{_FIELD} must end with exactly one loss 'L' in its last stage "
+                f"(got {self.text!r}); e.g. 'Et|(tt|)*30mL'",
+                field=_FIELD,
+            )
+        if self.count("t") == 0:
+            raise SpecError(
+                f"{_FIELD} {self.text!r} places no decoder layer 't'; e.g. 'Et|(tt|)*30mL'",
+                field=_FIELD,
+            )
+
     def validate_model(self, *, num_layers: int, mtp_num_layers: int) -> None:
         """The checks against the model (layer and MTP counts, embedding and loss placement)."""
+        self.validate_grammar()
         decoder = self.count("t")
         if decoder != num_layers:
             raise SpecError(
@@ -112,18 +134,6 @@ class PipelineLayout:
                 f"a run {'without MTP' if mtp == 0 else f'with {mtp} MTP layers'}, give the model "
                 f"with mtp_num_layers={mtp} (an inline model or spec file: `planner catalog "
                 "show MODEL --json`, edited)",
-                field=_FIELD,
-            )
-        if self.count("E") != 1 or not self.stages[0].startswith("E"):
-            raise SpecError(
-                f"{_FIELD} must start with exactly one embedding 'E' in its first stage "
-                f"(got {self.text!r}); e.g. 'Et|(tt|)*30mL'",
-                field=_FIELD,
-            )
-        if self.count("L") != 1 or not self.stages[-1].endswith("L"):
-            raise SpecError(
-                f"{_FIELD} must end with exactly one loss 'L' in its last stage "
-                f"(got {self.text!r}); e.g. 'Et|(tt|)*30mL'",
                 field=_FIELD,
             )
         if mtp:
@@ -185,6 +195,12 @@ def parse_pipeline_layout(text: str) -> PipelineLayout:
             field=_FIELD,
         )
     expanded = _expand(compact)
+    if set(expanded) - _SYMBOLS:  # a number not after '*' (e.g. '0', 't3')
+        raise SpecError(
+            f"{_FIELD} {text!r} has a number that is not a repetition count; write counts "
+            "after '*' ('t*3', '(tt|)*30'), e.g. 'Et|(tt|)*30mL'",
+            field=_FIELD,
+        )
     return PipelineLayout(text=text, stages=tuple(expanded.split("|")))
 
 

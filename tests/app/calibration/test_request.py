@@ -22,6 +22,10 @@ from planner.specs import SpecError
 
 LOGS = Path(__file__).resolve().parents[2] / "planner" / "data" / "megatron_logs"
 ROW = {"model_name": "llama3.1-8b", "tp": 2, "tokens_per_sec_per_gpu": 1200.5, "fp8": False}
+CSV = (  # every column a row needs (planner.calibration.columns)
+    "model_name,num_gpus,tp,pp,micro_batch_size,global_batch_size,seq_length,step_time_s,gpu_type\n"
+    "x,8,4,1,1,8,4096,1.5,a100-sxm-80gb\n"
+)
 
 
 def test_rows_csv_and_logs_become_text_rows_with_the_request_gpu() -> None:
@@ -29,7 +33,7 @@ def test_rows_csv_and_logs_become_text_rows_with_the_request_gpu() -> None:
     req = parse(
         {
             "rows": [ROW],
-            "csv": [{"name": "mine", "text": "model_name,tp,gpu_type\nx,4,a100-sxm-80gb\n"}],
+            "csv": [{"name": "mine", "text": CSV}],
             "logs": [{"name": log.stem, "text": log.read_text(encoding="utf-8")}],
             "gpu": "h100-sxm-80gb",
             "gpus_per_node": 8,
@@ -42,6 +46,14 @@ def test_rows_csv_and_logs_become_text_rows_with_the_request_gpu() -> None:
                      "fp8": "false", "gpu_type": "h100-sxm-80gb", "gpus_per_node": "8"}  # fmt: skip
     assert from_csv["gpu_type"] == "a100-sxm-80gb"  # a row's own GPU wins over the request's
     assert len(found.rows) > 2 and all(r["gpu_type"] == "h100-sxm-80gb" for r in found.rows[2:])
+
+
+def test_a_csv_without_a_required_column_names_it_and_its_unknown_columns() -> None:
+    text = "model_name,tp,gpus\nx,4,8\n"
+    req = parse({"csv": [{"name": "mine", "text": text}], "gpu": "h100-sxm-80gb"})
+    with pytest.raises(SpecError, match="mine lacks the required columns num_gpus, pp") as exc:
+        measurement_rows(req)
+    assert exc.value.field == "csv.0" and "its columns gpus are not" in exc.value.message
 
 
 def test_bad_parts_name_their_field() -> None:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from app.planning.compute import plan_request
 from app.planning.schemas import EvaluationRequest
-from app.planning.stack_fields import STACK_FIELDS
+from app.planning.stack_fields import STACK_FIELDS, job_stack
 from app.sdk import ClusterPresetSpec, PlannerAPIError, PlannerClient
 from tests.app.planning.interfaces import batch_rows, evaluate_everywhere, flags
 
@@ -35,7 +35,8 @@ def sdk_for(client: TestClient) -> PlannerClient:
 
 
 def test_descriptors_carry_the_planners_defaults() -> None:
-    defaults = EvaluationRequest.model_validate({**JOB}).model_dump()
+    request = EvaluationRequest.model_validate({**JOB})
+    defaults = {**request.model_dump(), **job_stack(request)}  # None = by the job's release
     assert {s.name: defaults[s.name] for s in STACK_FIELDS} == {
         "tp_comm_overlap": True, "attention_backend": "auto", "cross_entropy_fusion": "native",
         "moe_imbalance": 1.2, "expandable_segments": False, "cp_comm_type": None,

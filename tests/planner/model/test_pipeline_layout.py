@@ -90,3 +90,20 @@ def test_the_balanced_layout_of_deepseek_v3_on_8x4_is_nvidias() -> None:
         ]
         assert max(per_stage) - min(per_stage) <= 1  # balanced in layer-equivalents
     assert balanced_layout(61, 1, 8, 5) is None  # 64 units on 40 stages leave no room for m, L
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [("0", "not a repetition count"), ("123", "not a repetition count"),
+     ("Et3|tL", "not a repetition count"), ("tt|tL", "exactly one embedding 'E'"),
+     ("Et|EtL", "exactly one embedding 'E'"), ("Et|tt", "exactly one loss 'L'"),
+     ("EL", "no decoder layer")],
+)  # fmt: skip
+def test_a_layout_no_model_accepts_is_refused_by_its_grammar(text: str, words: str) -> None:
+    with pytest.raises(SpecError, match=words) as err:
+        parse_pipeline_layout(text).validate_grammar()
+    assert err.value.field == "pipeline_layout"
+
+
+def test_a_well_formed_layout_passes_the_grammar() -> None:
+    parse_pipeline_layout("Et|(tt|)*30mL").validate_grammar()
