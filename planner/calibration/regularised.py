@@ -50,7 +50,7 @@ from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
 from planner.layouts import FloatArray
 from planner.performance.profile import PerformanceProfile
 
-NOISE_LOG_SD = 0.050
+NOISE_LOG_SD = 0.051
 """Prediction noise sigma_w: sd of one row's log error around its campaign's shift, for a
 campaign the model has not seen (the band, the level's shrinkage, suggest's uncertainty)."""
 NOISE_SHARED_LOG_SD = 0.022
