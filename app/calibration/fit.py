@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 import models_db
-from app.calibration.honest import Progress, calibrate_gpu_rows, kept_cv
+from app.calibration.honest import Progress, calibrate_gpu_rows, kept_cv, percent
 from app.catalog.names import gpu_slug_for
 from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
@@ -163,7 +163,7 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
 
 def _percent(stats: dict[str, Any] | None) -> dict[str, str]:
     def pct(v: float | None) -> str:
-        return "–" if v is None or math.isnan(v) else f"{100 * v:.1f} %"
+        return percent(None if v is None or math.isnan(v) else v)
 
     stats = stats or {}
     return {"median": pct(stats.get("median_ape")), "p90": pct(stats.get("p90_ape"))}

@@ -24,6 +24,11 @@ def num(x: float) -> float | None:
     return None if math.isnan(x) else round(x, 4)
 
 
+def percent(x: float | None) -> str:
+    """A stored fraction as the pages print it (``app.calibration.fit``'s figures)."""
+    return "–" if x is None else f"{100 * x:.1f} %"
+
+
 def stats(s: ErrorStats) -> dict[str, float | int | None]:
     return {"n": s.n, "median_ape": num(s.median_ape), "p90_ape": num(s.p90_ape)}
 
@@ -127,7 +132,8 @@ def fit_decision(cv: HonestCV | None) -> dict[str, Any]:
     }
     # a fit that moved nothing equals the level up to rounding (~1e-16): a tie keeps the fit
     choice = "fit" if held["fit"] <= held[base] * (1 + TIE_TOLERANCE) else base
-    figures = ", ".join(f"{words[c]} {100 * v:.1f} %" for c, v in held.items())
+    # the figures as stored and shown beside this text (num, then one decimal of a percent)
+    figures = ", ".join(f"{words[c]} {percent(num(v))}" for c, v in held.items())
     if base == "prior":
         verdict = (
             f"{words['fit']} is kept"
