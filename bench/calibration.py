@@ -42,6 +42,7 @@ from planner.calibration.intervals import (
     TRANSFERRED,
     IntervalTable,
     regime_parts,
+    stack_values,
 )
 from planner.calibration.measurements import Measurement
 from planner.calibration.noise import NoiseModel, campaign_key
@@ -132,7 +133,17 @@ def calibrated_range(rows: list[Measurement]) -> dict[str, Any]:
         "cp_across_nodes": any(
             m.layout.cp > 1 and m.layout.tp * m.layout.cp > m.cluster.gpus_per_node for m in rows
         ),
+        "stack": _stack_range(rows),
     }
+
+
+def _stack_range(rows: list[Measurement]) -> dict[str, list[str]]:
+    """Each stack setting's values among the rows (a plan with another value extrapolates)."""
+    seen: dict[str, set[str]] = {}
+    for m in rows:
+        for name, value in stack_values(m.model, m.cluster, m.job, m.layout).items():
+            seen.setdefault(name, set()).add(value)
+    return {name: sorted(values) for name, values in seen.items()}
 
 
 def coverage(table: IntervalTable, rows: list[Measurement], ratios: np.ndarray) -> dict[str, Any]:

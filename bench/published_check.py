@@ -45,6 +45,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from bench.accuracy import commit, data_path
+from bench.published_bands import band_summary, bands_markdown, case_band
 from bench.published_cases import Case, external_cases
 from bench.published_moe_h100 import extras, extras_markdown, moe_h100_cases
 from bench.published_sensitivity import sensitivity_markdown, sensitivity_rows
@@ -274,6 +275,7 @@ def run_case(case: Case) -> dict[str, Any]:
         ratio_under_80pct_rule=(
             None if rule is None else float(rule.performance[case.metric]) / case.published
         ),
+        band=case_band(whole, profile, case.metric, case.published),  # the plan's own band
     )
     return out
 
@@ -310,6 +312,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "median_ratio": float(np.median([r["ratio"] for r in head])) if head else None,
         "moe": moe_summary(head),
         "series": series,
+        "bands": band_summary(results),
     }
 
 
@@ -389,6 +392,7 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
             f"{_ratio(r['ratio_under_80pct_rule'])} | {_ratio(r['ratio_vpp1'])} | {r['free']} | "
             f"{r['layout'] or ''} |"
         )
+    lines += bands_markdown(s.get("bands"), payload["results"])
     lines += ["", "## Sources and what each case assumes", ""]
     seen: set[tuple[str, ...]] = set()
     for r in payload["results"]:

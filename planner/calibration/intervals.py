@@ -21,6 +21,7 @@ from typing import Any
 
 from planner.model.params import param_counts
 from planner.performance.profile import PerformanceProfile
+from planner.space.comm_flags import resolve
 from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
 
 REGIME_PARTS = ("moe", "nodes", "cp", "precision")
@@ -84,6 +85,37 @@ class CalibratedRange:
     """Smallest expert FFN width / hidden size among the MoE rows (fine-grained MoE is below)."""
     max_cp: int
     cp_across_nodes: bool
+    stack: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each stack setting's values among the rows (:func:`stack_values`; a setting missing
+    here is not checked): a prediction with another value extrapolates."""
+
+
+STACK_CHECKED = (
+    "tp_comm_overlap",
+    "attention_backend",
+    "cross_entropy_fusion",
+    "cuda_graphs",
+    "grad_reduce_dtype",
+    "moe_dispatcher",
+    "moe_a2a_overlap",
+)
+"""Stack settings that change the predicted speed (issue 12 item 1) and whose calibrated values
+are recorded; the ``moe_`` ones only for MoE models."""
+
+
+def stack_values(
+    model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Layout
+) -> dict[str, str]:
+    """The stack a prediction runs, each setting as text, with the planner's 'auto' choices
+    (dispatcher, EP overlap) made explicit as :mod:`planner.space.comm_flags` prices them."""
+    lay = resolve(model, cluster, layout, tp_overlap_on=job.tp_comm_overlap)
+    out = {}
+    for name in STACK_CHECKED:
+        if name.startswith("moe_") and not model.is_moe:
+            continue
+        value = getattr(job, name) if hasattr(job, name) else getattr(lay, name)
+        out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +132,7 @@ class IntervalTable:
         cal = dict(data["calibrated"])
         for key in ("gpus", "parameters", "seq_length", "num_gpus"):
             cal[key] = tuple(cal[key])
+        cal["stack"] = {k: tuple(v) for k, v in cal.get("stack", {}).items()}
         return cls(
             low_quantile=float(data["low_quantile"]),
             high_quantile=float(data["high_quantile"]),
@@ -136,7 +169,8 @@ def uncertainty(
 ) -> dict[str, Any]:
     """The fields a layout report's performance block carries about its uncertainty."""
     parts = regime_parts(model, cluster, job, layout.cp)
-    key, band = table.band(parts, transferred=is_transferred(profile))
+    transferred = is_transferred(profile)
+    key, band = table.band(parts, transferred=transferred)
     level = profile.provenance.get("cluster_level")
     narrow = band_narrowing(level)
     low, high = band.low, band.high
@@ -155,11 +189,41 @@ def uncertainty(
                 else ""
             ),
             "regime": key,
+            "layout_regime": regime_key(parts),
+            **fallback_note(table, parts, key, transferred=transferred),
             "rows": band.n,
             "effective_rows": band.weight,
             **({"cluster_level_narrowing": round(narrow, 4)} if narrow < 1.0 else {}),
         },
         "extrapolation": extrapolation(table.calibrated, model, cluster, job, layout, profile),
+    }
+
+
+def fallback_note(
+    table: IntervalTable, parts: Sequence[str], key: str, *, transferred: bool
+) -> dict[str, str]:
+    """Why the band is not the layout's own regime's ({} when it is): a plan must not present a
+    band measured mostly on other kinds of layouts as its own (a MoE layout takes 'all', whose
+    rows are mostly dense, while the MoE rows are too few)."""
+    own = regime_key(parts)
+    if key == own:
+        return {}
+    if transferred and key == TRANSFERRED:
+        why = (
+            "the GPU's profile is transferred, not fitted: the band is the leave-one-GPU-type-out "
+            "band of all rows, not one of this regime"
+        )
+        return {"fallback": why}
+    mine = table.bands.get(own)
+    rows = (
+        "no calibrated rows"
+        if mine is None
+        else f"{mine.weight:.1f} effective held-out rows (fewer than {table.min_rows})"
+    )
+    parent = table.bands[key]
+    return {
+        "fallback": f"the layout's regime {own} has {rows}: the band is that of {key} "
+        f"({parent.n} rows, {parent.weight:.1f} effective), not measured on this regime alone"
     }
 
 
@@ -231,6 +295,10 @@ def extrapolation(
                 f"context parallelism across nodes (tp x cp = {layout.tp * layout.cp} > "
                 f"{cluster.gpus_per_node} GPUs per node): no calibrated run did that"
             )
+    for name, value in stack_values(model, cluster, job, layout).items():
+        seen = cal.stack.get(name)
+        if seen and value not in seen:
+            out.append(f"{name}={value}: no calibrated run used it (they ran {', '.join(seen)})")
     params = float(param_counts(model).total)
     lo, hi = cal.parameters
     if not lo * 0.8 <= params <= hi * 1.25:
