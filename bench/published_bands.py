@@ -38,6 +38,8 @@ from planner.calibration.measurements import Measurement
 from planner.performance.profile import PerformanceProfile
 from planner.search.planning import Plan
 
+READING = Path(__file__).with_name("published_bands_reading.md")
+"""What the coverage says, written by hand from a run: appended to the section."""
 NOMINAL = 0.8
 """The bands' nominal coverage (10th to 90th percentile, models_db/intervals)."""
 
@@ -156,6 +158,15 @@ def coverage(rows: list[dict[str, Any]], group: Callable[[dict[str, Any]], str])
     }
 
 
+def campaign(r: dict[str, Any]) -> str:
+    """Whether the case's source ran other rows on the same GPU type that the profile and the
+    bands were fitted on (a known campaign: its shared error is in the fit) or not (a new
+    campaign: what the bands are built to cover, :mod:`planner.calibration.interval_bands`)."""
+    fitted = {(m.source_id, m.cluster.gpu.name) for m in calibration_rows()}
+    known = (r["source"].split(":")[0], r["gpu"]) in fitted
+    return "a campaign in the fit" if known else "a new campaign"
+
+
 def _flagged(r: dict[str, Any]) -> str:
     return "plan flags extrapolation" if r["band"]["extrapolation"] else "no flag"
 
@@ -177,6 +188,8 @@ def band_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
         "out_of_headline": coverage(rest, everyone).get("all"),
         "series": coverage(banded, lambda r: r["series"]),
         "regime": coverage(head, lambda r: r["band"]["regime"]),
+        "campaign": coverage(head, campaign),
+        "kind": coverage(head, lambda r: r["band"]["layout_regime"].split("/")[0]),
         "flagged": coverage(head, _flagged),
         "fell_back": coverage(
             head, lambda r: "not the layout's own regime" if r["band"]["fallback"] else "own regime"
@@ -204,7 +217,7 @@ def _pct(c: dict[str, Any] | None) -> str:
 
 
 def _miss(c: dict[str, Any]) -> str:
-    return "" if c["median_miss"] is None else f"{c['median_miss']:.3f}"
+    return "" if c["median_miss"] is None else f"{c['median_miss']:.4f}"
 
 
 def _table(title: str, groups: dict[str, Any]) -> list[str]:
@@ -242,6 +255,8 @@ def bands_markdown(bands: dict[str, Any] | None, results: list[dict[str, Any]]) 
     ]
     lines += _table("series (all cases)", bands["series"])
     lines += _table("band regime (headline)", bands["regime"])
+    lines += _table("source (headline)", bands["campaign"])
+    lines += _table("model (headline)", bands["kind"])
     lines += _table("extrapolation (headline)", bands["flagged"])
     lines += _table("band source (headline)", bands["fell_back"])
     missing = bands["missing_flags"]
@@ -264,10 +279,12 @@ def bands_markdown(bands: dict[str, Any] | None, results: list[dict[str, Any]]) 
         if not b.get("regime"):
             continue
         own = "" if b["layout_regime"] == b["regime"] else f" ({b['layout_regime']})"
-        edge = "inside" if b["inside"] else f"{b['miss']:.3f}"
+        edge = "inside" if b["inside"] else f"{b['miss']:.4f}"
         warn = "; ".join(w.split(":")[0] for w in b["extrapolation"]) or "none"
         lines.append(
             f"| {r['case']} | {'yes' if r['headline'] else 'no'} | {b['regime']}{own} | "
             f"{b['band'][0]:.4g}-{b['band'][1]:.4g} | {r['published']:.4g} | {edge} | {warn} |"
         )
+    if READING.exists():  # the hand-written reading of these numbers (dated inside)
+        lines += ["", READING.read_text(encoding="utf-8").rstrip()]
     return lines

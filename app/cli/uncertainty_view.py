@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-BAND_NOTE = (
-    "tokens/s/GPU in brackets: the 80 % prediction band of cross-validated errors of "
-    "that kind of layout (models_db/intervals)"
-)
+
+def band_note(band: dict[str, Any]) -> str:
+    """What the brackets are, naming whose held-out errors the band was measured on."""
+    regime = f" of {band['regime']} runs" if band.get("regime") else ""
+    return (
+        f"tokens/s/GPU in brackets: the 80 % prediction band of cross-validated errors{regime} "
+        "(models_db/intervals)"
+    )
 
 
 def tokens_cell(perf: dict[str, Any]) -> str:
@@ -25,6 +29,9 @@ def print_uncertainty(console: Any, perf: dict[str, Any] | None) -> None:
     """The band's meaning and the extrapolation reasons of one prediction, under a table."""
     if not perf or not perf.get("tokens_per_s_per_gpu_interval"):
         return
-    console.print(BAND_NOTE, highlight=False)
+    band = perf.get("interval") or {}
+    console.print(band_note(band), highlight=False)
+    if band.get("fallback"):  # the band is not measured on this layout's own regime
+        console.print(f"[yellow]band:[/] {band['fallback']}", highlight=False)
     for reason in perf.get("extrapolation") or []:
         console.print(f"[yellow]extrapolates:[/] {reason}", highlight=False)

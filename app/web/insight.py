@@ -124,10 +124,14 @@ def _pair(value: list[float] | None) -> tuple[float, float] | None:
 def prediction(plan: RankedPlan) -> dict[str, Any]:
     """The prediction interval and the extrapolation reasons, where the result has them."""
     perf = plan.performance
+    band = perf.interval or {}
     return {
         "tokens": _pair(perf.tokens_per_s_per_gpu_interval),
         "step": _pair(perf.step_time_interval_s),
         "extrapolation": list(perf.extrapolation or []),
+        # whose errors the band is: the layout's regime, or the parent it fell back to (and why)
+        "regime": band.get("regime"),
+        "fallback": band.get("fallback"),
     }
 
 

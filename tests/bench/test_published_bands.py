@@ -1,0 +1,173 @@
+"""The published check's prediction bands (bench/published_bands.py, brief bandpub9): the band
+it measures is the one a user gets for the same request, and its coverage arithmetic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, replace
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.core.settings import Settings
+from app.main import create_app
+from app.planning.schemas import EvaluationRequest
+from bench.published_bands import (
+    band_position,
+    band_summary,
+    calibration_rows,
+    case_band,
+    coverage,
+    outside,
+)
+from bench.published_cases import Case, dsv3_gb200_cases
+from bench.published_check import _best, run_case
+from bench.published_moe_h100 import moe_h100_cases
+from models_db.catalog import cluster_spec, load_model
+from models_db.profiles import load_profile
+from planner.specs import Layout, TrainingJob
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    folder = tmp_path_factory.mktemp("bands")
+    settings = Settings(data_dir=folder, database_url=f"sqlite:///{folder}/planner.db", workers=1)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        yield c
+
+
+def _case(case_id: str) -> Case:
+    cases = moe_h100_cases() + dsv3_gb200_cases()
+    return next(c for c in cases if c.case_id == case_id)
+
+
+def _request(case: Case, job: TrainingJob, layout: Layout) -> dict[str, Any]:
+    """What a user sends to ``POST /v1/evaluations`` for the case's chosen layout."""
+    model = {k: v for k, v in asdict(case.model).items() if k != "sources"}
+    fields = EvaluationRequest.model_fields
+    values = {**asdict(job), **layout.to_dict()}
+    stated = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in values.items()
+        if k in fields and v is not None
+    }
+    return stated | {
+        "model": model,
+        "gpu": case.cluster.gpu.name,
+        "num_gpus": case.cluster.num_gpus,
+        "gpus_per_node": case.cluster.gpus_per_node,
+    }
+
+
+@pytest.mark.parametrize(
+    "case_id",
+    ["qwen3-30b-a3b-h100-tp2pp2ep4-graphs", "deepseek-v3-gb200-mlm-dsv3"],
+)
+def test_the_bench_band_is_the_one_the_api_returns(client: TestClient, case_id: str) -> None:
+    """A fitted GPU whose MoE regime falls back to 'all', and a transferred GB200 profile."""
+    case = _case(case_id)
+    out = run_case(case)
+    profile = load_profile(case.cluster.gpu)
+    job = replace(case.job, moe_imbalance=1.0, moe_grouped_gemm_kernel="multi_stream")  # run_case's
+    found = _best(case, job, profile, 1.0)
+    assert out["band"] == case_band(found, profile, case.metric, case.published)
+    response = client.post("/v1/evaluations", json=_request(case, job, found.layout))
+    assert response.status_code == 200, response.text
+    perf = response.json()["performance"]
+    low, high = (v / perf["tokens_per_s_per_gpu"] for v in perf["tokens_per_s_per_gpu_interval"])
+    assert out["band"]["ratio_band"] == pytest.approx([low, high], rel=1e-9)
+    assert out["band"]["regime"] == perf["interval"]["regime"]
+    assert out["band"]["layout_regime"] == perf["interval"]["layout_regime"]
+    assert out["band"]["fallback"] == perf["interval"].get("fallback")
+    assert out["band"]["extrapolation"] == perf["extrapolation"]
+    assert perf["tokens_per_s_per_gpu"] == pytest.approx(found.performance["tokens_per_s_per_gpu"])
+
+
+def test_band_position_is_published_over_the_nearest_edge() -> None:
+    assert band_position(100.0, 90.0, 110.0) is None
+    assert band_position(90.0, 90.0, 110.0) is None  # an edge is inside
+    assert band_position(121.0, 90.0, 110.0) == pytest.approx(1.1)
+    assert band_position(45.0, 90.0, 110.0) == pytest.approx(0.5)
+
+
+def _row(case: str, inside: bool, *, headline: bool = True, flags: int = 0) -> dict[str, Any]:
+    return {
+        "case": case,
+        "series": "s1" if case < "c" else "s2",
+        "headline": headline,
+        "source": "megatron_readme_h100: x",
+        "gpu": "h100-sxm-80gb",
+        "band": {
+            "regime": "all",
+            "layout_regime": "moe/multi-node/cp=1/bf16",
+            "fallback": "few rows",
+            "inside": inside,
+            "miss": None if inside else 1.2,
+            "extrapolation": ["w"] * flags,
+            "missing_flags": [],
+        },
+    }
+
+
+def test_coverage_counts_the_cases_inside_and_the_median_miss() -> None:
+    rows = [_row("a1", True), _row("a2", False), _row("b1", True), _row("c1", False)]
+    by_series = coverage(rows, lambda r: r["series"])
+    assert by_series["s1"] == {"n": 3, "inside": 2, "coverage": 2 / 3, "median_miss": 1.2}
+    assert by_series["s2"] == {"n": 1, "inside": 0, "coverage": 0.0, "median_miss": 1.2}
+    assert coverage([_row("a1", True)], lambda r: "x")["x"]["median_miss"] is None
+
+
+def test_the_summary_keeps_the_out_of_headline_cases_apart_and_splits_by_flags() -> None:
+    rows = [
+        _row("a1", True),
+        _row("a2", False, flags=1),
+        _row("a3", True, headline=False),
+        {"case": "over-hbm", "headline": True, "series": "s1", "band": None},
+    ]
+    s = band_summary(rows)
+    assert s["headline"] == {"n": 2, "inside": 1, "coverage": 0.5, "median_miss": 1.2}
+    assert s["out_of_headline"]["n"] == 1
+    assert s["flagged"]["no flag"]["coverage"] == 1.0
+    assert s["flagged"]["plan flags extrapolation"]["coverage"] == 0.0
+    assert s["campaign"]["a new campaign"]["n"] == 2  # the README rows fitted nothing
+    assert s["kind"]["moe"]["n"] == 2
+
+
+def test_a_case_outside_the_calibration_rows_is_found_from_the_rows() -> None:
+    """Read from the rows, not the planner's summary of them: GB200 ran in no row, no MoE row
+    has 256 experts, no row ran cp 4, and no row ran CUDA graphs."""
+    dsv3 = load_model("deepseek-v3")
+    found = SimpleNamespace(
+        model=dsv3,
+        cluster=cluster_spec("gb200-186gb", 256, gpus_per_node=64),
+        job=TrainingJob(seq_length=4096, global_batch_size=256),
+        layout=Layout(tp=1, pp=8, cp=4, ep=8, dp=8, cuda_graphs="partial"),
+    )
+    why = outside(found, calibration_rows())  # type: ignore[arg-type]
+    assert set(why) >= {
+        "not fitted to measurements of this GPU",
+        "fine-grained MoE",
+        "cp=4",
+        "cuda_graphs=partial",
+    }
+    h100 = SimpleNamespace(
+        model=load_model("llama3.1-70b"),
+        cluster=cluster_spec("dgx-h100", 64),
+        job=found.job,
+        layout=Layout(tp=8, pp=8),
+    )
+    assert outside(h100, calibration_rows()) == {}  # type: ignore[arg-type]
+
+
+def test_the_results_page_names_the_coverage() -> None:
+    from bench.published_bands import bands_markdown
+
+    rows = [_row("a1", True), _row("a2", False, flags=1)]
+    for r in rows:
+        r["published"] = 100.0
+        r["band"]["band"] = [90.0, 110.0]
+    text = "\n".join(bands_markdown(band_summary(rows), rows))
+    assert "**Headline coverage: 1 of 2 (50 %)**" in text
+    assert "| a2 | yes | all (moe/multi-node/cp=1/bf16) | 90-110 | 100 | 1.2000 | w |" in text
