@@ -137,12 +137,12 @@ def missing_flags(found: Plan, warnings: list[str]) -> list[str]:
 
 
 def coverage(rows: list[dict[str, Any]], group: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
-    """Per group of cases with a band: cases, how many lie inside, the share, and the median
-    published / band edge of those outside (1 = none outside)."""
+    """Per group of cases with a band: cases, how many lie inside and the share; of those
+    outside, how many lie below the band (the run was slower) and above it, and the median
+    factor by which they miss (published / edge or its inverse, >= 1; None: none outside)."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        out.setdefault(group(r), {"n": 0, "inside": 0, "misses": []})
-        g = out[group(r)]
+        g = out.setdefault(group(r), {"n": 0, "inside": 0, "misses": []})
         g["n"] += 1
         g["inside"] += int(r["band"]["inside"])
         if not r["band"]["inside"]:
@@ -152,7 +152,11 @@ def coverage(rows: list[dict[str, Any]], group: Callable[[dict[str, Any]], str])
             "n": g["n"],
             "inside": g["inside"],
             "coverage": g["inside"] / g["n"],
-            "median_miss": float(np.median(g["misses"])) if g["misses"] else None,
+            "below": sum(m < 1 for m in g["misses"]),
+            "above": sum(m > 1 for m in g["misses"]),
+            "median_factor": (
+                float(np.median([max(m, 1 / m) for m in g["misses"]])) if g["misses"] else None
+            ),
         }
         for k, g in out.items()
     }
@@ -217,12 +221,17 @@ def _pct(c: dict[str, Any] | None) -> str:
 
 
 def _miss(c: dict[str, Any]) -> str:
-    return "" if c["median_miss"] is None else f"{c['median_miss']:.4f}"
+    if c["median_factor"] is None:
+        return "| | |"
+    return f"| {c['below']} / {c['above']} | {c['median_factor']:.3f} |"
 
 
 def _table(title: str, groups: dict[str, Any]) -> list[str]:
-    lines = [f"| {title} | inside the band | median published / edge, misses |", "|---|---|---|"]
-    lines += [f"| {k} | {_pct(c)} | {_miss(c)} |" for k, c in groups.items()]
+    lines = [
+        f"| {title} | inside the band | outside: below / above | median factor outside |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {k} | {_pct(c)} {_miss(c)}" for k, c in groups.items()]
     return [*lines, ""]
 
 
@@ -245,7 +254,8 @@ def bands_markdown(bands: dict[str, Any] | None, results: list[dict[str, Any]]) 
         "the comparison is the tokens/s one only where the source counts FLOPs per token as the "
         "planner does (Llama 3: Meta's count is unknown; the MoE cards: Megatron's/Bridge's "
         "count, not checked against ours). *edge*: published / the nearest band edge (> 1: the "
-        "run was faster than the band's top, < 1: slower than its bottom).",
+        "run was faster than the band's top, < 1: slower than its bottom); *factor outside*: that "
+        "ratio or its inverse, whichever is >= 1.",
         "",
         f"**Headline coverage: {_pct(head)}** against the nominal {100 * bands['nominal']:.0f} % "
         f"and the {nested_text} the same bands reach on the shared rows with each source left "

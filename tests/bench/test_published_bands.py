@@ -114,9 +114,24 @@ def _row(case: str, inside: bool, *, headline: bool = True, flags: int = 0) -> d
 def test_coverage_counts_the_cases_inside_and_the_median_miss() -> None:
     rows = [_row("a1", True), _row("a2", False), _row("b1", True), _row("c1", False)]
     by_series = coverage(rows, lambda r: r["series"])
-    assert by_series["s1"] == {"n": 3, "inside": 2, "coverage": 2 / 3, "median_miss": 1.2}
-    assert by_series["s2"] == {"n": 1, "inside": 0, "coverage": 0.0, "median_miss": 1.2}
-    assert coverage([_row("a1", True)], lambda r: "x")["x"]["median_miss"] is None
+    assert by_series["s1"] == {
+        "n": 3,
+        "inside": 2,
+        "coverage": 2 / 3,
+        "below": 0,
+        "above": 1,
+        "median_factor": 1.2,
+    }
+    assert by_series["s2"]["coverage"] == 0.0
+    assert coverage([_row("a1", True)], lambda r: "x")["x"]["median_factor"] is None
+
+
+def test_a_miss_below_the_band_counts_by_its_inverse() -> None:
+    low, high = _row("a1", False), _row("a2", False)
+    low["band"]["miss"], high["band"]["miss"] = 0.5, 1.5
+    c = coverage([low, high], lambda r: "x")["x"]
+    assert (c["below"], c["above"]) == (1, 1)
+    assert c["median_factor"] == pytest.approx(1.75)  # median of 2.0 and 1.5
 
 
 def test_the_summary_keeps_the_out_of_headline_cases_apart_and_splits_by_flags() -> None:
@@ -127,7 +142,7 @@ def test_the_summary_keeps_the_out_of_headline_cases_apart_and_splits_by_flags()
         {"case": "over-hbm", "headline": True, "series": "s1", "band": None},
     ]
     s = band_summary(rows)
-    assert s["headline"] == {"n": 2, "inside": 1, "coverage": 0.5, "median_miss": 1.2}
+    assert s["headline"]["n"] == 2 and s["headline"]["coverage"] == 0.5
     assert s["out_of_headline"]["n"] == 1
     assert s["flagged"]["no flag"]["coverage"] == 1.0
     assert s["flagged"]["plan flags extrapolation"]["coverage"] == 0.0
