@@ -295,10 +295,10 @@ def extrapolation(
                 f"context parallelism across nodes (tp x cp = {layout.tp * layout.cp} > "
                 f"{cluster.gpus_per_node} GPUs per node): no calibrated run did that"
             )
-    for name, value in stack_values(model, cluster, job, layout).items():
+    for name, setting in stack_values(model, cluster, job, layout).items():
         seen = cal.stack.get(name)
-        if seen and value not in seen:
-            out.append(f"{name}={value}: no calibrated run used it (they ran {', '.join(seen)})")
+        if seen and setting not in seen:
+            out.append(f"{name}={setting}: no calibrated run used it (they ran {', '.join(seen)})")
     params = float(param_counts(model).total)
     lo, hi = cal.parameters
     if not lo * 0.8 <= params <= hi * 1.25:

@@ -83,11 +83,15 @@ def test_prediction_is_read_only_when_present() -> None:
         "tokens": None,
         "step": None,
         "extrapolation": [],
+        "regime": None,
+        "fallback": None,
     }
     doc = plan_doc()
     doc["performance"] |= {"step_time_interval_s": [1.0, 2.0], "extrapolation": ["beyond the data"]}
+    doc["performance"]["interval"] = {"regime": "all", "fallback": "moe has 1.7 effective rows"}
     shown = insight.prediction(RankedPlan.model_validate(doc))
     assert shown["step"] == (1.0, 2.0) and shown["extrapolation"] == ["beyond the data"]
+    assert shown["regime"] == "all" and shown["fallback"] == "moe has 1.7 effective rows"
 
 
 def test_infeasible_points_are_hollow_and_bring_the_limit() -> None:
