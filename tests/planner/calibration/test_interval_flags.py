@@ -13,19 +13,9 @@ from planner.calibration.intervals import (
 )
 from planner.performance.step_time import default_profile
 from planner.specs import ClusterSpec, Layout, TrainingJob
+from tests.planner.calibration.test_intervals import CALIBRATED
 from tests.planner.fixtures import H100, LLAMA_70B, MIXTRAL_8X7B
 
-CALIBRATED: dict[str, Any] = {
-    "gpus": ["h100-sxm-80gb"],
-    "parameters": [1e9, 500e9],
-    "seq_length": [2048, 8192],
-    "num_gpus": [8, 1024],
-    "max_experts": 8,
-    "max_topk": 2,
-    "min_expert_ffn_ratio": 2.0,
-    "max_cp": 2,
-    "cp_across_nodes": True,
-}
 FITTED = default_profile(H100).with_coefficients(provenance={"kind": "fitted"})
 CLUSTER = ClusterSpec(name="c", gpu=H100, num_gpus=64)
 JOB = TrainingJob(seq_length=4096, global_batch_size=256)
