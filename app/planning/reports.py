@@ -100,7 +100,8 @@ class PerformanceRead(BaseModel):
     tokens_per_s_per_gpu_interval: list[float] | None = None
     step_time_interval_s: list[float] | None = None
     interval: dict[str, Any] | None = None
-    """The band's source: its percentiles, the regime and how many rows it rests on."""
+    """The band's source: its percentiles, the regime and how many rows it rests on; when that
+    is not the layout's own regime (``layout_regime``), ``fallback`` says why."""
     extrapolation: list[str] | None = None
 
 
