@@ -57,7 +57,7 @@ def cluster(gpu: Any = H100) -> ClusterSpec:
     ],
 )  # fmt: skip
 def test_a_bad_recipe_names_the_field_and_the_fix(kw: dict[str, Any], words: str) -> None:
-    with pytest.raises(SpecError, match="leave|remove|use") as err:
+    with pytest.raises(SpecError, match=r"leave|remove|use") as err:
         job(**kw)
     assert err.value.field == "fp8_recipe"
     assert words in str(err.value)
@@ -202,3 +202,41 @@ def test_block_recipes_add_their_scales_to_the_saved_fp8_copies(model: Any) -> N
     assert mxfp8 == pytest.approx(blockwise - delayed, rel=1e-9 if not model.is_moe else 0.05)
     # 3 % of the fp8 copies: a small share of what fp8 saves, never more than the copies
     assert 0 < blockwise - delayed < BLOCK_SCALE_FRACTION * (bf16 - delayed) * 4
+
+
+# --- read back from an argv and a log -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "column", "note"),
+    [({"fp8": "hybrid", "fp8_recipe": "tensorwise"}, "tensorwise", False),
+     ({"fp8": "e4m3", "fp8_recipe": "Fp8Recipe.blockwise"}, "blockwise", False),
+     ({"fp8": "hybrid"}, "delayed", True),  # before core 0.12: delayed only
+     ({"fp8": "None", "fp8_recipe": "delayed"}, None, False)],  # a bf16 run: no recipe
+)  # fmt: skip
+def test_a_logs_arguments_give_the_recipe(args: dict[str, str], column: Any, note: bool) -> None:
+    from planner.megatron.log_stack import stack_columns
+
+    derived: list[str] = []
+    out = stack_columns(args, derived)
+    assert out.get("fp8_recipe") == column
+    assert any("fp8_recipe=delayed" in d for d in derived) is note
+
+
+def test_an_argv_gives_the_recipe_of_an_fp8_run_only() -> None:
+    from planner.megatron.args import parse_megatron_args
+
+    base = ["--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+            "--seq-length", "128", "--max-position-embeddings", "128",
+            "--micro-batch-size", "1", "--global-batch-size", "8"]  # fmt: skip
+    fp8 = parse_megatron_args(
+        [*base, "--fp8-format", "hybrid", "--fp8-recipe", "mxfp8"], world_size=8
+    )
+    assert fp8.stack_fields["fp8_recipe"] == "mxfp8"
+    assert (
+        parse_megatron_args([*base, "--fp8-format", "hybrid"], world_size=8).stack_fields[
+            "fp8_recipe"
+        ]
+        == "delayed"
+    )  # Megatron's default
+    assert "fp8_recipe" not in parse_megatron_args(base, world_size=8).stack_fields
