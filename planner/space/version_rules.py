@@ -291,7 +291,7 @@ VERSION_RULES: tuple[tuple[str, str, str, Any, Any], ...] = (
      "than the job's", _S, _version_check, _version_explain),
     ("moe_grouped_gemm_kernel_supported",
      "moe_grouped_gemm_kernel='grouped' needs an NVIDIA Hopper/Blackwell GPU, a TE with a grouped "
-     "kernel for the precision (bf16/fp16, or Blackwell's mxfp8)",
+     "kernel for the precision (bf16/fp16, or fp8 with a recipe other than delayed)",
      "megatron-facts §1.5, §1.8; mechanisms-facts §4.1, §8", _kernel_check, _kernel_explain),
     ("fp8_recipe_supported_on_gpu",
      "fp8_recipe='mxfp8' needs a Blackwell GPU, 'blockwise' a Hopper GPU",
