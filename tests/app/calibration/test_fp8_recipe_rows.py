@@ -4,32 +4,20 @@ row with the field named."""
 
 from __future__ import annotations
 
-import csv
-import io
-
 from fastapi.testclient import TestClient
 
 from planner.calibration.measurements import parse_rows
+from tests.app.calibration.test_api import _csv_text as _csv
 from tests.planner.fixtures import H100
+from tests.planner.test_stack_settings import ROW as STACK_ROW
 
 URL = "/v1/clusters/dgx-h100/measurements"
-ROW = {
-    "row_id": "R1", "source_id": "mine", "sweep_id": "s", "model_name": "GPT",
-    "num_layers": "24", "hidden_size": "2048", "ffn_hidden_size": "8192",
-    "num_attention_heads": "16", "vocab_size": "51200", "seq_length": "2048",
-    "gpu_type": "H100", "num_gpus": "8", "gpus_per_node": "8", "tp": "8", "pp": "1",
-    "micro_batch_size": "1", "global_batch_size": "8", "precision": "fp8",
-    "recompute": "none", "sequence_parallel": "yes", "distributed_optimizer": "no",
-    "tokens_per_sec_per_gpu": "1000", "fp8_recipe": "blockwise",
-}  # fmt: skip
-
-
-def _csv(rows: list[dict[str, str]]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
+ROW = STACK_ROW | {
+    "row_id": "R1",
+    "source_id": "mine",
+    "precision": "fp8",
+    "fp8_recipe": "blockwise",
+}
 
 
 def test_the_recipe_column_round_trips_through_the_store(client: TestClient) -> None:
