@@ -14,8 +14,10 @@ step time: only what a facts sheet states as a mechanism, as stated factors, nev
   pass. The fp8 cast bytes of :func:`planner.performance.compute.elementwise_bytes_per_token`
   are those the fp8 coefficients were fitted with on the shared fp8 rows, which ran delayed
   scaling (``models_db/measurement_stacks.csv``); tensorwise adds one read of the bf16 element
-  (:data:`AMAX_PASS_BYTES`) per quantized element. The block recipes compute each block's scale
-  inside the cast kernel from the block itself (no separate pass is stated): unchanged.
+  (:data:`AMAX_PASS_BYTES`) per quantized element, and one amax kernel launch before each
+  quantize (mechanisms-facts §3.2; :func:`planner.performance.host_overhead.dense_layer_kernels`).
+  The block recipes compute each block's scale inside the cast kernel from the block itself (no
+  separate pass is stated): unchanged.
 * **CP traffic.** The CP ring sends K/V in fp8 only with fp8 attention (``fp8_dpa``, delayed or
   current scaling); with MXFP8 the CP path communicates bf16 (mechanisms-facts §1). The planner
   never turns fp8 attention on, so every recipe's CP exchange is priced in bf16 already

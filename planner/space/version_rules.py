@@ -138,8 +138,8 @@ def usage(
 
 
 _JOB_WIDE = frozenset({"tp_comm_overlap", "cross_entropy_fusion", "moe_grouped_gemm_kernel"})
-# fp8_recipe is not: a named one TrainingJob refuses, the planner's own is the release's (rows
-# stay here so that a job on a GPU whose recipe the release lacks is refused per layout)
+# fp8_recipe is priced per layout like the rest: a named recipe the release lacks never gets
+# here (TrainingJob refuses it) and the planner's default is one the release has
 """Settings of the whole job: TrainingJob refuses them itself (planner.stack_settings)."""
 _SHOWN = {"partial_moe": "partial (an MoE model's router scopes)"}
 

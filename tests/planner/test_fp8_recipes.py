@@ -240,3 +240,26 @@ def test_an_argv_gives_the_recipe_of_an_fp8_run_only() -> None:
         == "delayed"
     )  # Megatron's default
     assert "fp8_recipe" not in parse_megatron_args(base, world_size=8).stack_fields
+
+
+def test_current_scaling_launches_an_amax_kernel_before_each_quantize() -> None:
+    from planner.performance.host_overhead import (
+        FP8_QUANTIZE_BWD,
+        FP8_QUANTIZE_FWD,
+        dense_layer_kernels,
+        moe_layer_kernels,
+    )
+
+    tp, cp, e = np.array([2.0]), np.array([1.0]), np.array([8.0])
+    delayed = dense_layer_kernels(tp=tp, cp=cp, fp8=True)
+    current = dense_layer_kernels(tp=tp, cp=cp, fp8=True, amax=True)
+    assert float((current.fwd - delayed.fwd)[0]) == FP8_QUANTIZE_FWD
+    assert float((current.bwd - delayed.bwd)[0]) == FP8_QUANTIZE_BWD
+    moe = moe_layer_kernels(tp=tp, cp=cp, local_experts=e, fp8=True)
+    moe_current = moe_layer_kernels(tp=tp, cp=cp, local_experts=e, fp8=True, amax=True)
+    # the attention half's, and one per expert per linear on TE's per-expert path
+    assert float((moe_current.fwd - moe.fwd)[0]) == 2 + 2 * 8
+    assert (
+        dense_layer_kernels(tp=tp, cp=cp, amax=True).fwd[0]
+        == dense_layer_kernels(tp=tp, cp=cp).fwd[0]
+    )  # bf16: nothing to quantize
