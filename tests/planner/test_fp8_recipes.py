@@ -198,7 +198,7 @@ def test_block_recipes_add_their_scales_to_the_saved_fp8_copies(model: Any) -> N
     mxfp8 = acts(job(fp8_recipe="mxfp8"), B200) - acts(job(fp8_recipe="tensorwise"), B200)
     assert delayed == tensorwise  # per-tensor: one 1-byte copy, no block scales
     assert delayed < blockwise < bf16
-    # the same 3 % on Blackwell (MoE: its layouts keep a few more routed tokens in flight there)
+    # the same 3 % on Blackwell (MoE within 5 %: its own dispatcher and overlap defaults)
     assert mxfp8 == pytest.approx(blockwise - delayed, rel=1e-9 if not model.is_moe else 0.05)
     # 3 % of the fp8 copies: a small share of what fp8 saves, never more than the copies
     assert 0 < blockwise - delayed < BLOCK_SCALE_FRACTION * (bf16 - delayed) * 4
