@@ -136,11 +136,7 @@ def test_evaluated_flags_parse_back_to_the_evaluated_layout_and_stack(case: Any)
         if model.is_moe
         else parsed.stack_fields["moe_imbalance"],
         # the recipe that runs: the job's or the planner's (no flag before core 0.12: delayed)
-        **(
-            {"fp8_recipe": effective_recipe(job, cluster.gpu)}
-            if job.precision == "fp8"
-            else {}
-        ),
+        **({"fp8_recipe": effective_recipe(job, cluster.gpu)} if job.precision == "fp8" else {}),
     }
     assert (parsed.seq_length, parsed.global_batch_size, parsed.precision) == (
         job.seq_length,
