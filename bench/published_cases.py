@@ -101,18 +101,21 @@ def external_cases() -> list[Case]:
                 series="moe_blackwell",
                 model=load_model(model),
                 cluster=cluster_spec(gpu, 256, gpus_per_node=64),
-                job=TrainingJob(seq_length=4096, global_batch_size=8192, precision="fp8"),
+                job=TrainingJob(
+                    seq_length=4096, global_batch_size=8192, precision="fp8", fp8_recipe="mxfp8"
+                ),
                 constraints=SearchConstraints(),
                 metric="model_tflops_per_gpu",
                 published=published,
                 source=source,
                 assumed="256 GPUs in 64-GPU NVLink domains, s = 4096, GBS 8192 (the report's "
-                "GPU count and batch are not in our sheets) [U]; layout free; fp8 stands for "
-                "MXFP8; force-balanced routing as NVIDIA benchmarks it (moe_imbalance 1.0)",
+                "GPU count and batch are not in our sheets) [U]; layout free; force-balanced "
+                "routing as NVIDIA benchmarks it (moe_imbalance 1.0)",
                 force_balanced=True,
                 stated="256 GPUs, MXFP8, force-balanced routing",
                 free="tp pp vpp cp ep mbs recompute",
-                stack="MXFP8 (stated); dispatcher, CUDA graphs and the rest not in our sheets: "
+                stack="fp8_recipe=mxfp8 (stated); dispatcher, CUDA graphs and the rest not in "
+                "our sheets: "
                 "the planner's defaults (alltoall or flex chosen per layout, no graphs)",
             )
         )
@@ -179,7 +182,8 @@ def dsv3_gb200_cases() -> list[Case]:
     )
     stated = "tp 1, pp 8, vpp 4, cp 1, ep 32, mbs 1, layout Et|(tt|)*30L (no MTP), GBS 2048"
     stack = (
-        "MXFP8 (stated); moe_dispatcher=flex/HybridEP (stated); cuda_graphs=partial: attn, "
+        "fp8_recipe=mxfp8 (stated); moe_dispatcher=flex/HybridEP (stated); cuda_graphs=partial: "
+        "attn, "
         "moe_router, moe_preprocess, shared experts (stated); recompute mlp (stated); "
         "moe_imbalance=1.0 (NVIDIA benchmarks force balance [inferred]); bf16 main gradients "
         "and Adam moments (the DeepSeek-V3 recipes' precision-aware optimizer, as issue 13 "
@@ -191,7 +195,9 @@ def dsv3_gb200_cases() -> list[Case]:
         "series": "moe_blackwell_stated_layout",
         "model": dsv3,
         "cluster": cluster_spec("gb200-186gb", 256, gpus_per_node=64),
-        "job": TrainingJob(seq_length=4096, global_batch_size=2048, precision="fp8"),
+        "job": TrainingJob(
+            seq_length=4096, global_batch_size=2048, precision="fp8", fp8_recipe="mxfp8"
+        ),
         "metric": "model_tflops_per_gpu",
         "force_balanced": True,
         "stated": stated,
@@ -209,7 +215,7 @@ def dsv3_gb200_cases() -> list[Case]:
             case_id="deepseek-v3-gb200-mlm-dsv3-baseline",
             published=494.5,
             source=MLM_DSV3.replace("final row", "first (baseline) row"),
-            assumed="s = 4096; fp8 stands for MXFP8; the kernel fixes, router fusion and CPU "
+            assumed="s = 4096; the kernel fixes, router fusion and CPU "
             "binding of the later rows have no field here, so only the dispatcher, the graphs "
             "and the recompute modules differ from the final row",
             headline=False,
@@ -221,7 +227,8 @@ def dsv3_gb200_cases() -> list[Case]:
                     "series": "moe_blackwell_stack_baseline",
                     "stated_layout": baseline,
                     "constraints": pinned(baseline),
-                    "stack": "MXFP8 (stated); moe_dispatcher=alltoall (stated); no CUDA graphs "
+                    "stack": "fp8_recipe=mxfp8 (stated); moe_dispatcher=alltoall (stated); no "
+                    "CUDA graphs "
                     "(stated); recompute mlp + mla_up_proj (stated); moe_imbalance=1.0 "
                     "[inferred]",
                 }
@@ -231,7 +238,7 @@ def dsv3_gb200_cases() -> list[Case]:
             case_id="deepseek-v3-gb200-mlm-dsv3",
             published=970.0,
             source=MLM_DSV3,
-            assumed="s = 4096 (DSv3 pre-training, MLM conf [N]); fp8 stands for MXFP8",
+            assumed="s = 4096 (DSv3 pre-training, MLM conf [N])",
             **common,
         ),
         Case(
@@ -239,7 +246,7 @@ def dsv3_gb200_cases() -> list[Case]:
             published=1048.0,
             source=MB_CARD,
             assumed="MLM-DSV3's layout, batch and recompute [inferred: same team, 256 GB200, the "
-            "stack it names]; s = 4096; fp8 stands for MXFP8",
+            "stack it names]; s = 4096",
             **common,
         ),
     ]

@@ -52,7 +52,7 @@ from bench.published_sensitivity import sensitivity_markdown, sensitivity_rows
 from bench.published_sweeps_report import sweeps_markdown, sweeps_payload
 from models_db.catalog import load_gpu, network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
-from models_db.measurement_stacks import annotate_rows, stack_notes
+from models_db.measurement_stacks import FP8_ONLY, annotate_rows, stack_notes
 from models_db.profiles import load_profile
 from planner.calibration.measurements import parse_rows, read_rows
 from planner.search.evaluate import evaluate_layouts
@@ -142,7 +142,12 @@ def csv_cases() -> list[Case]:
                 sweep=True,
                 stated=_stated_text(row, constraints),
                 free=_free_text(constraints),
-                stack=stack_text(row["source_id"], row["sweep_id"], moe=m.model.is_moe),
+                stack=stack_text(
+                    row["source_id"],
+                    row["sweep_id"],
+                    moe=m.model.is_moe,
+                    fp8=m.job.precision == "fp8",
+                ),
             )
         )
     return cases
@@ -182,15 +187,16 @@ def _free_text(c: SearchConstraints) -> str:
     return " ".join(free) or "nothing"
 
 
-def stack_text(source_id: str, sweep_id: str = "*", *, moe: bool = True) -> str:
+def stack_text(source_id: str, sweep_id: str = "*", *, moe: bool = True, fp8: bool = True) -> str:
     """The stack fields models_db.measurement_stacks gives a source: value and basis (the MoE
-    ones only for an MoE model)."""
+    ones only for an MoE model, the fp8 recipe only for an fp8 run)."""
     notes = [
         n
         for n in stack_notes()
         if n.source_id == source_id
         and n.sweep_id in ("*", sweep_id)
         and (moe or not n.field.startswith("moe_"))
+        and (fp8 or n.field not in FP8_ONLY)
     ]
     return "; ".join(f"{n.field}={n.value} ({n.basis.replace('_', ' ')})" for n in notes)
 

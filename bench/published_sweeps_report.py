@@ -248,7 +248,9 @@ def point_breakdown(sweep: LayoutSweep, label: str) -> dict[str, float]:
     ctx = step_context(sweep.model, sweep.cluster, job, batch, profile)
     m, layers = float(ctx.microbatches[0]), float(ctx.layers_per_stage[0])
     sh = ctx.shapes
-    dense_bytes, _, _ = elementwise_bytes_per_token(sweep.model, batch.tp, ctx.sp, ctx.fp8)
+    dense_bytes, _, _ = elementwise_bytes_per_token(
+        sweep.model, batch.tp, ctx.sp, ctx.fp8, ctx.fp8_recipe
+    )
     per_layer = {
         "attention GEMMs": gemms_time(ctx, sh.attention_gemms, ctx.tokens, ctx.tp),
         "MLP GEMMs": gemms_time(ctx, sh.dense_mlp_gemms, ctx.tokens, ctx.tp),

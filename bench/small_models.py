@@ -62,7 +62,7 @@ def shares(model: ModelSpec, cluster: ClusterSpec, job: TrainingJob, layout: Lay
     step = float(est.step_time_s[0])
     m, layers = float(ctx.microbatches[0]), float(ctx.layers_per_stage[0])
     gemms = ctx.shapes.attention_gemms + ctx.shapes.dense_mlp_gemms
-    elementwise = elementwise_bytes_per_token(model, batch.tp, ctx.sp, ctx.fp8)
+    elementwise = elementwise_bytes_per_token(model, batch.tp, ctx.sp, ctx.fp8, ctx.fp8_recipe)
     per_mb = {
         "gemm": 3 * layers * gemms_time(ctx, gemms, ctx.tokens, ctx.tp),
         "scores": layers * unfused_scores_time(ctx),

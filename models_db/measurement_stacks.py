@@ -7,6 +7,7 @@ field). ``basis`` says how each value is known: ``stated`` (the source says so),
 (the source says nothing and the value is what Megatron did at the time, with the version facts
 of mechanisms-facts §8), ``inferred`` (not stated; NVIDIA's recipes of that release). The
 ``evidence`` column keeps the source's words or the reason. A column the row already has wins.
+``fp8_recipe`` fills fp8 rows only (a bf16 job has no recipe: TrainingJob refuses one).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ __all__ = ["StackNote", "annotate_rows", "stack_notes"]
 
 PATH = Path(__file__).with_name("measurement_stacks.csv")
 BASES = frozenset({"stated", "era_default", "inferred"})
+FP8_ONLY = frozenset({"fp8_recipe"})
+"""Fields that describe fp8 training: filled on rows whose precision is fp8 only."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,8 +57,11 @@ def annotate_rows(rows: Iterable[Mapping[str, str]]) -> list[dict[str, str]]:
     for row in rows:
         filled = dict(row)
         source, sweep = row.get("source_id", ""), row.get("sweep_id", "")
+        fp8 = (row.get("precision") or "").strip().lower().startswith("fp8")
         for key in ((source, sweep), (source, "*")):
             for name, value in by_key.get(key, {}).items():
+                if name in FP8_ONLY and not fp8:
+                    continue
                 if not (filled.get(name) or "").strip():
                     filled[name] = value
         out.append(filled)

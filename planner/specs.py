@@ -407,6 +407,13 @@ class TrainingJob:
     ``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1``, TE >= 2.13). None = the planner's choice:
     priced as TE's default (multi_stream); a plan's search picks grouped where the GPU, precision
     and TE version have a grouped kernel and it is faster (:mod:`planner.search.kernel_choice`)."""
+    fp8_recipe: Literal["delayed", "tensorwise", "blockwise", "mxfp8"] | None = None
+    """``--fp8-recipe`` of an fp8 job (megatron-facts §1.8; :mod:`planner.fp8_recipes`):
+    'delayed' (scales from an amax history; Megatron's default, the only recipe before core
+    0.12), 'tensorwise' (current per-tensor scaling, TE >= 2.2), 'blockwise' (1x128 / 128x128
+    blocks, Hopper, TE >= 2.3), 'mxfp8' (1x32 blocks, Blackwell, TE >= 2.0). None = the
+    planner's choice: mxfp8 on Blackwell, tensorwise on Hopper where the release has them, else
+    delayed. Only an fp8 job may name one."""
     megatron_core_version: str | None = None
     """The Megatron-Core release the job runs ("0.12"; a NeMo container tag such as "24.09"
     stands for its versions). None = the newest the facts cover (0.19). Decides which stack

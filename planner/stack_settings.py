@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Literal
 
+from planner.fp8_recipes import check_recipe
 from planner.specs import SpecError
 from planner.stack_versions import normalize_versions, require
 
@@ -56,6 +57,7 @@ STACK_FIELDS: tuple[str, ...] = (
     "cross_entropy_fusion",
     "moe_imbalance",
     "moe_grouped_gemm_kernel",
+    "fp8_recipe",
     "megatron_core_version",
     "te_version",
 )
@@ -95,6 +97,7 @@ def check_stack(job: TrainingJob) -> None:
             field="moe_grouped_gemm_kernel",
         )
     check_versioned(job)
+    check_recipe(job)  # after the versions: it asks what the release has
     value = job.moe_imbalance
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise SpecError(f"moe_imbalance={value!r} must be a number", field="moe_imbalance")

@@ -1,7 +1,7 @@
 """What to write instead of a Megatron-LM argument name in a request (brief evaljudge8 2a).
 
 People who know a run from its launch script write Megatron's names (``tensor_model_parallel_size``,
-``use_distributed_optimizer``, ``fp8_recipe``). Model fields already follow Megatron's names; the
+``use_distributed_optimizer``, ``fp4_recipe``). Model fields already follow Megatron's names; the
 layout and the stack have shorter ones. An unknown field that is a Megatron argument gets a 422
 saying which field expresses it, or, where the planner has no such setting, that it has none and
 what it launches and prices instead, so that nothing a source states is silently lost.
@@ -54,11 +54,9 @@ RENAMED: dict[str, str] = {
 """Megatron argument -> the request field (or value) that says the same."""
 
 UNMODELLED: dict[str, str] = {
-    "fp8_recipe": (
-        "the planner has no fp8 recipe setting: precision='fp8' launches the GPU's recipe "
-        "(--fp8-recipe delayed before Blackwell, mxfp8 on Blackwell; mechanisms-facts §8) and "
-        "prices one fp8 GEMM rate per GPU; for another recipe (tensorwise, blockwise, nvfp4) "
-        "remove the field and edit --fp8-recipe in the emitted flags"
+    "fp4_recipe": (
+        "the planner has no fp4 setting: NVFP4 (--fp4-format, --fp4-recipe nvfp4, TE >= 2.8) is "
+        "not priced; use precision='fp8' with fp8_recipe, or remove the field"
     ),
     "moe_router_fusion": (
         "the planner has no router-fusion setting: it prices the unfused router, Megatron's "

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.planning.stack_fields import STACK_FIELDS
 from planner import ClusterSpec, ModelSpec, TrainingJob
+from planner.fp8_recipes import Fp8Recipe, effective_recipe
 from planner.specs import IntraNodeTopology, Precision
 from planner.stack_settings import AttentionBackend, CrossEntropyFusion, MoeGroupedGemmKernel
 
@@ -58,6 +59,9 @@ class RunRead(BaseModel):
     moe_grouped_gemm_kernel: MoeGroupedGemmKernel | None
     """The kernel the plan runs (the search's choice where the request left it open); None in
     an evaluation that left it open (priced as TE's default, multi_stream) and for dense models."""
+    fp8_recipe: Fp8Recipe | None
+    """The fp8 recipe the plan runs and is priced with (the job's, else the planner's choice for
+    the GPU and release: planner.fp8_recipes); None for a job that does not train in fp8."""
     megatron_core_version: str | None
     """The Megatron-Core release the flags are for; None = the newest covered (0.19)."""
     te_version: str | None
@@ -72,5 +76,6 @@ def run_read(model: ModelSpec, cluster: ClusterSpec, job: TrainingJob) -> RunRea
         "gpu": cluster.gpu.name,
         **{k: getattr(cluster, k) for k in CLUSTER_FIELDS if k != "gpu"},
         **{k: getattr(job, k) for k in (*JOB_FIELDS, *JOB_STACK)},
+        "fp8_recipe": effective_recipe(job, cluster.gpu),  # what the flags launch
     }
     return RunRead.model_validate(values)

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationInfo
 
 from app.core.schemas import RequestModel
 from planner import Layout, TrainingJob
+from planner.fp8_recipes import FP8_RECIPE_CHOICES, Fp8Recipe
 from planner.specs import CP_COMM_TYPES, CpCommType, SpecError
 from planner.stack_defaults import RELEASE_FALLBACKS, floored_defaults, release_defaults
 from planner.stack_settings import (
@@ -139,6 +140,20 @@ STACK_FIELDS: tuple[StackField, ...] = (
         "faster, else multi_stream (evaluations: multi_stream); mechanisms-facts 4.1",
     ),
     StackField(
+        name="fp8_recipe",
+        kind="choice",
+        choices=FP8_RECIPE_CHOICES,
+        label="FP8 recipe",
+        flag="--fp8-recipe",
+        unset="planner's choice (fp8 only)",
+        help="--fp8-recipe of an fp8 job (core >= 0.12; before, delayed only): delayed (amax "
+        "history, Megatron's default), tensorwise (current scaling, TE >= 2.2: one more amax "
+        "pass per cast), blockwise (Hopper, TE >= 2.3: GEMMs 15 % slower, performance-facts "
+        "pitfall 6), mxfp8 (Blackwell, TE >= 2.0); blockwise and mxfp8 keep 3 % scales on the "
+        "saved fp8 activations; unset = the planner's choice: mxfp8 on Blackwell, tensorwise on "
+        "Hopper where the release has them, else delayed; only with precision fp8",
+    ),
+    StackField(
         name="megatron_core_version",
         kind="choice",
         choices=(*reversed(CORE_VERSIONS), *NEMO_CONTAINERS),
@@ -210,6 +225,7 @@ class StackFields(RequestModel):
     cross_entropy_fusion: CrossEntropyFusion | None = _field("cross_entropy_fusion")
     moe_imbalance: float = _field("moe_imbalance")
     moe_grouped_gemm_kernel: MoeGroupedGemmKernel | None = _field("moe_grouped_gemm_kernel")
+    fp8_recipe: Fp8Recipe | None = _field("fp8_recipe")
     megatron_core_version: Version | None = _field("megatron_core_version")
     te_version: Version | None = _field("te_version")
     expandable_segments: bool = _field("expandable_segments")

@@ -240,5 +240,7 @@ def parse_megatron_args(
         global_batch_size=ns.global_batch_size,
         precision=precision,
         model_fields=fields,
-        stack_fields=parsed_stack_fields(ns),
+        # --fp8-recipe means something only with --fp8-format (its default: delayed, §1.8)
+        stack_fields=parsed_stack_fields(ns)
+        | ({"fp8_recipe": ns.fp8_recipe} if precision == "fp8" else {}),
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from planner.fp8_recipes import effective_recipe
 from planner.megatron.memory_flags import fp8_param_gather_on, memory_args, recompute_args
 from planner.megatron.stack_flags import stack_args, stack_env
 from planner.megatron.version_flags import dispatcher_args, fp8_recipe_args, graph_args, vpp_args
@@ -51,11 +52,6 @@ def _moe_layer_freq(model: ModelSpec) -> str:
             runs.append(f"[{pattern[start]}]*{i - start}")
             start = i
     return "(" + "+".join(runs) + ")"
-
-
-def _fp8_recipe(architecture: str) -> str:
-    # mxfp8 is Blackwell-only; delayed scaling is the default elsewhere (megatron-facts §1.8)
-    return "mxfp8" if architecture in _BLACKWELL_OR_NEWER else "delayed"
 
 
 def megatron_args(
@@ -116,7 +112,8 @@ def megatron_args(
     args += memory_args(model, job.precision, lay)  # precision, optimizer, offload
     args += graph_args(model, job, lay)  # CUDA graphs, spelled for the job's core
     if job.precision == "fp8":
-        args += fp8_recipe_args(job, _fp8_recipe(cluster.gpu.architecture))
+        # the job's recipe, else the planner's (planner.fp8_recipes); Megatron's default is delayed
+        args += fp8_recipe_args(job, effective_recipe(job, cluster.gpu) or "delayed")
         if fp8_param_gather_on(job.precision, lay):
             args.append("--fp8-param-gather")  # needs dist-opt or FSDP (rule 53)
     args += stack_args(model, job)  # attention backend, cross-entropy, forced MoE balance

@@ -106,7 +106,7 @@ _SIZE_ARGS = {  # row column -> (argument, key of the "using world size" line)
               "ep": ("expert_model_parallel_size", ""),
               "dp": ("data_parallel_size", "dp")}  # fmt: skip
 _EXTRA_ARGS = ("expert_tensor_parallel_size", "log_interval", "recompute_method",
-               "recompute_num_layers", "activations_checkpoint_method", "fp8_recipe", "swiglu",
+               "recompute_num_layers", "activations_checkpoint_method", "swiglu",
                "normalization", "position_embedding_type", "untie_embeddings_and_output_weights",
                "add_bias_linear", "mtp_num_layers")  # fmt: skip
 """Arguments with no CSV column, copied into other_metrics when set."""

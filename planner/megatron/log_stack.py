@@ -47,6 +47,12 @@ def stack_columns(a: dict[str, str], derived: list[str]) -> dict[str, str]:
         out["cross_entropy_fusion"] = ("te" if impl == "te" else "native") if fusion else "unfused"
     if _flag(a, "moe_router_force_load_balancing"):
         out["moe_imbalance"] = "1.0"
+    if a.get("fp8", "None").strip() not in ("None", "False", ""):  # an fp8 run (log_rows)
+        recipe = a.get("fp8_recipe", "").strip().rsplit(".", 1)[-1].lower()
+        if not recipe:  # --fp8-recipe arrived in core 0.12: delayed scaling only before
+            recipe = "delayed"
+            derived.append("fp8_recipe=delayed (no fp8_recipe argument: Megatron predates it)")
+        out["fp8_recipe"] = recipe
     scope = a.get("cuda_graph_scope", "").strip().lower()
     impl = a.get("cuda_graph_impl", "").strip().lower()
     graphs = _flag(a, "enable_cuda_graph") or _flag(a, "external_cuda_graph")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from planner.fp8_recipes import effective_recipe
 from planner.layout_settings import GRAPHS_FULL, GRAPHS_PARTIAL, full_recompute_share
 from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, IntArray, LayoutBatch
 from planner.memory.activations import (
@@ -35,6 +36,7 @@ from planner.memory.activations import (
 )
 from planner.memory.buffers import comm_buffer_bytes, fragmentation_bytes, runtime_overhead_bytes
 from planner.memory.context_parallel import cp_attention_transient_bytes, cp_peak_workspace
+from planner.memory.fp8_saved import scale_fraction
 from planner.memory.offload import layer_offload_bytes, stage_offload_bytes
 from planner.memory.options import GIB as GIB  # re-exported
 from planner.memory.options import MemoryOptions as MemoryOptions  # re-exported
@@ -218,7 +220,9 @@ def estimate_memory(
         loads = [merge(first_load, slots[0], with_layout), merge(last_load, slots[1], with_layout)]
         loads += [merge(first_load, extra, with_layout) for extra in slots[2:]]
     flex = comm_flags.flex_dispatch(model, cluster, batch)
-    shared = _shared(model, counts, job, batch, opts, loads, imbalance, flex)
+    # the block fp8 recipes' scales on every saved fp8 copy (planner.memory.fp8_saved)
+    scales = scale_fraction(effective_recipe(job, cluster.gpu))
+    shared = _shared(model, counts, job, batch, opts, loads, imbalance, flex, scales)
 
     results = [_stage_terms(model, counts, batch, job, load, shared, opts) for load in loads]
     stage_terms = [{k: np.asarray(r[0][k], dtype=np.float64) for k in TERM_NAMES} for r in results]
@@ -283,6 +287,7 @@ def _shared(
     loads: list[StageLoad],
     imbalance: float,
     flex: BoolArray,
+    scales: float = 0.0,
 ) -> _Shared:
     shape = ActivationShape.of(job.seq_length, batch)
 
@@ -308,7 +313,7 @@ def _shared(
         kept = saved_per_layer(layer, free, batch, moe=moe, full_share=share)
         if job.precision != "fp8":
             return kept
-        fp8 = fp8_saving(model, shape, batch, moe=moe, imbalance=imbalance)
+        fp8 = fp8_saving(model, shape, batch, moe=moe, imbalance=imbalance, scales=scales)
         return np.maximum(kept - fp8, layer.layer_input)
 
     # block recompute: the first N layers of each model chunk (chunk = rank layers / v)

@@ -19,8 +19,13 @@ Per token, bf16 -> fp8 (mechanisms-facts §6.1-§6.3; MLA rows [inferred] from t
 A recomputed module keeps nothing to quantize: the block (``mlp``/``moe``), ``moe_act`` (FC2
 inputs), ``shared_experts`` and ``layernorm`` (with fp8 the linears after a recomputed norm save
 their bf16 input, which the checkpoint discards: §6.4) each remove their rows; full recompute
-keeps only the bf16 layer input. Quantization scales (about 3 % for blockwise/MXFP8, §6.1) are
-not counted.
+keeps only the bf16 layer input.
+
+The recipe (``TrainingJob.fp8_recipe``): per-tensor recipes (delayed, tensorwise) keep one 1-byte
+copy per saved input, column-wise (transposed), or the row-wise shard with SP; blockwise (Hopper)
+and MXFP8 (Blackwell) keep column-wise data only (mechanisms-facts §6.1). Either way one byte per
+element, as above; the block recipes add their scales, about 3 % of each fp8 copy (§6.1
+[inferred]: MXFP8 one E8M0 byte per 32 elements, blockwise one fp32 per 128): ``scale_fraction``.
 """
 
 from __future__ import annotations
@@ -32,11 +37,22 @@ from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, LayoutBatch
 from planner.memory.activations import ActivationShape, routed_tokens
 from planner.specs import ModelSpec
 
-__all__ = ["attention_fp8_saving", "fp8_saving"]
+__all__ = ["BLOCK_SCALE_FRACTION", "attention_fp8_saving", "fp8_saving", "scale_fraction"]
+
+BLOCK_SCALE_FRACTION = 0.03
+"""Scale bytes per fp8 byte of the block recipes (mechanisms-facts §6.1: "scales add ≈ 3 %")."""
 
 
-def attention_fp8_saving(model: ModelSpec, shape: ActivationShape) -> FloatArray:
-    """Bytes per micro-batch fp8 saves (negative: costs) in one layer's attention block."""
+def scale_fraction(recipe: str | None) -> float:
+    """Scale bytes per saved fp8 byte of a recipe: the block recipes' 3 %, per-tensor ones' 0."""
+    return BLOCK_SCALE_FRACTION if recipe in ("blockwise", "mxfp8") else 0.0
+
+
+def attention_fp8_saving(
+    model: ModelSpec, shape: ActivationShape, scales: float = 0.0
+) -> FloatArray:
+    """Bytes per micro-batch fp8 saves (negative: costs) in one layer's attention block;
+    ``scales`` is the recipe's scale bytes per fp8 byte (:func:`scale_fraction`)."""
     tok, t, shard = shape.tokens, shape.t, shape.sp_shard
     a = model.num_attention_heads
     if model.multi_latent_attention:
@@ -44,12 +60,15 @@ def attention_fp8_saving(model: ModelSpec, shape: ActivationShape) -> FloatArray
         # its bf16 output is replaced by one fp8 copy per down-projection (net 0)
         latents = (model.q_lora_rank or 0) + (model.kv_lora_rank or 0)
         saved = tok * latents / shard
+        copies = saved + 2 * tok * model.hidden_size / shard
         d_out = model.v_head_dim or 0
     else:
         saved = tok * model.hidden_size / shard  # QKV's fused-norm output: 2h -> h
+        copies = saved
         d_out = model.head_dim
     # proj keeps an fp8 copy of O beside the bf16 O attention keeps (MLM-DSV3 §2.2.2)
-    result: FloatArray = saved - tok * a * d_out / t
+    proj = tok * a * d_out / t
+    result: FloatArray = saved - proj - scales * (copies + proj)
     return result
 
 
@@ -60,9 +79,11 @@ def fp8_saving(
     *,
     moe: bool,
     imbalance: float,
+    scales: float = 0.0,
 ) -> FloatArray:
     """Bytes per layer and micro-batch fp8 training saves on what the layer still keeps (the
-    module docstring's table; negative where fp8 copies cost more than they save)."""
+    module docstring's table; negative where fp8 copies cost more than they save). ``scales``:
+    the recipe's scale bytes per fp8 byte, on every fp8 copy kept (:func:`scale_fraction`)."""
     mask = effective_modules(batch)
 
     def on(name: str) -> BoolArray:
@@ -71,21 +92,22 @@ def fp8_saving(
 
     tok, t, shard = shape.tokens, shape.t, shape.sp_shard
     h = model.hidden_size
-    attention = attention_fp8_saving(model, shape)
+    attention = attention_fp8_saving(model, shape, scales)
+    # each "saves X" is a bf16 2X kept as an fp8 X, each "costs X" an fp8 X: copies of X bytes
     if moe:
         block = on("moe")
         ffn = model.expert_ffn_hidden_size / shape.etp
         per_copy = h + np.where(on("moe_act"), 0.0, ffn)
-        block_saving = routed_tokens(model, shape, imbalance) * per_copy
+        block_saving = routed_tokens(model, shape, imbalance) * per_copy * (1.0 - scales)
         if model.shared_expert_ffn_hidden_size:
             shared_fc2 = tok * model.shared_expert_ffn_hidden_size / t
             shared_fc1 = np.where(on("layernorm"), 0.0, tok * h / shard)
-            block_saving = block_saving + np.where(
-                on("shared_experts"), 0.0, shared_fc2 - shared_fc1
-            )
+            shared = shared_fc2 - shared_fc1 - scales * (shared_fc2 + shared_fc1)
+            block_saving = block_saving + np.where(on("shared_experts"), 0.0, shared)
     else:
         block = on("mlp")
-        block_saving = tok * (h / shard + model.ffn_hidden_size / t)  # FC1 norm out, FC2 in
+        # FC1 norm out, FC2 in
+        block_saving = tok * (h / shard + model.ffn_hidden_size / t) * (1.0 - scales)
     result: FloatArray = np.where(
         batch.recompute == RECOMPUTE_FULL,
         0.0,

@@ -25,6 +25,7 @@ from planner.performance.cross_entropy import (
     row_collective_bytes,
 )
 from planner.performance.expert_parallel import routed_expert_time
+from planner.performance.fp8_recipe_cost import cast_bytes_factor, gemm_rate_factor
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
 from planner.performance.ring_attention import CpAttentionTime
@@ -64,6 +65,7 @@ def elementwise_bytes_per_token(
     tp: IntArray,
     sp: FloatArray,
     fp8: bool,
+    recipe: str | None = None,
 ) -> tuple[FloatArray, FloatArray, float]:
     """Forward HBM bytes per token of the memory-bound ops of one dense and one MoE layer.
 
@@ -76,9 +78,12 @@ def elementwise_bytes_per_token(
     element each, over fwd + bwd = 2 B per element of (inputs + outputs) in these forward-
     equivalent units (the caller multiplies by 3); MoE expert inputs and outputs count every
     top-k copy. Widths h on the sequence-parallel side are cast before the all-gather (/t with
-    SP); the others are TP-sharded (/t). The third value is the loss-side bytes per token per
-    (V/t), forward and backward, of the fused (``native``) cross-entropy (mechanisms-facts §5.3);
-    :func:`compute_time` takes the job's kernel from :func:`loss_time` instead.
+    SP); the others are TP-sharded (/t). These cast bytes are the fitted ones (the shared fp8
+    rows ran delayed scaling); ``recipe`` scales them by its stated extra passes (tensorwise's
+    amax: :mod:`planner.performance.fp8_recipe_cost`). The third value is the loss-side bytes
+    per token per (V/t), forward and backward, of the fused (``native``) cross-entropy
+    (mechanisms-facts §5.3); :func:`compute_time` takes the job's kernel from
+    :func:`loss_time` instead.
     """
     t = tp.astype(np.float64)
     h = float(model.hidden_size)
@@ -97,20 +102,21 @@ def elementwise_bytes_per_token(
         moe = moe + act * model.shared_expert_ffn_hidden_size / t
         # permute / unpermute: priced with the experts (expert_parallel.routed_expert_time)
     if fp8:
+        c = 2.0 * cast_bytes_factor(recipe)  # fitted 6 B per element / the caller's 3
         q = model.num_attention_heads * model.head_dim
         qkv_out = q + 2 * model.query_groups * model.head_dim
         fc1 = (2.0 if model.swiglu else 1.0) + 1.0  # FC1 output (2F with SwiGLU) + FC2 input F
         # attention: QKV in h + out qkv/t, proj in q/t + out h; MLP: FC1 in h, FC2 out h
-        attn_casts = 2.0 * (2 * h / sp_div + (qkv_out + q) / t)
-        mlp_h = 2.0 * 2 * h / sp_div
-        dense = dense + attn_casts + mlp_h + 2.0 * fc1 * model.ffn_hidden_size / t
+        attn_casts = c * (2 * h / sp_div + (qkv_out + q) / t)
+        mlp_h = c * 2 * h / sp_div
+        dense = dense + attn_casts + mlp_h + c * fc1 * model.ffn_hidden_size / t
         moe = moe + attn_casts
         if model.is_moe:
             k = float(model.moe_router_topk)
             fe, fs = model.expert_ffn_hidden_size, model.shared_expert_ffn_hidden_size
-            moe = moe + 2.0 * (2 * h * k + fc1 * fe * k) / t  # each routed copy, in + out
+            moe = moe + c * (2 * h * k + fc1 * fe * k) / t  # each routed copy, in + out
             if fs > 0:
-                moe = moe + mlp_h + 2.0 * fc1 * fs / t
+                moe = moe + mlp_h + c * fc1 * fs / t
     return dense, moe, 16.0
 
 
@@ -155,7 +161,8 @@ def gemm_fwd_time(
             call_flop,
             prof.fp8_half_time_s * gpu.peak_fp8_flop_per_s,
         )
-        rate = gpu.peak_fp8_flop_per_s * eff
+        # the recipe's stated rate against the fitted per-tensor one (blockwise: 0.85)
+        rate = gpu.peak_fp8_flop_per_s * eff * gemm_rate_factor(ctx.fp8_recipe)
     else:
         eff = gemm_efficiency(
             m,
@@ -289,7 +296,7 @@ def compute_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> Compu
     attn_gemm = gemms_time(ctx, sh.attention_gemms, tokens, tp)
     core = core_attention_time(ctx, ring)
     dense_bytes, moe_bytes, _ = elementwise_bytes_per_token(
-        ctx.model, ctx.batch.tp, ctx.sp, ctx.fp8
+        ctx.model, ctx.batch.tp, ctx.sp, ctx.fp8, ctx.fp8_recipe
     )
     dense_fwd = (
         attn_gemm

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.fp8_recipes import effective_recipe
 from planner.layouts import FloatArray, IntArray, LayoutBatch
 from planner.model.flops import padded_vocab
 from planner.model.pipeline import stage_layers
@@ -35,6 +36,8 @@ class StepContext:
     shapes: LayerShapes
     fp8: bool
     """The job runs fp8 and the GPU has fp8 tensor cores."""
+    fp8_recipe: str | None
+    """The recipe an fp8 job runs (its own or the planner's, planner.fp8_recipes); None: bf16."""
     tp: FloatArray
     pp: FloatArray
     vpp: FloatArray
@@ -107,6 +110,7 @@ def step_context(
         profile=profile,
         shapes=sh,
         fp8=job.precision == "fp8" and gpu.peak_fp8_flop_per_s is not None,
+        fp8_recipe=effective_recipe(job, gpu),
         tp=tp,
         pp=batch.pp.astype(f),
         vpp=batch.vpp.astype(f),

@@ -31,6 +31,7 @@ from planner.model.shapes import Gemm, sharded_width
 from planner.performance import overlap
 from planner.performance.collectives import all_to_all_time, members_per_node
 from planner.performance.context import BF16_BYTES, StepContext
+from planner.performance.fp8_recipe_cost import gemm_rate_factor
 from planner.performance.moe_compute import GemmRate, expert_mlp_time, permute_time
 from planner.space import comm_flags
 from planner.specs import GPUSpec
@@ -96,7 +97,10 @@ def routed_expert_time(ctx: StepContext) -> FloatArray:
     peak = gpu.peak_fp8_flop_per_s if fp8 and gpu.peak_fp8_flop_per_s else gpu.peak_bf16_flop_per_s
     rate = GemmRate(
         peak_flop_per_s=peak,
-        plateau=prof.fp8_gemm_efficiency if fp8 else prof.gemm_efficiency,
+        # the recipe's stated fp8 rate (blockwise 0.85 of per-tensor: fp8_recipe_cost)
+        plateau=prof.fp8_gemm_efficiency * gemm_rate_factor(ctx.fp8_recipe)
+        if fp8
+        else prof.gemm_efficiency,
         half_tokens=prof.fp8_half_tokens if fp8 else prof.gemm_half_tokens,
         half_flop=(prof.fp8_half_time_s if fp8 else prof.gemm_half_time_s) * peak,
         hbm_bytes_per_s=ctx.hbm_bytes_per_s,

@@ -101,16 +101,23 @@ class LayerKernels:
 
 
 def dense_layer_kernels(
-    *, tp: FloatArray, cp: FloatArray, sequence_parallel: bool = True, fp8: bool = False
+    *,
+    tp: FloatArray,
+    cp: FloatArray,
+    sequence_parallel: bool = True,
+    fp8: bool = False,
+    amax: bool = False,
 ) -> LayerKernels:
-    """Kernels of one dense TE layer, forward and backward (mechanisms-facts §3.2)."""
+    """Kernels of one dense TE layer, forward and backward (mechanisms-facts §3.2). ``amax``:
+    the fp8 recipe is current scaling, one amax kernel before each quantize (§3.2)."""
     t = np.asarray(tp, dtype=np.float64)
     c = np.asarray(cp, dtype=np.float64)
     # no TP: no AG/RS; TP without SP: one all-reduce per half instead of AG + RS
     per_half = np.where(t > 1, TP_COLLECTIVES_PER_HALF if sequence_parallel else 1, 0)
     drop = 2 * (TP_COLLECTIVES_PER_HALF - per_half)
-    fwd = DENSE_ATTN_FWD + DENSE_MLP_FWD - drop + (FP8_QUANTIZE_FWD if fp8 else 0)
-    bwd = DENSE_ATTN_BWD + DENSE_MLP_BWD - drop + (FP8_QUANTIZE_BWD if fp8 else 0)
+    q = (2 if amax else 1) if fp8 else 0  # "one quantize (+ amax for current scaling)"
+    fwd = DENSE_ATTN_FWD + DENSE_MLP_FWD - drop + q * FP8_QUANTIZE_FWD
+    bwd = DENSE_ATTN_BWD + DENSE_MLP_BWD - drop + q * FP8_QUANTIZE_BWD
     # CP p2p: c attention calls + c-1 send/recv pairs + ~2c correction kernels instead of one
     # attention call (§3.2); backward: c calls + c-1 send/recv + c dQ accumulations
     cp_fwd = np.where(c > 1, (c - 1.0) + (c - 1.0) + 2.0 * c, 0.0)
@@ -136,6 +143,7 @@ def moe_layer_kernels(
     shared_experts: bool = False,
     capture_shared_experts: bool = True,
     fp8: bool = False,
+    amax: bool = False,
 ) -> LayerKernels:
     """Kernels of one MoE layer per micro-batch (mechanisms-facts §3.2, §4.1, §4.4).
 
@@ -146,7 +154,8 @@ def moe_layer_kernels(
     Shared experts join the router's graph unless ``capture_shared_experts`` is False (they
     are captured with ``moe_router`` unless shared-expert overlap is on, §3.4).
     """
-    dense = dense_layer_kernels(tp=tp, cp=cp, fp8=fp8)
+    dense = dense_layer_kernels(tp=tp, cp=cp, fp8=fp8, amax=amax)
+    q = 2.0 if amax else 1.0  # current scaling: an amax kernel before each quantize (§3.2)
     e = np.asarray(local_experts, dtype=np.float64)
     attn_fwd = np.asarray(dense.capturable_fwd - DENSE_MLP_FWD, np.float64)
     attn_bwd = np.asarray(dense.capturable_bwd - DENSE_MLP_BWD, np.float64)
@@ -165,10 +174,10 @@ def moe_layer_kernels(
         gemm_fwd = 2.0 * e + STREAM_EVENTS
         gemm_bwd = 2.0 * MULTI_STREAM_GEMMS_PER_LINEAR_BWD * e + STREAM_EVENTS
         if fp8:  # per-expert quantisation on the default path (§3.2)
-            gemm_fwd, gemm_bwd = gemm_fwd + 2.0 * e, gemm_bwd + 2.0 * e
+            gemm_fwd, gemm_bwd = gemm_fwd + 2.0 * q * e, gemm_bwd + 2.0 * q * e
     else:
-        gemm_fwd = np.full_like(e, 2.0 + (2.0 if fp8 else 0.0))
-        gemm_bwd = np.full_like(e, 4.0 + (2.0 if fp8 else 0.0))
+        gemm_fwd = np.full_like(e, 2.0 + (2.0 * q if fp8 else 0.0))
+        gemm_bwd = np.full_like(e, 4.0 + (2.0 * q if fp8 else 0.0))
     act = 1.0
     shared_fwd = (DENSE_MLP_FWD - 2.0) if shared_experts else 0.0  # no norm, no residual
     shared_bwd = (DENSE_MLP_BWD - 2.0) if shared_experts else 0.0

@@ -117,7 +117,10 @@ def _rank_exposed(
     sp_div = np.where(ctx.sp > 0, ctx.tp, 1.0)
     copy_s = 2.0 * ctx.activation_bytes / sp_div / ctx.hbm_bytes_per_s
     sp = bool(np.all(ctx.sp > 0))  # kernel counts differ by 2-4 of ~30: one value per batch
-    dense_k = dense_layer_kernels(tp=ctx.tp, cp=ctx.cp, sequence_parallel=sp, fp8=ctx.fp8)
+    amax = ctx.fp8_recipe == "tensorwise"  # current scaling's amax kernels (fp8_recipe_cost)
+    dense_k = dense_layer_kernels(
+        tp=ctx.tp, cp=ctx.cp, sequence_parallel=sp, fp8=ctx.fp8, amax=amax
+    )
     moe_k = None
     flex = np.zeros(len(batch.tp), dtype=bool)
     if model.is_moe:
@@ -130,6 +133,7 @@ def _rank_exposed(
             grouped_gemm=effective_kernel(ctx.job),  # None: TE default until chosen
             capture_shared_experts=capture_shared_experts,
             fp8=ctx.fp8,
+            amax=amax,
         )
     costs = host_costs(ctx)
     head_fwd = head_bwd = np.zeros_like(per_layer)

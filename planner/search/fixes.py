@@ -63,6 +63,8 @@ _FIXES = {
     "'moe' among the recompute modules.",
     "moe_grouped_gemm_kernel_supported": "Set the MoE expert GEMM kernel to multi_stream (or "
     "leave it to the planner), train in bf16, or name a TE >= 2.8 (Hopper) / 2.13.",
+    "fp8_recipe_supported_on_gpu": "Use fp8_recipe='mxfp8' only on Blackwell and 'blockwise' "
+    "only on Hopper, or leave fp8_recipe unset for the planner's choice.",
     "stack_version_has_setting": "Turn off the setting the message names, or set "
     "megatron_core_version / te_version to a release that has it.",
 }

@@ -6,9 +6,10 @@ versions and the expert-GEMM kernel, which depends on the GPU (:mod:`planner.spa
   TE's cuBLASLt grouped-tensor path (``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1``) supports
   BF16/FP16, FP8 current scaling, MXFP8, NVFP4 and blockwise, "not delayed scaling", and the
   Hopper CUTLASS kernel takes BF16/FP16 inputs only, FP8 always runs the per-expert cuBLAS loop
-  on the default path (mechanisms-facts §4.1). The planner emits ``--fp8-recipe delayed`` on
-  every GPU but Blackwell (``planner.megatron.flags``), so such a job would be priced with a
-  kernel it cannot run. The kernels are NVIDIA TE's, from TE 2.8 (CUTLASS, Hopper) / 2.13.
+  on the default path (mechanisms-facts §4.1). A job whose recipe is delayed (its
+  ``fp8_recipe``, or the planner's default on a release without a newer one:
+  ``planner.fp8_recipes``) would be priced with a kernel it cannot run. The kernels are NVIDIA
+  TE's, from TE 2.8 (CUTLASS, Hopper) / 2.13.
 """
 
 from __future__ import annotations

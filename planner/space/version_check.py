@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planner.fp8_recipes import recipe_gpu_problem
 from planner.space.version_rules import grouped_kernel_missing
 from planner.specs import ClusterSpec, ModelSpec, SpecError, TrainingJob
 from planner.stack_versions import feature, require
@@ -70,7 +71,6 @@ def check_settings(
                 "then uses a grouped kernel only where one exists)",
                 field="moe_grouped_gemm_kernel",
             )
-    if job.precision == "fp8" and cluster.gpu.architecture in ("blackwell", "rubin"):
-        require(job, "fp8_recipe", "mxfp8", field="precision", shown="fp8",
-                fix="on Blackwell the planner trains fp8 as mxfp8; use bf16, or name a newer "
-                "release")  # fmt: skip
+    problem = recipe_gpu_problem(job.fp8_recipe, cluster.gpu)
+    if job.precision == "fp8" and problem is not None:
+        raise SpecError(problem, field="fp8_recipe")

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.fp8_recipes import effective_recipe, recipe_gpu_problem
 from planner.layout_settings import (
     FP8_GATHER_AUTO,
     FP8_GATHER_OFF,
@@ -67,8 +68,9 @@ def grouped_kernel_missing(job: TrainingJob, gpu: GPUSpec) -> str | None:
     """Why no grouped expert-GEMM kernel runs this job on this GPU (None: one does).
 
     Hopper with bf16/fp16 has TE's CUTLASS kernel from TE 2.8; Hopper and Blackwell have the
-    cuBLASLt grouped GEMM from TE 2.13 for bf16/fp16 and every fp8 recipe but delayed scaling,
-    which the planner uses on every GPU but Blackwell (mxfp8) (mechanisms-facts §4.1)."""
+    cuBLASLt grouped GEMM from TE 2.13 for bf16/fp16 and every fp8 recipe but delayed scaling
+    (mechanisms-facts §4.1); the job's recipe is its ``fp8_recipe`` or the planner's default
+    (planner.fp8_recipes: delayed only where the release has nothing newer)."""
     if gpu.vendor != "nvidia":
         return (
             f"{gpu.name} is a {gpu.vendor} GPU: the grouped kernels and their NVTE_* switches "
@@ -76,10 +78,11 @@ def grouped_kernel_missing(job: TrainingJob, gpu: GPUSpec) -> str | None:
         )
     if gpu.architecture not in GROUPED_ARCHITECTURES:
         return f"{gpu.name} ({gpu.architecture}) has no TE grouped expert-GEMM kernel (Hopper+)"
-    if job.precision == "fp8" and gpu.architecture not in comm_flags.BLACKWELL_OR_NEWER:
+    if effective_recipe(job, gpu) == "delayed":
         return (
-            f"the planner runs fp8 on {gpu.name} with --fp8-recipe delayed, which TE's grouped "
-            "GEMMs do not support (fp8 runs one cuBLAS GEMM per expert)"
+            f"the job runs fp8 on {gpu.name} with --fp8-recipe delayed, which TE's grouped "
+            "GEMMs do not support (fp8 runs one cuBLAS GEMM per expert; fp8_recipe="
+            "'tensorwise' or 'blockwise' on Hopper, 'mxfp8' on Blackwell, have one)"
         )
     core, te = core_version(job), te_version(job)
     cutlass = feature("moe_grouped_gemm_kernel", "grouped_cutlass")
@@ -92,11 +95,6 @@ def grouped_kernel_missing(job: TrainingJob, gpu: GPUSpec) -> str | None:
     if lack is None:
         return None
     return f"the grouped kernel for {job.precision} on {gpu.name} needs {lack} ({cublaslt.source})"
-
-
-def _recipe(gpu: GPUSpec) -> str:
-    """The fp8 recipe the planner's flags set (planner.megatron.flags._fp8_recipe)."""
-    return "mxfp8" if gpu.architecture in comm_flags.BLACKWELL_OR_NEWER else "delayed"
 
 
 def usage(
@@ -126,8 +124,9 @@ def usage(
         ("pipeline_layout", "on"): np.asarray(mem.has_layout, np.bool_),
         ("fp8_param_gather", "true"): comm_flags.fp8_gather(job, batch),
     }
-    if job.precision == "fp8":
-        out[("fp8_recipe", _recipe(cluster.gpu))] = everywhere
+    recipe = effective_recipe(job, cluster.gpu)
+    if recipe is not None:
+        out[("fp8_recipe", recipe)] = everywhere
     if model.is_moe:
         flex = np.asarray(comm_flags.flex_dispatch(model, cluster, batch), np.bool_)
         out[("moe_dispatcher", "flex")] = flex
@@ -139,6 +138,8 @@ def usage(
 
 
 _JOB_WIDE = frozenset({"tp_comm_overlap", "cross_entropy_fusion", "moe_grouped_gemm_kernel"})
+# fp8_recipe is priced per layout like the rest: a named recipe the release lacks never gets
+# here (TrainingJob refuses it) and the planner's default is one the release has
 """Settings of the whole job: TrainingJob refuses them itself (planner.stack_settings)."""
 _SHOWN = {"partial_moe": "partial (an MoE model's router scopes)"}
 
@@ -191,6 +192,15 @@ def _kernel_explain(ctx: Ctx, i: int) -> str:
         f"moe_grouped_gemm_kernel='grouped' has no kernel here: {reason}; use "
         f"moe_grouped_gemm_kernel='multi_stream'{alt}"
     )
+
+
+def _recipe_check(ctx: Ctx) -> BoolArray:
+    bad = recipe_gpu_problem(ctx.job.fp8_recipe, ctx.cluster.gpu) is not None
+    return np.full(len(ctx.batch), bad and ctx.job.precision == "fp8", dtype=np.bool_)
+
+
+def _recipe_explain(ctx: Ctx, i: int) -> str:
+    return recipe_gpu_problem(ctx.job.fp8_recipe, ctx.cluster.gpu) or "fp8_recipe is not valid here"
 
 
 def lacks(job: TrainingJob, setting: str, value: str) -> bool:
@@ -281,6 +291,9 @@ VERSION_RULES: tuple[tuple[str, str, str, Any, Any], ...] = (
      "than the job's", _S, _version_check, _version_explain),
     ("moe_grouped_gemm_kernel_supported",
      "moe_grouped_gemm_kernel='grouped' needs an NVIDIA Hopper/Blackwell GPU, a TE with a grouped "
-     "kernel for the precision (bf16/fp16, or Blackwell's mxfp8)",
+     "kernel for the precision (bf16/fp16, or fp8 with a recipe other than delayed)",
      "megatron-facts §1.5, §1.8; mechanisms-facts §4.1, §8", _kernel_check, _kernel_explain),
+    ("fp8_recipe_supported_on_gpu",
+     "fp8_recipe='mxfp8' needs a Blackwell GPU, 'blockwise' a Hopper GPU",
+     "megatron-facts §1.8; mechanisms-facts §4.1, §6.1", _recipe_check, _recipe_explain),
 )  # fmt: skip

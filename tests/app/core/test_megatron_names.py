@@ -41,9 +41,16 @@ def test_a_megatron_layout_name_points_to_the_field() -> None:
 
 
 def test_a_setting_the_planner_lacks_says_so_and_what_it_launches() -> None:
-    error = _message({**JOB, "fp8_recipe": "blockwise"})
-    assert "has no fp8 recipe setting" in error["message"]
-    assert "--fp8-recipe delayed" in error["message"]
+    error = _message({**JOB, "fp4_recipe": "nvfp4"})
+    assert "has no fp4 setting" in error["message"]
+    assert "fp8_recipe" in error["message"]
+
+
+def test_megatrons_fp8_recipe_is_the_field_itself() -> None:
+    req = EvaluationRequest.model_validate({**JOB, "precision": "fp8", "fp8_recipe": "blockwise"})
+    assert req.fp8_recipe == "blockwise"
+    error = _message({**JOB, "precision": "fp8", "fp8_recipe": "custom"})
+    assert error["field"] == "fp8_recipe" and "tensorwise" in error["message"]
 
 
 def test_other_unknown_fields_keep_the_plain_message() -> None:

@@ -41,6 +41,7 @@ def test_descriptors_carry_the_planners_defaults() -> None:
         "tp_comm_overlap": True, "attention_backend": "auto", "cross_entropy_fusion": "native",
         "moe_imbalance": 1.2, "expandable_segments": False, "cp_comm_type": None,
         "moe_grouped_gemm_kernel": None, "megatron_core_version": None, "te_version": None,
+        "fp8_recipe": None,
     }  # fmt: skip
     # an environment variable or a release, not a Megatron flag
     env = ("moe_imbalance", "expandable_segments", "moe_grouped_gemm_kernel", "te_version")
@@ -114,6 +115,11 @@ BAD = [
     ({"cuda_graphs": "full_iteration", "megatron_core_version": "24.09"}, "cuda_graphs",
      "Megatron-Core >= 0.14"),
     ({"cp": 2, "cp_comm_type": "allgather"}, "cp_comm_type", "all_gather"),
+    ({"fp8_recipe": "tensorwise"}, "fp8_recipe", "applies to fp8 training only"),
+    ({"precision": "fp8", "fp8_recipe": "current"}, "fp8_recipe", "tensorwise"),
+    ({"precision": "fp8", "fp8_recipe": "mxfp8"}, "fp8_recipe", "Blackwell GPUs only"),
+    ({"precision": "fp8", "fp8_recipe": "blockwise", "te_version": "2.2"}, "fp8_recipe",
+     "Transformer Engine >= 2.3"),
     ({"nics_per_node": 8}, "nic_bandwidth_bytes_per_s", "required with nics_per_node"),
     ({"nic_bandwidth_bytes_per_s": 50e9}, "nics_per_node", "required with"),
     (
@@ -233,3 +239,16 @@ def test_a_preset_resolves_the_same_with_and_without_the_service(
     assert alone.inter_node_bandwidth_bytes_per_s == pytest.approx(per_gpu)
     assert alone.gpus_per_node == node.get("gpus_per_node", 8)
     assert "cluster" not in inline_cluster(body, preset)
+
+
+def test_the_fp8_recipe_is_launched_priced_and_reported(real_client: TestClient) -> None:
+    fp8 = {**JOB, **LAYOUT, "precision": "fp8"}
+    default = real_client.post("/v1/evaluations", json=fp8).json()
+    block = real_client.post("/v1/evaluations", json={**fp8, "fp8_recipe": "blockwise"}).json()
+    assert "--fp8-recipe tensorwise" in default["megatron"]["command"]  # Hopper's default
+    assert "--fp8-recipe blockwise" in block["megatron"]["command"]
+    assert block["performance"]["step_time_s"] > default["performance"]["step_time_s"]
+    answer = json.loads(json.dumps(plan_request({**JOB, "precision": "fp8", "top_k": 1}).raw))
+    assert answer["plans"][0]["run"]["fp8_recipe"] == "tensorwise"  # the plan says what it ran
+    bf16 = json.loads(json.dumps(plan_request({**JOB, "top_k": 1}).raw))
+    assert bf16["plans"][0]["run"]["fp8_recipe"] is None

@@ -19,7 +19,8 @@ LAYOUT = {"tp": 1, "ep": 8, "micro_batch_size": 1}
 
 @pytest.mark.parametrize(
     ("extra", "words"),
-    [({"precision": "fp8", "moe_grouped_gemm_kernel": "grouped"}, "--fp8-recipe delayed"),
+    [({"precision": "fp8", "fp8_recipe": "delayed", "moe_grouped_gemm_kernel": "grouped"},
+      "--fp8-recipe delayed"),
      ({"gpu": "mi300x-192gb", "moe_grouped_gemm_kernel": "grouped"}, "ROCm's TE"),
      ({"te_version": "2.7", "moe_grouped_gemm_kernel": "grouped"}, "Transformer Engine >= 2.8")],
 )  # fmt: skip

@@ -270,11 +270,22 @@ def test_optimizer_sharding_flags(sharding: Any, present: list[str], absent: lis
     assert not any(flag in args for flag in absent)
 
 
-@pytest.mark.parametrize(("gpu", "recipe"), [(H100, "delayed"), (B200, "mxfp8")])
-def test_fp8_recipe_follows_architecture(gpu: GPUSpec, recipe: str) -> None:
-    job = TrainingJob(seq_length=8192, global_batch_size=128, precision="fp8")
+@pytest.mark.parametrize(
+    ("gpu", "stack", "recipe"),
+    [
+        (H100, {}, "tensorwise"),  # the planner's default on Hopper (planner.fp8_recipes)
+        (B200, {}, "mxfp8"),
+        (H100, {"te_version": "2.1"}, "delayed"),  # current scaling needs TE 2.2
+        (H100, {"fp8_recipe": "blockwise"}, "blockwise"),
+        (B200, {"fp8_recipe": "delayed"}, "delayed"),
+        (H100, {"megatron_core_version": "0.11"}, None),  # no --fp8-recipe before core 0.12
+    ],
+)  # fmt: skip
+def test_fp8_recipe_flag(gpu: GPUSpec, stack: dict[str, str], recipe: str | None) -> None:
+    job = TrainingJob(seq_length=8192, global_batch_size=128, precision="fp8", **stack)  # type: ignore[arg-type]
     args = megatron_args(LLAMA8B, cluster(8, gpu), job, Layout(dp=8))
-    assert value(args, "--fp8-format") == "hybrid" and value(args, "--fp8-recipe") == recipe
+    assert value(args, "--fp8-format") == "hybrid"
+    assert (value(args, "--fp8-recipe") if "--fp8-recipe" in args else None) == recipe
     assert "--bf16" in args
 
 

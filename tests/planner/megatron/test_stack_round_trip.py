@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
+from planner.fp8_recipes import FP8_RECIPE_CHOICES, effective_recipe
 from planner.megatron.args import parse_megatron_args
 from planner.megatron.log_version import infer_core_version
 from planner.megatron.memory_flags import fp8_param_gather_on
@@ -36,7 +37,10 @@ def stacks(draw: st.DrawFn) -> TrainingJob:
     return TrainingJob(
         seq_length=draw(st.sampled_from([2048, 4096])),
         global_batch_size=draw(st.sampled_from([64, 128, 256])),
-        precision=draw(st.sampled_from(["bf16", "fp8"])),
+        precision=(precision := draw(st.sampled_from(["bf16", "fp8"]))),
+        fp8_recipe=draw(st.sampled_from([None, *FP8_RECIPE_CHOICES]))
+        if precision == "fp8"
+        else None,
         tp_comm_overlap=draw(st.booleans()),
         attention_backend=draw(st.sampled_from(["auto", "flash", "fused", "unfused"])),
         cross_entropy_fusion=draw(st.sampled_from(["native", "unfused"])),
@@ -131,6 +135,8 @@ def test_evaluated_flags_parse_back_to_the_evaluated_layout_and_stack(case: Any)
         "moe_imbalance": job.moe_imbalance
         if model.is_moe
         else parsed.stack_fields["moe_imbalance"],
+        # the recipe that runs: the job's or the planner's (no flag before core 0.12: delayed)
+        **({"fp8_recipe": effective_recipe(job, cluster.gpu)} if job.precision == "fp8" else {}),
     }
     assert (parsed.seq_length, parsed.global_batch_size, parsed.precision) == (
         job.seq_length,

@@ -41,7 +41,8 @@ def test_grouped_is_chosen_where_it_exists_and_is_faster() -> None:
 @pytest.mark.parametrize(
     ("gpu", "job", "why"),
     [(H100, {"te_version": "2.5"}, "no grouped kernel before TE 2.8"),
-     (H100, {"precision": "fp8"}, "fp8 runs delayed scaling on Hopper"),
+     (H100, {"precision": "fp8", "fp8_recipe": "delayed"}, "no grouped kernel for delayed fp8"),
+     (H100, {"precision": "fp8", "megatron_core_version": "0.11"}, "delayed: core 0.11 default"),
      (MI300X, {}, "TE's grouped kernels are NVIDIA's")],
 )  # fmt: skip
 def test_multi_stream_where_no_grouped_kernel_exists(

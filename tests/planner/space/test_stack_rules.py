@@ -14,29 +14,33 @@ B200 = replace(H100, name="b200-like", architecture="blackwell")
 MOE_LAYOUT = Layout(tp=2, ep=8, dp=8, sequence_parallel=True)
 
 
-def _messages(gpu_arch: str, precision: str, kernel: str, model=MIXTRAL_8X7B, layout=MOE_LAYOUT):  # type: ignore[no-untyped-def]
+def _messages(gpu_arch: str, precision: str, kernel: str, model=MIXTRAL_8X7B, layout=MOE_LAYOUT,  # type: ignore[no-untyped-def]
+              recipe=None):  # fmt: skip
     gpu = B200 if gpu_arch == "blackwell" else H100
     job = TrainingJob(
         seq_length=4096, global_batch_size=64, precision=precision,  # type: ignore[arg-type]
-        moe_grouped_gemm_kernel=kernel,  # type: ignore[arg-type]
+        moe_grouped_gemm_kernel=kernel, fp8_recipe=recipe,  # type: ignore[arg-type]
     )  # fmt: skip
     found = violations(model, ClusterSpec(name="c16", gpu=gpu, num_gpus=16), job, layout)
     return [v for v in found if "moe_grouped_gemm_kernel" in v]
 
 
 @pytest.mark.parametrize(
-    ("arch", "precision", "kernel", "refused"),
+    ("arch", "precision", "kernel", "recipe", "refused"),
     [
-        ("hopper", "fp8", "grouped", True),  # delayed scaling: no grouped kernel (§4.1)
-        ("hopper", "fp8", "multi_stream", False),
-        ("hopper", "bf16", "grouped", False),
-        ("blackwell", "fp8", "grouped", False),  # mxfp8: the cuBLASLt grouped path runs it
+        ("hopper", "fp8", "grouped", "delayed", True),  # no grouped kernel (§4.1)
+        ("blackwell", "fp8", "grouped", "delayed", True),
+        ("hopper", "fp8", "grouped", None, False),  # the default: tensorwise (current scaling)
+        ("hopper", "fp8", "grouped", "blockwise", False),
+        ("hopper", "fp8", "multi_stream", "delayed", False),
+        ("hopper", "bf16", "grouped", None, False),
+        ("blackwell", "fp8", "grouped", None, False),  # mxfp8: the cuBLASLt grouped path runs it
     ],
 )
 def test_grouped_kernel_needs_a_supported_fp8_recipe(
-    arch: str, precision: str, kernel: str, refused: bool
+    arch: str, precision: str, kernel: str, recipe: str | None, refused: bool
 ) -> None:
-    found = _messages(arch, precision, kernel)
+    found = _messages(arch, precision, kernel, recipe=recipe)
     assert bool(found) is refused
     if refused:
         assert "use moe_grouped_gemm_kernel='multi_stream' or precision='bf16'" in found[0]

@@ -70,7 +70,7 @@ def test_the_grouped_kernel_is_refused_on_amd_and_under_delayed_fp8() -> None:
     with pytest.raises(SpecError, match="ROCm's TE is not in the facts") as err:
         check_settings(MIXTRAL_8X7B, MI300X, grouped, {})
     assert err.value.field == "moe_grouped_gemm_kernel"
-    fp8 = on(moe_grouped_gemm_kernel="grouped", precision="fp8")
+    fp8 = on(moe_grouped_gemm_kernel="grouped", precision="fp8", fp8_recipe="delayed")
     with pytest.raises(SpecError, match="--fp8-recipe delayed") as err:
         check_settings(MIXTRAL_8X7B, CLUSTER, fp8, {})
     assert err.value.field == "moe_grouped_gemm_kernel"
