@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.fp8_recipes import effective_recipe
 from planner.model.params import param_counts
 from planner.performance.profile import PerformanceProfile
 from planner.space.comm_flags import resolve
@@ -100,7 +101,8 @@ STACK_CHECKED = (
     "moe_a2a_overlap",
 )
 """Stack settings that change the predicted speed (issue 12 item 1) and whose calibrated values
-are recorded; the ``moe_`` ones only for MoE models."""
+are recorded; the ``moe_`` ones only for MoE models, and ``fp8_recipe`` (resolved per GPU and
+release) only for fp8 jobs."""
 
 
 def stack_values(
@@ -115,6 +117,10 @@ def stack_values(
             continue
         value = getattr(job, name) if hasattr(job, name) else getattr(lay, name)
         out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    # the recipe the job runs on this GPU (unset resolves per GPU and release); fp8 jobs only
+    recipe = effective_recipe(job, cluster.gpu)
+    if recipe is not None:
+        out["fp8_recipe"] = recipe
     return out
 
 
