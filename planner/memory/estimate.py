@@ -51,6 +51,7 @@ from planner.memory.states import fp8_weight_bytes, model_state_bytes
 from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts, param_counts
 from planner.space import comm_flags
+from planner.space.version_rules import split_lacking
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
 
 NO_FLASH_ATTENTION = frozenset({"volta"})
@@ -208,7 +209,9 @@ def estimate_memory(
     a2a = comm_flags.enabled(model, cluster, batch, tp_overlap_on=job.tp_comm_overlap)
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size)
     extra_layers = overlap_extra_layers(a2a)
-    first_load, last_load = default_loads(model, batch, inflight_first, inflight_last, extra_layers)
+    first_load, last_load = default_loads(
+        model, batch, inflight_first, inflight_last, extra_layers, split_lacking(job)
+    )  # the split the job's release builds (mechanisms-facts §7)
     layouts = batch.mem.pipeline_layout
     with_layout = batch.mem.has_layout
     loads = [first_load, last_load]
