@@ -144,6 +144,7 @@ FLAG_RELEASES = {
     "--decoder-last-pipeline-num-layers": ((0, 9), None),
     "--pipeline-model-parallel-layout": ((0, 13), None), "--recompute-modules": ((0, 12), None),
     "--moe-permute-fusion": ((0, 11), None),
+    "--attention-backend": ((0, 11), None),  # megatron-core 0.11.0's AttnBackend (loose9)
 }  # fmt: skip
 """First (and last) core release with each flag: mechanisms-facts §7-8, written out independently
 of the table the planner reads so that the two check each other."""
