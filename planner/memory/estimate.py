@@ -26,6 +26,7 @@ import numpy as np
 from planner.layout_settings import GRAPHS_FULL, GRAPHS_PARTIAL, full_recompute_share
 from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, IntArray, LayoutBatch
 from planner.memory.activations import (
+    MEMORY_EFFICIENT_PERMUTATION,
     ActivationShape,
     LayerActivations,
     backward_workspace,
@@ -53,6 +54,7 @@ from planner.model.params import ParamCounts, param_counts
 from planner.space import comm_flags
 from planner.space.version_rules import split_lacking
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
+from planner.stack_versions import core_version
 
 NO_FLASH_ATTENTION = frozenset({"volta"})
 """Architectures without TE fused/flash attention (FlashAttention-2 and cuDNN fused attention
@@ -297,6 +299,7 @@ def _shared(
             swiglu_fused=opts.swiglu_fused,
             flash_attention=opts.flash_attention,
             moe_imbalance=imbalance,
+            expert_output_saved=core_version(job) < MEMORY_EFFICIENT_PERMUTATION,
         )
 
     def saved(layer: LayerActivations, moe: bool) -> FloatArray:
