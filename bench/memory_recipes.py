@@ -10,9 +10,10 @@ Two parts (issue 13):
   csv`` (Llama 3.1, Nemotron-4, GPT-3, Grok-1 on H100, BF16 and FP8) ran, so the planner's per-GPU
   peak must be within the GPU's memory; how many also pass the 80 % line is reported. The rows
   state no recompute (the README's recipes: none) and no memory settings; FP8 rows get
-  ``--fp8-param-gather`` as NVIDIA's FP8 recipes do (the planner's default), and every row reduces
-  gradients in bf16 (NeMo's performance scripts turn ``grad_reduce_in_fp32`` off [U: recalled
-  from NeMo ``scripts/performance``, not in the shared facts]).
+  ``--fp8-param-gather`` as NVIDIA's FP8 recipes do (the planner's default), and the gradients
+  are reduced in the dtype ``models_db/measurement_stacks.csv`` gives the source, the one place
+  ``bench.published_check`` reads too: fp32, Megatron's default, since the v25.04 README states
+  none (an era default, said so there; megatron-facts §1.8).
 * **Published peaks** (mechanisms-facts §6.6-§6.7): each with the configuration the source gives
   and the assumptions named in its row (micro-batch 1, sequence 4096 and a global batch of 8
   micro-batches per pipeline where the source is silent). The two Qwen3 EP16 figures are
@@ -84,7 +85,7 @@ def recipes_that_ran() -> list[dict[str, Any]]:
     for m in rows:
         if not m.source_id.startswith("dgxc"):
             continue
-        lay = replace(m.layout, grad_reduce_dtype="bf16")  # NeMo's performance recipes
+        lay = m.layout  # its stack from models_db/measurement_stacks.csv (grads: fp32)
         res = _estimate(m.model, m.cluster, m.job, lay)
         res.pop("estimate")
         out.append({

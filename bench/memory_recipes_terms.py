@@ -277,9 +277,11 @@ def default_stack_lines() -> list[str]:
     ]
     for dtype, why in (
         ("fp32", "the planner's and Megatron-LM's default: with bf16, fp32 accumulation is "
-                 "switched on unless `--grad-reduce-in-bf16` (megatron-facts §1.8)"),
-        ("bf16", "NeMo's performance recipes (`grad_reduce_in_fp32` off [U]), as "
-                 "`bench.memory_recipes` prices the dgxc rows"),
+                 "switched on unless `--grad-reduce-in-bf16` (megatron-facts §1.8); the dgxc "
+                 "rows' era default in `models_db/measurement_stacks.csv` (the source states "
+                 "none), as `bench.memory_recipes` and `bench.published_check` price them"),
+        ("bf16", "NeMo's performance recipes (`grad_reduce_in_fp32` off [U]: recalled, not "
+                 "in the facts sheets), a what-if"),
     ):  # fmt: skip
         gb = _gb(m.model, m.cluster, m.job, replace(m.layout, grad_reduce_dtype=dtype), False)
         lines.append(f"| {dtype} | {gb:.1f} | {100 * gb / hbm:.1f} % | {why} |")

@@ -391,10 +391,12 @@ class TrainingJob:
     attention_backend: Literal["auto", "flash", "fused", "unfused"] = "auto"
     """``--attention-backend``: 'auto' (Megatron's default: TE picks flash or cuDNN fused),
     'flash', 'fused' or 'unfused' (the pre-flash softmax path: s^2 score traffic per head)."""
-    cross_entropy_fusion: Literal["unfused", "native", "te", "te_fp32_grad"] = "native"
+    cross_entropy_fusion: Literal["unfused", "native", "te", "te_fp32_grad"] | None = None
     """The loss kernel (mechanisms-facts §5): 'native' = ``--cross-entropy-loss-fusion``
     (recommended), 'te' = with ``--cross-entropy-fusion-impl te`` (core 0.12-0.18; 'te_fp32_grad'
-    on TE 2.18), 'unfused' = neither flag."""
+    on TE 2.18), 'unfused' = neither flag. None (unstated) = the release's default, set when the
+    job is built: 'native' where the job's Megatron-Core has it (>= 0.8), else 'unfused', as the
+    API does (:func:`planner.stack_defaults.release_defaults`)."""
     moe_imbalance: float = 1.2
     """Busiest expert's routed tokens over the mean (>= 1), on the expert GEMMs and the
     all-to-all: 1.0 is force-balanced routing (``--moe-router-force-load-balancing``, as

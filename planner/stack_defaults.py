@@ -25,7 +25,15 @@ from planner.stack_versions import (
     stack_name,
 )
 
-__all__ = ["RELEASE_FALLBACKS", "floored_defaults", "lowered_notes", "release_defaults"]
+__all__ = [
+    "RECOMMENDED",
+    "RELEASE_FALLBACKS",
+    "fill_release_defaults",
+    "floored_defaults",
+    "job_defaults",
+    "lowered_notes",
+    "release_defaults",
+]
 
 RELEASE_FALLBACKS: Mapping[str, Any] = {
     "cross_entropy_fusion": "unfused",  # no --cross-entropy-loss-fusion: every release's loss
@@ -33,7 +41,16 @@ RELEASE_FALLBACKS: Mapping[str, Any] = {
 }
 """Per job setting whose default has a release floor: the value every covered release has
 (tests check each has no row in the table, and that every floored default has one)."""
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainingJob)}
+RECOMMENDED: Mapping[str, Any] = {"cross_entropy_fusion": "native"}
+"""The planner's recommended value of each TrainingJob field whose dataclass default is None
+(unstated: resolved per release when the job is built, :func:`fill_release_defaults`)."""
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainingJob)} | dict(RECOMMENDED)
+
+
+def job_defaults() -> dict[str, Any]:
+    """Every TrainingJob field's recommended default (the newest release's), for the forms and
+    the API's descriptions: the dataclass defaults with :data:`RECOMMENDED` for the unstated."""
+    return dict(_DEFAULTS)
 
 
 def floored_defaults() -> dict[str, Any]:
@@ -66,6 +83,20 @@ def release_defaults(stack: Mapping[str, Any]) -> dict[str, Any]:
         if out.get(name) is None:
             out[name] = lowered[name][0] if name in lowered else _DEFAULTS[name]
     return out
+
+
+def fill_release_defaults(job: TrainingJob) -> None:
+    """Set the job's unstated (None) floored settings to what its release has, as the API's
+    :func:`release_defaults` does for a request: ``TrainingJob(megatron_core_version="0.7")``
+    gets cross_entropy_fusion='unfused', not a refusal of a default it never chose. Called from
+    ``TrainingJob.__post_init__`` (the job is frozen: the checks run on the filled values)."""
+    names = [n for n in floored_defaults() if getattr(job, n) is None]
+    if not names:
+        return
+    stated = {n: getattr(job, n) for n in ("megatron_core_version", "te_version")}
+    filled = release_defaults({**stated, **dict.fromkeys(names)})
+    for name in names:
+        object.__setattr__(job, name, filled[name])
 
 
 def lowered_notes(job: TrainingJob) -> list[str]:

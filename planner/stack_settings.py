@@ -34,6 +34,7 @@ __all__ = [
     "MoeGroupedGemmKernel",
     "check_stack",
     "effective_kernel",
+    "loss_kernel",
 ]
 
 AttentionBackend = Literal["auto", "flash", "fused", "unfused"]
@@ -66,6 +67,9 @@ STACK_FIELDS: tuple[str, ...] = (
 
 def check_stack(job: TrainingJob) -> None:
     """Validate the stack fields of a job; each error names the field and how to fix it."""
+    from planner.stack_defaults import fill_release_defaults  # it imports planner.specs
+
+    fill_release_defaults(job)  # unstated settings at the job's release's default first
     if not isinstance(job.expandable_segments, bool):
         raise SpecError(
             f"expandable_segments={job.expandable_segments!r} must be true or false",
@@ -108,6 +112,14 @@ def check_stack(job: TrainingJob) -> None:
             field="moe_imbalance",
         )
     object.__setattr__(job, "moe_imbalance", float(value))
+
+
+def loss_kernel(job: TrainingJob) -> CrossEntropyFusion:
+    """The job's cross-entropy kernel: set when the job is built (None there = the release's
+    default, planner.stack_defaults), so never None on a constructed job."""
+    if job.cross_entropy_fusion is None:  # only through object.__setattr__ after __post_init__
+        raise SpecError("cross_entropy_fusion is unset", field="cross_entropy_fusion")
+    return job.cross_entropy_fusion
 
 
 def effective_kernel(job: TrainingJob) -> MoeGroupedGemmKernel:

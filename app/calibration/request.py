@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -143,6 +143,8 @@ def measurement_rows(req: CalibrateRequest) -> MeasurementRows:
     rows: list[dict[str, str]] = []
     sources: set[str] = set()
     for i, row in enumerate(req.rows):
+        label = f"row {row['row_id']!r}" if isinstance(row.get("row_id"), str) else f"row {i + 1}"
+        _check_columns(req, row, label, f"rows.{i}", named_in="its keys")  # as a CSV header
         rows.append(_clean_row(row, f"rows.{i}"))
         sources.add("json")
     for i, item in enumerate(req.csv):
@@ -175,11 +177,19 @@ def _check_header(req: CalibrateRequest, item: NamedText, field: str) -> None:
     """A CSV without a required column is refused naming those and its unknown columns (not
     with the first row's first gap)."""
     header = next(csv.reader(io.StringIO(item.text)), [])
+    _check_columns(req, header, item.name, field)
+
+
+def _check_columns(
+    req: CalibrateRequest, columns: Iterable[str], label: str, field: str, *, named_in: str = ""
+) -> None:
+    """The one column check of a CSV header and of a JSON row's keys (the request's ``gpu`` and
+    ``gpus_per_node`` supply those columns)."""
     given = [name for name, value in (("gpu_type", req.gpu), ("gpus_per_node", req.gpus_per_node))
              if value]  # fmt: skip
-    problem = column_problem(header, given=given)
+    problem = column_problem(columns, given=given, named_in=named_in or "the header line")
     if problem:
-        raise SpecError(f"{item.name} {problem}", field=field)
+        raise SpecError(f"{label} {problem}", field=field)
 
 
 def _log_rows(req: CalibrateRequest, item: NamedText, field: str) -> list[dict[str, str]]:

@@ -42,13 +42,28 @@ def _read(path: Path, flag: str) -> dict[str, str]:
     except UnicodeDecodeError as exc:
         fail(f"{path} is not UTF-8 text (byte {exc.start}); give a CSV file", field=field)
     lines = [line for line in text.splitlines() if line.strip()]
-    if flag == "--measurements" and len(lines) < 2:  # said per file, not "no rows" for all
+    csv_file = flag == "--measurements" and path.suffix.lower() != ".json"
+    if csv_file and len(lines) < 2:  # said per file, not "no rows" for all
         fail(
             f"{path} has no measurement rows: give a CSV with a header line (the columns of "
             "shared/data/measured-throughput.csv) and one line per measured run",
             field=field,
         )
     return {"name": path.stem, "text": text}
+
+
+def _read_json_rows(path: Path) -> list[object]:
+    """A ``--measurements`` file ending in .json: a list of rows or ``{"rows": [...]}``, the
+    API's JSON body; its rows get the CSV header's column check (app.calibration.request)."""
+    text = _read(path, "--measurements")["text"]
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        fail(f"{path} is not JSON: {exc}", field="measurements")
+    rows = data.get("rows") if isinstance(data, dict) else data
+    if not isinstance(rows, list):
+        fail(f'{path}: give a JSON list of rows or {{"rows": [...]}}', field="measurements")
+    return rows
 
 
 def read_measurement_rows(
@@ -65,8 +80,10 @@ def read_measurement_rows(
 
     if not paths and not logs:  # --suggest may start from no measurement at all
         return []
+    json_paths = [p for p in paths if p.suffix.lower() == ".json"]
     data = {
-        "csv": [_read(p, "--measurements") for p in paths],
+        "rows": [row for p in json_paths for row in _read_json_rows(p)],
+        "csv": [_read(p, "--measurements") for p in paths if p not in json_paths],
         "logs": [_read(p, "--log") for p in logs],
         "gpu": gpu_type,
         "gpus_per_node": gpus_per_node,
@@ -80,7 +97,11 @@ def read_measurement_rows(
 
 def calibrate(
     measurements: Annotated[
-        list[Path] | None, Opt(help="CSV with the columns of shared/data/measured-throughput.csv.")
+        list[Path] | None,
+        Opt(
+            help="CSV with the columns of shared/data/measured-throughput.csv (or a .json file "
+            "of rows with those keys, as the API takes)."
+        ),
     ] = None,
     log: Annotated[list[Path] | None, Opt(help="A Megatron-LM training log (repeatable).")] = None,
     gpu_type: Annotated[str | None, Opt(help="GPU of the logged runs, e.g. h100-sxm-80gb.")] = None,

@@ -18,10 +18,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field, ValidationInfo
 
 from app.core.schemas import RequestModel
-from planner import Layout, TrainingJob
+from planner import Layout
 from planner.fp8_recipes import FP8_RECIPE_CHOICES, Fp8Recipe
 from planner.specs import CP_COMM_TYPES, CpCommType, SpecError
-from planner.stack_defaults import RELEASE_FALLBACKS, floored_defaults, release_defaults
+from planner.stack_defaults import (
+    RELEASE_FALLBACKS,
+    floored_defaults,
+    job_defaults,
+    release_defaults,
+)
 from planner.stack_settings import (
     ATTENTION_BACKEND_CHOICES,
     CROSS_ENTROPY_FUSION_CHOICES,
@@ -86,7 +91,7 @@ class StackField:
 
 
 _DEFAULTS = {
-    "job": {f.name: f.default for f in dataclasses.fields(TrainingJob)},
+    "job": job_defaults(),  # recommended values, also of the fields unstated (None) by default
     "layout": {f.name: f.default for f in dataclasses.fields(Layout)},
 }
 

@@ -53,9 +53,12 @@ _SAID = {
 }
 
 
-def column_problem(header: Iterable[str], *, given: Collection[str] = ()) -> str | None:
-    """What is wrong with a CSV header, or None: the required columns it lacks (``given``: those
-    the request supplies, e.g. ``gpu_type``), and the columns the planner does not know."""
+def column_problem(
+    header: Iterable[str], *, given: Collection[str] = (), named_in: str = "the header line"
+) -> str | None:
+    """What is wrong with a CSV header or a JSON row's keys, or None: the required columns it
+    lacks (``given``: those the request supplies, e.g. ``gpu_type``), and the columns the
+    planner does not know; ``named_in`` says where the columns are named (for the fix)."""
     names = {h.strip() for h in header if h and h.strip()}
     have = names | set(given)
     lacking = [group for group in REQUIRED if not have & set(group)]
@@ -67,4 +70,4 @@ def column_problem(header: Iterable[str], *, given: Collection[str] = ()) -> str
         parts.append(
             "its columns " + ", ".join(unknown) + " are not columns of measured-throughput.csv"
         )
-    return "; ".join(parts) + " (the header line must use measured-throughput.csv's names)"
+    return "; ".join(parts) + f" ({named_in} must use measured-throughput.csv's names)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -85,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--recompute-method", choices=("uniform", "block"), default=None)
     p.add_argument("--fp8-format", choices=("e4m3", "hybrid"), default=None)
     p.add_argument("--fp8-recipe", default="delayed")
-    p.add_argument("--attention-backend", default="auto")
+    p.add_argument("--attention-backend", default=None)  # absent: env or auto (stack_flags)
     add_stack_arguments(p)
     add_memory_arguments(p)
     return p
@@ -146,14 +146,17 @@ def _vpp(ns: argparse.Namespace, pp: int) -> int:
 
 
 def parse_megatron_args(
-    argv: Sequence[str], *, world_size: int | None = None, strict: bool = True
+    argv: Sequence[str],
+    *,
+    world_size: int | None = None,
+    strict: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> ParsedArgs:
     """Parse Megatron flags (those :func:`megatron_args` emits, and the usual aliases).
-
     ``dp = world_size / (tp pp cp)`` (megatron-facts §3.1); without ``world_size`` dp is 1.
     ``strict`` rejects flags this parser does not know; pass False to read a full launch script
-    and ignore its data, optimizer and logging flags.
-    """
+    and ignore its data, optimizer and logging flags. ``env``: the launch environment, read for
+    what an older release sets there (the attention backend before core 0.11)."""
     ns, unknown = _parser().parse_known_args(list(argv))
     if unknown and strict:
         raise SpecError(f"unknown Megatron flags: {' '.join(unknown)}")
@@ -241,6 +244,6 @@ def parse_megatron_args(
         precision=precision,
         model_fields=fields,
         # --fp8-recipe means something only with --fp8-format (its default: delayed, §1.8)
-        stack_fields=parsed_stack_fields(ns)
+        stack_fields=parsed_stack_fields(ns, env)
         | ({"fp8_recipe": ns.fp8_recipe} if precision == "fp8" else {}),
     )

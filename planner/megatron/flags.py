@@ -337,8 +337,8 @@ def launch_spec(
     lacking = missing(job, "moe_permute_fusion", "true") if model.is_moe else None
     if lacking:
         notes.append(
-            f"the step time assumes fused MoE permutation (--moe-permute-fusion), which needs "
-            f"{lacking} (mechanisms-facts §8): on this stack expect a slower MoE step"
+            f"no --moe-permute-fusion: it needs {lacking} (mechanisms-facts §8); the step time "
+            "prices the unfused permute's kernel launches"
         )
     if resolved.moe_dispatcher == "flex":
         notes.append(

@@ -38,6 +38,13 @@ def stack_columns(a: dict[str, str], derived: list[str]) -> dict[str, str]:
     backend = a.get("attention_backend", "").strip().rsplit(".", 1)[-1].lower()
     if backend in _BACKENDS:
         out["attention_backend"] = _BACKENDS[backend]
+    elif "attention_backend" not in a:  # core < 0.11: TE's NVTE_* environment chose
+        out["attention_backend"] = "auto"
+        derived.append(
+            "attention_backend=auto (no attention_backend argument: Megatron predates "
+            "--attention-backend, core 0.11; TE chose by NVTE_FLASH_ATTN / NVTE_FUSED_ATTN, "
+            "which a log does not print: set the column if the run set them)"
+        )
     fusion = _flag(a, "cross_entropy_loss_fusion")
     if fusion is None and "cross_entropy_loss_fusion" not in a:
         fusion = False  # the flag arrived in core 0.8 (mechanisms-facts §8)

@@ -15,6 +15,7 @@ what.
 
 from __future__ import annotations
 
+from planner.megatron.version_flags import ATTENTION_BACKEND_FLAG
 from planner.stack_versions import CORE_VERSIONS, Version, format_version
 
 __all__ = ["infer_core_version"]
@@ -27,6 +28,7 @@ _FIRST: dict[str, Version] = {
     "fp8_recipe": (0, 12),
     "cross_entropy_fusion_impl": (0, 12),
     "cp_comm_type": (0, 10),
+    "attention_backend": ATTENTION_BACKEND_FLAG,  # 0.11: version_flags says why (not in §8)
 }
 """Argument -> the first core release that prints it (mechanisms-facts §8)."""
 _LAST: dict[str, Version] = {"moe_enable_deepep": (0, 15)}

@@ -9,13 +9,25 @@ force-balanced MoE routing and fused MoE permutation, and reads the stack back f
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
-from planner.megatron.version_flags import grouped_kernel_env
+from planner.megatron.version_flags import (
+    ATTENTION_ENV,
+    attention_args,
+    attention_env,
+    grouped_kernel_env,
+)
 from planner.specs import GPUSpec, ModelSpec, TrainingJob
 from planner.stack_versions import missing
 
-__all__ = ["add_stack_arguments", "parsed_stack_fields", "stack_args", "stack_env"]
+__all__ = [
+    "add_stack_arguments",
+    "env_attention_backend",
+    "parsed_stack_fields",
+    "stack_args",
+    "stack_env",
+]
 
 PERMUTE_FUSION_FLAG = "--moe-permute-fusion"
 FORCE_BALANCE_FLAG = "--moe-router-force-load-balancing"
@@ -25,8 +37,7 @@ FORCE_BALANCE_FLAG = "--moe-router-force-load-balancing"
 
 def stack_args(model: ModelSpec, job: TrainingJob) -> list[str]:
     """Flags of the attention backend, the cross-entropy kernel and forced MoE balance."""
-    # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
-    args = ["--attention-backend", job.attention_backend]
+    args = attention_args(job)  # the flag from core 0.11; TE's variables before (stack_env)
     if job.cross_entropy_fusion != "unfused":
         args.append("--cross-entropy-loss-fusion")  # core >= 0.8 (mechanisms-facts §8)
     if job.cross_entropy_fusion in ("te", "te_fp32_grad"):
@@ -43,11 +54,13 @@ def stack_args(model: ModelSpec, job: TrainingJob) -> list[str]:
 
 def stack_env(model: ModelSpec, gpu: GPUSpec, job: TrainingJob) -> dict[str, str]:
     """Environment of the job's stack: the grouped expert-GEMM kernel has no Megatron flag,
-    only Transformer Engine switches (mechanisms-facts §4.1)."""
+    only Transformer Engine switches (mechanisms-facts §4.1); before ``--attention-backend``
+    (core 0.11) TE's attention switches select the backend (megatron-facts §1.10)."""
+    env = attention_env(job)
     if not model.is_moe or job.moe_grouped_gemm_kernel != "grouped":
-        return {}
+        return env
     # the kernels the job's TE has, NVIDIA only (planner.megatron.version_flags)
-    return grouped_kernel_env(gpu, job)
+    return env | grouped_kernel_env(gpu, job)
 
 
 def add_stack_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,15 +73,31 @@ def add_stack_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--moe-enable-deepep", action="store_true")  # core 0.12-0.15: flex = DeepEP
 
 
-def parsed_stack_fields(ns: argparse.Namespace) -> dict[str, Any]:
-    """TrainingJob stack fields an argv states. Without the force-balance flag the imbalance is
-    the planner's default for auxiliary-loss routing (the argv cannot say more)."""
+def env_attention_backend(env: Mapping[str, str]) -> str:
+    """The backend TE's ``NVTE_FLASH_ATTN`` / ``NVTE_FUSED_ATTN`` select (a launch before core
+    0.11, :data:`ATTENTION_ENV`); unset or both on = 'auto', TE's default choice."""
+    chosen = {k: env.get(k, "1").strip() for k in ("NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN")}
+    for backend, values in ATTENTION_ENV.items():
+        if chosen == values:
+            return backend
+    return "auto"
+
+
+def parsed_stack_fields(
+    ns: argparse.Namespace, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """TrainingJob stack fields an argv states (and ``env``, its launch environment, where the
+    argv has no ``--attention-backend``: TE's switches then choose). Without the force-balance
+    flag the imbalance is the planner's default for auxiliary-loss routing (the argv cannot say
+    more)."""
     from planner.stack_settings import DEFAULT_MOE_IMBALANCE
 
     fusion = "unfused"
     if ns.cross_entropy_loss_fusion:
         fusion = "te" if ns.cross_entropy_fusion_impl == "te" else "native"
     backend = ns.attention_backend if ns.attention_backend != "local" else "unfused"
+    if ns.attention_backend is None:  # no flag: core < 0.11, or Megatron's default
+        backend = env_attention_backend(env or {})
     return {
         "tp_comm_overlap": bool(ns.tp_comm_overlap),
         "attention_backend": backend,

@@ -13,7 +13,9 @@
 * ``--num-virtual-stages-per-pipeline-rank`` from 0.12, ``--num-layers-per-virtual-pipeline-stage``
   before;
 * the grouped expert GEMM: ``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM=1`` from TE 2.13, and
-  ``NVTE_USE_CUTLASS_GROUPED_GEMM=1`` on Hopper with bf16/fp16 from TE 2.8.
+  ``NVTE_USE_CUTLASS_GROUPED_GEMM=1`` on Hopper with bf16/fp16 from TE 2.8;
+* the attention backend: ``--attention-backend`` from core 0.11, Transformer Engine's
+  ``NVTE_FLASH_ATTN`` / ``NVTE_FUSED_ATTN`` environment before (:func:`attention_args`).
 
 Which settings a release has at all is checked before (``planner.space.version_rules``); these
 functions only spell what passed.
@@ -26,7 +28,16 @@ from planner.space.version_rules import split_lacking
 from planner.specs import GPUSpec, Layout, ModelSpec, TrainingJob
 from planner.stack_versions import Version, core_version, te_version
 
-__all__ = ["dispatcher_args", "fp8_recipe_args", "graph_args", "grouped_kernel_env", "vpp_args"]
+__all__ = [
+    "ATTENTION_ENV",
+    "attention_args",
+    "attention_env",
+    "dispatcher_args",
+    "fp8_recipe_args",
+    "graph_args",
+    "grouped_kernel_env",
+    "vpp_args",
+]
 
 # the MoE dropless recipe graphs attention, router and preprocess; experts stay eager (§3.4)
 MOE_GRAPH_MODULES = ("attn", "moe_router", "moe_preprocess")
@@ -37,6 +48,38 @@ FLEX_BACKEND_FLAG: Version = (0, 16)  # --moe-flex-dispatcher-backend (--moe-ena
 FP8_RECIPE_FLAG: Version = (0, 12)
 VIRTUAL_STAGES_FLAG: Version = (0, 12)  # megatron-log-format §2: printed since 0.12
 CUBLASLT_GROUPED_TE: Version = (2, 13)
+ATTENTION_BACKEND_FLAG: Version = (0, 11)
+"""First core with ``--attention-backend``. The facts sheets give no release for it
+(megatron-facts §1.10 reads main only; mechanisms-facts §8 has no row): megatron-core 0.11.0 on
+PyPI is the first whose ``transformer/enums.py`` defines ``AttnBackend`` and whose
+``language_module.py`` turns the config's backend into TE's variables; 0.10.0 has neither (both
+sdists read for brief loose9; the lead is to add the row to mechanisms-facts §8)."""
+ATTENTION_ENV: dict[str, dict[str, str]] = {
+    "flash": {"NVTE_FLASH_ATTN": "1", "NVTE_FUSED_ATTN": "0"},
+    "fused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "1"},
+    "unfused": {"NVTE_FLASH_ATTN": "0", "NVTE_FUSED_ATTN": "0"},
+}
+"""Before the flag, TE's own switches select the backend: the flag only sets these variables
+(megatron-facts §1.10, ``_set_attention_backend``); with both off TE runs its unfused attention
+(core 0.9's retro config asks for exactly that). 'auto' sets none: TE's default, both enabled.
+``--use-flash-attn`` is not used: no core code reads it (megatron-facts §1.10, §9 item 10)."""
+
+
+def attention_args(job: TrainingJob) -> list[str]:
+    """``--attention-backend`` where the job's core has it (0.11), else nothing: the backend is
+    then chosen by :func:`attention_env`."""
+    if core_version(job) < ATTENTION_BACKEND_FLAG:
+        return []
+    # --use-flash-attn is inert; the backend flag is what selects kernels (§1.10, §9 item 10)
+    return ["--attention-backend", job.attention_backend]
+
+
+def attention_env(job: TrainingJob) -> dict[str, str]:
+    """TE's attention variables for a core before ``--attention-backend`` (none from 0.11: the
+    flag sets them, and asserts if they were set to something else, megatron-facts §1.10)."""
+    if core_version(job) >= ATTENTION_BACKEND_FLAG:
+        return {}
+    return dict(ATTENTION_ENV.get(job.attention_backend, {}))
 
 
 def graph_args(model: ModelSpec, job: TrainingJob, lay: Layout) -> list[str]:

@@ -17,6 +17,12 @@ import numpy as np
 from planner.layouts import FloatArray, LayoutBatch
 from planner.memory.options import MemoryOptions
 from planner.specs import ModelSpec
+from planner.stack_versions import Version
+
+MEMORY_EFFICIENT_PERMUTATION: Version = (0, 13)
+"""Core release from which the unpermute no longer saves the expert output for its backward
+(probs applied in the activation instead): mechanisms-facts §6.3, "memory efficient token
+permutation", 26 GB/GPU on DSv3."""
 
 BF16 = 2.0
 FP32 = 4.0
@@ -144,7 +150,12 @@ def routed_tokens(model: ModelSpec, shape: ActivationShape, imbalance: float) ->
 
 
 def _moe_mlp(
-    model: ModelSpec, shape: ActivationShape, *, swiglu_fused: bool, imbalance: float
+    model: ModelSpec,
+    shape: ActivationShape,
+    *,
+    swiglu_fused: bool,
+    imbalance: float,
+    expert_output_saved: bool = False,
 ) -> FloatArray:
     h = model.hidden_size
     tok, t, shard = shape.tokens, shape.t, shape.sp_shard
@@ -161,6 +172,8 @@ def _moe_mlp(
     # group; the expert output is no longer kept ("memory efficient token permutation",
     # mechanisms-facts §6.3)
     per_copy = BF16 * h + FP32 + per_expert_token / shape.etp
+    if expert_output_saved:  # before core 0.13 unpermute saved it: K h 2 B per token (§6.3)
+        per_copy = per_copy + BF16 * h
     routed = routed_tokens(model, shape, imbalance) * per_copy
     # the fused permute keeps an int32 row_id_map of T x (2E + 1) for unpermute's backward
     # (mechanisms-facts §4.4, TE permutation.py); permute 2's map over local experts is smaller
@@ -181,11 +194,15 @@ def layer_activations(
     swiglu_fused: bool,
     flash_attention: bool,
     moe_imbalance: float,
+    expert_output_saved: bool = False,
 ) -> LayerActivations:
-    """Saved bytes of one dense (``moe=False``) or MoE layer for one micro-batch."""
+    """Saved bytes of one dense (``moe=False``) or MoE layer for one micro-batch;
+    ``expert_output_saved``: the job's core predates memory-efficient token permutation
+    (:data:`MEMORY_EFFICIENT_PERMUTATION`), so unpermute keeps each routed copy's output."""
     attention, core = _attention(model, shape, flash_attention=flash_attention)
     if moe:
-        mlp = _moe_mlp(model, shape, swiglu_fused=swiglu_fused, imbalance=moe_imbalance)
+        mlp = _moe_mlp(model, shape, swiglu_fused=swiglu_fused, imbalance=moe_imbalance,
+                       expert_output_saved=expert_output_saved)  # fmt: skip
     else:
         mlp = _dense_mlp(model, shape, swiglu_fused=swiglu_fused)
     return LayerActivations(

@@ -27,6 +27,7 @@ from planner.fp8_recipes import effective_recipe
 from planner.layout_settings import GRAPHS_FULL, GRAPHS_PARTIAL, full_recompute_share
 from planner.layouts import RECOMPUTE_FULL, BoolArray, FloatArray, IntArray, LayoutBatch
 from planner.memory.activations import (
+    MEMORY_EFFICIENT_PERMUTATION,
     ActivationShape,
     LayerActivations,
     backward_workspace,
@@ -53,7 +54,9 @@ from planner.memory.states import fp8_weight_bytes, model_state_bytes
 from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts, param_counts
 from planner.space import comm_flags
+from planner.space.version_rules import split_lacking
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
+from planner.stack_versions import core_version
 
 NO_FLASH_ATTENTION = frozenset({"volta"})
 """Architectures without TE fused/flash attention (FlashAttention-2 and cuDNN fused attention
@@ -210,7 +213,9 @@ def estimate_memory(
     a2a = comm_flags.enabled(model, cluster, batch, tp_overlap_on=job.tp_comm_overlap)
     inflight_first, inflight_last = in_flight_microbatches(batch, job.global_batch_size)
     extra_layers = overlap_extra_layers(a2a)
-    first_load, last_load = default_loads(model, batch, inflight_first, inflight_last, extra_layers)
+    first_load, last_load = default_loads(
+        model, batch, inflight_first, inflight_last, extra_layers, split_lacking(job)
+    )  # the split the job's release builds (mechanisms-facts §7)
     layouts = batch.mem.pipeline_layout
     with_layout = batch.mem.has_layout
     loads = [first_load, last_load]
@@ -299,6 +304,7 @@ def _shared(
             swiglu_fused=opts.swiglu_fused,
             flash_attention=opts.flash_attention,
             moe_imbalance=imbalance,
+            expert_output_saved=core_version(job) < MEMORY_EFFICIENT_PERMUTATION,
         )
 
     def saved(layer: LayerActivations, moe: bool) -> FloatArray:

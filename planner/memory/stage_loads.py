@@ -19,7 +19,7 @@ from planner.layouts import BoolArray, FloatArray, LayoutBatch
 from planner.memory.stages import StageParams
 from planner.model.flops import padded_vocab
 from planner.model.params import ParamCounts
-from planner.model.pipeline import stage_layers
+from planner.model.pipeline import NOTHING_LACKING, stage_layers
 from planner.model.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from planner.specs import ModelSpec
 
@@ -206,12 +206,14 @@ def default_loads(
     inflight_first: FloatArray,
     inflight_last: FloatArray,
     extra_layers: FloatArray,
+    lacking: frozenset[str] = NOTHING_LACKING,
 ) -> tuple[StageLoad, StageLoad]:
     """(first, last) loads of the two-rank charge used without a layout: the first rank holds
     the most layers of ranks 0..p-2, the last the loss and the MTP block; ``inflight_*`` come
     from :func:`planner.memory.stages.in_flight_microbatches` and ``extra_layers`` (the A2A
-    overlap's) are charged as MoE layers where the rank has any."""
-    layers = stage_layers(model, batch)
+    overlap's) are charged as MoE layers where the rank has any. ``lacking``: the split kinds
+    the job's release lacks (planner.model.pipeline.stage_layers)."""
+    layers = stage_layers(model, batch, lacking)
     extra_first = np.where(layers.first_moe > 0, extra_layers, 0.0)
     extra_last = np.where(layers.last_moe > 0, extra_layers, 0.0)
     single = batch.pp == 1

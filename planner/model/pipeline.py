@@ -189,9 +189,12 @@ class StageLayers:
         return np.asarray(np.maximum(first, self.last), np.float64)
 
 
-def _rank_layers(is_moe: list[bool], pp: int, vpp: int, rank: int) -> tuple[int, int]:
-    """(dense, MoE) decoder layers on one rank under Megatron's split (:func:`split_layers`)."""
-    split = split_layers(len(is_moe), pp, vpp)
+def _rank_layers(
+    is_moe: list[bool], pp: int, vpp: int, rank: int, lacking: frozenset[str]
+) -> tuple[int, int]:
+    """(dense, MoE) decoder layers on one rank under the split the release builds
+    (:func:`split_layers`: on core 0.9-0.10 uneven first/last stages, not account-for)."""
+    split = split_layers(len(is_moe), pp, vpp, lacking)
     if split is None:  # no split exists (the rules reject it): charge an even share
         per = -(-len(is_moe) // (pp * vpp)) * vpp
         return per, 0
@@ -200,7 +203,9 @@ def _rank_layers(is_moe: list[bool], pp: int, vpp: int, rank: int) -> tuple[int,
     return len(layers) - moe, moe
 
 
-def _busiest_front_rank(is_moe: list[bool], pp: int, vpp: int) -> tuple[int, int]:
+def _busiest_front_rank(
+    is_moe: list[bool], pp: int, vpp: int, lacking: frozenset[str]
+) -> tuple[int, int]:
     """Layers charged to the first rank: the most of any rank but the last.
 
     With an even split that is rank 0 itself. With an uneven or embedding+loss split rank 0
@@ -208,15 +213,20 @@ def _busiest_front_rank(is_moe: list[bool], pp: int, vpp: int) -> tuple[int, int
     can be the most loaded GPU; charging rank 0 (embedding, most micro-batches in flight) with
     the largest layer count of ranks 0..p-2 bounds every rank but the last from above.
     """
-    counts = [_rank_layers(is_moe, pp, vpp, r) for r in range(max(pp - 1, 1))]
+    counts = [_rank_layers(is_moe, pp, vpp, r, lacking) for r in range(max(pp - 1, 1))]
     return max(counts, key=lambda c: (c[0] + c[1], c[1]))
 
 
-def stage_layers(model: ModelSpec, batch: LayoutBatch) -> StageLayers:
+def stage_layers(
+    model: ModelSpec, batch: LayoutBatch, lacking: frozenset[str] = NOTHING_LACKING
+) -> StageLayers:
     """Layer counts of rank 0 and rank p-1 for every layout (loop over distinct (pp, vpp)).
 
     Rank 0 is charged the most layers of ranks 0..p-2 (:func:`_busiest_front_rank`); where no
     split exists (the rules reject the layout) every rank gets an even share, all dense.
+    ``lacking``: the split kinds the job's release lacks (``split_lacking(job)``), so that memory
+    and speed charge the split the launch flags build (mechanisms-facts §7: account-for 0.11,
+    uneven stages 0.9).
     """
     pattern = model.moe_layer_pattern()
     keys = batch.pp * 65536 + batch.vpp
@@ -224,8 +234,8 @@ def stage_layers(model: ModelSpec, batch: LayoutBatch) -> StageLayers:
     table = np.zeros((unique.shape[0], 4))
     for i, key in enumerate(unique.tolist()):
         pp, vpp = divmod(int(key), 65536)
-        table[i, 0:2] = _busiest_front_rank(pattern, pp, vpp)
-        table[i, 2:4] = _rank_layers(pattern, pp, vpp, pp - 1)
+        table[i, 0:2] = _busiest_front_rank(pattern, pp, vpp, lacking)
+        table[i, 2:4] = _rank_layers(pattern, pp, vpp, pp - 1, lacking)
     rows = table[inverse.reshape(-1)]
     return StageLayers(
         first_dense=rows[:, 0],

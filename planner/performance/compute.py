@@ -31,6 +31,7 @@ from planner.performance.moe_compute import GemmRate, router_time
 from planner.performance.ring_attention import CpAttentionTime
 from planner.performance.unfused_attention import forward_fraction, unfused_score_seconds
 from planner.specs import ModelSpec
+from planner.stack_settings import loss_kernel
 
 
 def gemm_efficiency(
@@ -195,7 +196,7 @@ def loss_time(ctx: StepContext) -> FloatArray:
     """Cross-entropy of one micro-batch on one last-stage rank, forward + backward, by the
     job's kernel (mechanisms-facts §5.2-5.4: HBM passes per logit, unfused 38 + 14, native
     10 + 6, TE 6 + 4, and the loss's TP collectives over the T rows in fp32, §5.1)."""
-    impl, tokens, tp = ctx.job.cross_entropy_fusion, ctx.tokens, ctx.batch.tp
+    impl, tokens, tp = loss_kernel(ctx.job), ctx.tokens, ctx.batch.tp
     passes = cross_entropy_passes(impl)
     rows = row_collective_bytes(impl, tokens)
     one = np.ones_like(tp)

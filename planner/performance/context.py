@@ -19,6 +19,7 @@ from planner.model.pipeline_layout import layout_rank_layers
 from planner.model.shapes import LayerShapes, layer_shapes
 from planner.performance.collectives import Links, link_share
 from planner.performance.profile import PerformanceProfile
+from planner.space.version_rules import split_lacking
 from planner.specs import ClusterSpec, GPUSpec, ModelSpec, TrainingJob
 
 BF16_BYTES = 2.0
@@ -98,7 +99,7 @@ def step_context(
     dp, cp = batch.dp.astype(f), batch.cp.astype(f)
     seq, hidden = float(job.seq_length), float(model.hidden_size)
     tokens = b * seq / cp
-    layers = stage_layers(model, batch)
+    layers = stage_layers(model, batch, split_lacking(job))  # the release's split (§7)
     # --pipeline-model-parallel-layout, where given, sets each rank's layers
     ranks = layout_rank_layers(batch, layers.busiest, layers.last)
     tp = batch.tp.astype(f)

@@ -10,7 +10,9 @@ Stack decisions (stated, not fitted): expert GEMMs launch as the job's
 ``moe_grouped_gemm_kernel`` says (TE's default: one cuBLAS GEMM per local expert on 4 streams;
 or one grouped kernel per linear, mechanisms-facts §4.1); the router is unfused (router fusion
 needs core >= 0.14 and is opt-in, §8); permute fusion is on (``--moe-permute-fusion``, NVIDIA's
-MoE recipes); the flex dispatcher is DeepEP (§3.3).
+MoE recipes) where the job's release has it (core 0.11 / TE 1.11, §8), else the unfused permute's
+kernels are launched (``PERMUTE_UNFUSED``; §4.4 states no HBM traffic of its own, so the permute
+time stays the fused one's); the flex dispatcher is DeepEP (§3.3).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from planner.performance.output_layer import head_kernels
 from planner.performance.output_layer import heads as head_count
 from planner.space import comm_flags
 from planner.stack_settings import effective_kernel
+from planner.stack_versions import missing
 
 
 def host_costs(ctx: StepContext) -> HostCosts:
@@ -131,6 +134,8 @@ def _rank_exposed(
             local_experts=np.maximum(float(model.num_experts or 1) / ctx.ep, 1.0),
             shared_experts=bool(ctx.shapes.shared_expert_gemms),
             grouped_gemm=effective_kernel(ctx.job),  # None: TE default until chosen
+            # --moe-permute-fusion from core 0.11 / TE 1.11 (mechanisms-facts §8): not before
+            permute_fusion=missing(ctx.job, "moe_permute_fusion", "true") is None,
             capture_shared_experts=capture_shared_experts,
             fp8=ctx.fp8,
             amax=amax,

@@ -41,6 +41,7 @@ from planner.performance.collectives import ring_time
 from planner.performance.compute import logits_time
 from planner.performance.context import StepContext
 from planner.performance.cross_entropy import cross_entropy_passes
+from planner.stack_settings import loss_kernel
 
 __all__ = ["OutputLayerComm", "head_kernels", "heads", "output_layer_comm"]
 
@@ -95,7 +96,7 @@ def output_layer_comm(ctx: StepContext) -> OutputLayerComm:
 
 def head_kernels(ctx: StepContext) -> tuple[FloatArray, FloatArray]:
     """(forward, backward) eager kernel launches of one head: norm, gather, GEMMs, the loss."""
-    ce = cross_entropy_passes(ctx.job.cross_entropy_fusion)
+    ce = cross_entropy_passes(loss_kernel(ctx.job))
     has_tp, sp = ctx.tp > 1, ctx.sp > 0
     fwd = HEAD_FWD_KERNELS + ce.kernels_fwd + np.where(has_tp & sp, HEAD_TP_FWD_KERNELS_SP, 0)
     tp_bwd = np.where(sp, HEAD_TP_BWD_KERNELS_SP, HEAD_TP_BWD_KERNELS)

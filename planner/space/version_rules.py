@@ -142,6 +142,14 @@ _JOB_WIDE = frozenset({"tp_comm_overlap", "cross_entropy_fusion", "moe_grouped_g
 # here (TrainingJob refuses it) and the planner's default is one the release has
 """Settings of the whole job: TrainingJob refuses them itself (planner.stack_settings)."""
 _SHOWN = {"partial_moe": "partial (an MoE model's router scopes)"}
+_FIXES = {
+    ("moe_dispatcher", "alltoall"): (
+        "the planner prices MoE layers with the alltoall (or flex) dispatcher only; the older "
+        "allgather dispatcher (mechanisms-facts §3.3) is not modelled: set "
+        "megatron_core_version to a release that has alltoall"
+    ),
+}
+"""How to fix a setting that has no 'off' (the default is the planner's only value)."""
 
 
 def _lacking(job: TrainingJob) -> list[Feature]:
@@ -166,11 +174,11 @@ def _version_explain(ctx: Ctx, i: int) -> str:
     used = usage(ctx.model, ctx.cluster, ctx.job, ctx.batch.take(np.array([i])))
     for f in _lacking(ctx.job):
         if (f.setting, f.value) in used and used[(f.setting, f.value)][0]:
+            fix = _FIXES.get((f.setting, f.value), "turn it off, or set megatron_core_version "
+                             "/ te_version to a release that has it")  # fmt: skip
             return (
                 f"{f.setting}={_SHOWN.get(f.value, f.value)} needs {f.missing(core, te)} "
-                f"({f.source}); the job's "
-                f"stack is {stack_name(ctx.job)}: turn it off, or set megatron_core_version / "
-                "te_version to a release that has it"
+                f"({f.source}); the job's stack is {stack_name(ctx.job)}: {fix}"
             )
     return "a setting of this layout is newer than the job's Megatron-Core / TE"
 

@@ -49,3 +49,39 @@ def test_a_stated_value_is_kept_and_refused_where_the_release_lacks_it() -> None
     with pytest.raises(SpecError, match=r"needs Megatron-Core >= 0.8") as err:
         TrainingJob(seq_length=2048, global_batch_size=8, **stack)
     assert err.value.field == "cross_entropy_fusion"
+
+
+# --- the library's own job type resolves unstated defaults like the API (brief loose9 item 3) ---
+
+
+@pytest.mark.parametrize("core", ["0.4", "0.7", "24.05", "0.8", None])
+def test_a_python_job_on_an_old_core_gets_the_release_default_not_a_refusal(
+    core: str | None,
+) -> None:
+    # core 0.7 lacks --cross-entropy-loss-fusion (mechanisms-facts §8: 0.8): TrainingJob(...)
+    # with the setting unstated refused it; it gets what the API's request path gives
+    job = TrainingJob(seq_length=2048, global_batch_size=8, megatron_core_version=core)
+    via_api = release_defaults({"megatron_core_version": core, "cross_entropy_fusion": None})
+    assert job.cross_entropy_fusion == via_api["cross_entropy_fusion"]
+    assert job.tp_comm_overlap is True  # every covered release has --tp-comm-overlap (0.4)
+    assert bool(lowered_notes(job)) == (job.cross_entropy_fusion == "unfused")
+
+
+def test_every_covered_release_builds_a_job_with_every_setting_unstated() -> None:
+    from planner.stack_versions import CORE_VERSIONS, TE_VERSIONS
+
+    for core in CORE_VERSIONS:
+        for te in (TE_VERSIONS[0], None):
+            for precision in ("bf16", "fp8"):
+                job = TrainingJob(seq_length=2048, global_batch_size=8, precision=precision,
+                                  megatron_core_version=core, te_version=te)  # fmt: skip
+                assert job.cross_entropy_fusion in ("native", "unfused")
+
+
+def test_the_recommended_default_is_what_the_forms_show() -> None:
+    from planner.stack_defaults import job_defaults
+
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainingJob)}
+    assert defaults["cross_entropy_fusion"] is None  # unstated: resolved per release
+    assert job_defaults()["cross_entropy_fusion"] == "native"
+    assert TrainingJob(seq_length=2048, global_batch_size=8).cross_entropy_fusion == "native"

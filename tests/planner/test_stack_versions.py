@@ -144,6 +144,7 @@ FLAG_RELEASES = {
     "--decoder-last-pipeline-num-layers": ((0, 9), None),
     "--pipeline-model-parallel-layout": ((0, 13), None), "--recompute-modules": ((0, 12), None),
     "--moe-permute-fusion": ((0, 11), None),
+    "--attention-backend": ((0, 11), None),  # megatron-core 0.11.0's AttnBackend (loose9)
 }  # fmt: skip
 """First (and last) core release with each flag: mechanisms-facts §7-8, written out independently
 of the table the planner reads so that the two check each other."""
@@ -207,3 +208,17 @@ def test_a_split_the_release_lacks_is_refused_naming_the_flags_and_release() -> 
     uneven_vpp = Layout(tp=8, pp=4, vpp=3, dp=32)  # 126 = 42 x 3: first/last stages, v = 3
     assert not violations(LLAMA_126, C2048, job("0.12"), uneven_vpp)
     assert "Megatron-Core >= 0.12" in violations(LLAMA_126, C2048, job("0.11"), uneven_vpp)[0]
+
+
+def test_an_moe_layout_before_core_0_6_says_the_dispatcher_has_no_off() -> None:
+    from planner.performance.step_time import default_profile
+    from planner.search.evaluate import evaluate_layouts
+
+    cluster = ClusterSpec(name="c", gpu=H100, num_gpus=16, gpus_per_node=8)
+    layout = Layout(tp=1, pp=2, ep=8, dp=8)
+    old = TrainingJob(seq_length=4096, global_batch_size=256, megatron_core_version="0.5")
+    (result,) = evaluate_layouts(MIXTRAL_8X7B, cluster, old, [layout], default_profile(H100))
+    assert not result["valid"]
+    (why,) = result["violations"]
+    assert "moe_dispatcher=alltoall needs Megatron-Core >= 0.6" in why
+    assert "turn it off" not in why and "allgather dispatcher" in why

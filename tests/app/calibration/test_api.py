@@ -86,8 +86,36 @@ def test_garbage_log_is_422(client: TestClient) -> None:
 def test_rows_without_a_measurement_are_422(client: TestClient) -> None:
     r = client.post("/v1/clusters/dgx-h100/measurements", json=[{"model_name": "x"}])
     assert r.status_code == 422
-    assert "no usable measurement" in r.json()["detail"]
-    assert "(row 1: " in r.json()["detail"]  # the row's position, not '?', without a row_id
+    # the row's position, not '?', without a row_id; the columns it lacks, as a CSV's header
+    assert "row 1 lacks the required columns num_gpus, tp, pp" in r.json()["detail"]
+    assert r.json()["errors"][0]["field"] == "rows.0"
+
+
+def test_json_rows_get_the_csv_column_check(client: TestClient) -> None:
+    """Brief loose9 item 4: unknown and missing columns of a JSON row are named like a CSV's
+    header (one check, planner.calibration.columns), on the row's field."""
+    row = {
+        "model_name": "llama3.1-8b",
+        "num_gpus": 8,
+        "tp": 2,
+        "pp": 1,
+        "micro_batch_size": 1,
+        "global_batch_size": 64,
+        "seq_length": 4096,
+        "tokens_per_sec_per_gpu": 9000.0,
+        "recompute": "none",
+        "precision": "bf16",
+    }
+    bad = {k: v for k, v in row.items() if k != "pp"} | {"row_id": "run-7", "gpus": 8}
+    r = client.post("/v1/clusters/dgx-h100/measurements", json=[row, bad])
+    assert r.status_code == 422
+    (error,) = r.json()["errors"]
+    assert error["field"] == "rows.1"
+    assert "row 'run-7' lacks the required columns pp" in error["message"]
+    assert "its columns gpus are not columns of measured-throughput.csv" in error["message"]
+    assert "its keys must use" in error["message"]
+    assert client.get("/v1/clusters/dgx-h100/measurements").json()["items"] == []  # none stored
+    assert client.post("/v1/clusters/dgx-h100/measurements", json=[row]).status_code == 201
 
 
 def test_unsupported_media_type_is_415(client: TestClient) -> None:

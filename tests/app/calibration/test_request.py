@@ -21,7 +21,9 @@ from app.cli import cli
 from planner.specs import SpecError
 
 LOGS = Path(__file__).resolve().parents[2] / "planner" / "data" / "megatron_logs"
-ROW = {"model_name": "llama3.1-8b", "tp": 2, "tokens_per_sec_per_gpu": 1200.5, "fp8": False}
+ROW = {"model_name": "llama3.1-8b", "num_gpus": 8, "tp": 2, "pp": 1, "micro_batch_size": 1,
+       "global_batch_size": 64, "seq_length": 4096, "tokens_per_sec_per_gpu": 1200.5,
+       "fp8": False}  # fmt: skip
 CSV = (  # every column a row needs (planner.calibration.columns)
     "model_name,num_gpus,tp,pp,micro_batch_size,global_batch_size,seq_length,step_time_s,gpu_type\n"
     "x,8,4,1,1,8,4096,1.5,a100-sxm-80gb\n"
@@ -42,8 +44,10 @@ def test_rows_csv_and_logs_become_text_rows_with_the_request_gpu() -> None:
     found = measurement_rows(req)
     assert found.source == "mixed"
     first, from_csv = found.rows[0], found.rows[1]
-    assert first == {"model_name": "llama3.1-8b", "tp": "2", "tokens_per_sec_per_gpu": "1200.5",
-                     "fp8": "false", "gpu_type": "h100-sxm-80gb", "gpus_per_node": "8"}  # fmt: skip
+    assert first == {"model_name": "llama3.1-8b", "num_gpus": "8", "tp": "2", "pp": "1",
+                     "micro_batch_size": "1", "global_batch_size": "64", "seq_length": "4096",
+                     "tokens_per_sec_per_gpu": "1200.5", "fp8": "false",
+                     "gpu_type": "h100-sxm-80gb", "gpus_per_node": "8"}  # fmt: skip
     assert from_csv["gpu_type"] == "a100-sxm-80gb"  # a row's own GPU wins over the request's
     assert len(found.rows) > 2 and all(r["gpu_type"] == "h100-sxm-80gb" for r in found.rows[2:])
 
@@ -54,6 +58,19 @@ def test_a_csv_without_a_required_column_names_it_and_its_unknown_columns() -> N
     with pytest.raises(SpecError, match="mine lacks the required columns num_gpus, pp") as exc:
         measurement_rows(req)
     assert exc.value.field == "csv.0" and "its columns gpus are not" in exc.value.message
+
+
+def test_a_json_row_gets_the_same_column_check_as_a_csv_header() -> None:
+    text = "model_name,tp,gpus\nx,4,8\n"
+    from_csv = parse({"csv": [{"name": "mine", "text": text}], "gpu": "h100-sxm-80gb"})
+    from_json = parse({"rows": [{"model_name": "x", "tp": 4, "gpus": 8}], "gpu": "h100-sxm-80gb"})
+    with pytest.raises(SpecError) as csv_err:
+        measurement_rows(from_csv)
+    with pytest.raises(SpecError) as json_err:
+        measurement_rows(from_json)
+    assert json_err.value.field == "rows.0"
+    said = csv_err.value.message.removeprefix("mine ").replace("the header line", "its keys")
+    assert json_err.value.message == f"row 1 {said}"
 
 
 def test_bad_parts_name_their_field() -> None:

@@ -123,8 +123,9 @@ def test_evaluated_flags_parse_back_to_the_evaluated_layout_and_stack(case: Any)
     (result,) = evaluate_layouts(model, cluster, job, [layout], default_profile(cluster.gpu))
     assume(result["valid"])
     event(f"{model.name} core {job.megatron_core_version} graphs {layout.cuda_graphs}")
-    args = result["megatron"]["args"]
-    parsed = parse_megatron_args(args, world_size=layout.num_gpus)
+    args, env = result["megatron"]["args"], result["megatron"]["env"]
+    # before core 0.11 the attention backend is TE's environment, not a flag (loose9 item 1)
+    parsed = parse_megatron_args(args, world_size=layout.num_gpus, env=env)
     evaluated = Layout(**result["layout"])
     assert _effective(parsed.layout, job) == _effective(evaluated, job)
     assert parsed.stack_fields == {
@@ -149,6 +150,8 @@ def test_evaluated_flags_parse_back_to_the_evaluated_layout_and_stack(case: Any)
     for flag in args:
         first, last = FLAG_RELEASES.get(flag, ((0, 4), None))
         assert first <= version and (last is None or version <= last), (flag, version)
+    assert ("--attention-backend" in args) == (version >= (0, 11))
+    assert not (version >= (0, 11) and any(k.startswith("NVTE_") and "ATTN" in k for k in env))
     inferred = infer_core_version(_arguments_block(args))
     if inferred is not None and job.megatron_core_version is not None:
         oldest = parse_version("megatron_core_version", inferred[0])

@@ -111,3 +111,25 @@ def test_permutation_is_priced_once_with_the_experts() -> None:
     tokens = ctx.tokens[0]
     permute = 2 * 14.0 * k * h * tokens / (ctx.gpu.hbm_bandwidth_bytes_per_s * 0.5) / 3.0
     assert routed_expert_time(ctx)[0] > permute
+
+
+def test_a_release_before_permute_fusion_launches_the_unfused_permutes() -> None:
+    """mechanisms-facts §8: --moe-permute-fusion arrived in core 0.11 (TE 1.11); core 0.10 runs
+    Megatron's unfused permute (PERMUTE_UNFUSED kernels per permute, host_overhead) and its
+    launch flags leave the fusion out (brief loose9 item 2)."""
+    from planner.megatron.flags import launch_spec
+    from planner.performance.host_overhead import PERMUTE_FUSED, PERMUTE_UNFUSED
+
+    lay = [Layout(tp=1, ep=8, dp=8)]
+    fused = ctx_for(MIXTRAL_8X7B, 4096, lay, megatron_core_version="0.11")
+    unfused = ctx_for(MIXTRAL_8X7B, 4096, lay, megatron_core_version="0.10")
+    short = np.array([32 * 50e-6])  # host-bound: every extra launch shows
+    extra = host_exposed_time(unfused, short)[0] - host_exposed_time(fused, short)[0]
+    # 4 permutes forward and 4 backward per MoE layer, 32 layers (alltoall: host_overhead)
+    launches = 32 * 8 * (PERMUTE_UNFUSED - PERMUTE_FUSED)
+    assert extra == pytest.approx(launches * fused.profile.host_kernel_s, rel=1e-6)
+    flags = launch_spec(MIXTRAL_8X7B, unfused.cluster, unfused.job, lay[0])
+    assert "--moe-permute-fusion" not in flags.args
+    assert (
+        "--moe-permute-fusion" in launch_spec(MIXTRAL_8X7B, fused.cluster, fused.job, lay[0]).args
+    )
