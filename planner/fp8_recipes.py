@@ -19,7 +19,8 @@ also the only ones TE's grouped expert GEMM (mechanisms-facts §4.1: "not delaye
 ``--first-last-layers-bf16`` (megatron-facts rule 55) accept. Current scaling costs one amax
 pass more per quantized tensor (priced: :mod:`planner.performance.fp8_recipe_cost`); MXFP8 is
 the only recipe Megatron documents for Blackwell. Blockwise is Hopper's DeepSeek-V3 recipe,
-about 15 % slower in the GEMMs than per-tensor (performance-facts pitfall 6): stated only.
+about 15 % slower in the GEMMs than per-tensor (performance-facts pitfall 6): run only where
+the job names it (never the default), its GEMMs priced at that stated factor.
 """
 
 from __future__ import annotations

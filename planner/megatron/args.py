@@ -153,6 +153,7 @@ def parse_megatron_args(
     env: Mapping[str, str] | None = None,
 ) -> ParsedArgs:
     """Parse Megatron flags (those :func:`megatron_args` emits, and the usual aliases).
+
     ``dp = world_size / (tp pp cp)`` (megatron-facts §3.1); without ``world_size`` dp is 1.
     ``strict`` rejects flags this parser does not know; pass False to read a full launch script
     and ignore its data, optimizer and logging flags. ``env``: the launch environment, read for
