@@ -19,7 +19,8 @@ also the only ones TE's grouped expert GEMM (mechanisms-facts §4.1: "not delaye
 ``--first-last-layers-bf16`` (megatron-facts rule 55) accept. Current scaling costs one amax
 pass more per quantized tensor (priced: :mod:`planner.performance.fp8_recipe_cost`); MXFP8 is
 the only recipe Megatron documents for Blackwell. Blockwise is Hopper's DeepSeek-V3 recipe,
-about 15 % slower in the GEMMs than per-tensor (performance-facts pitfall 6): stated only.
+about 15 % slower in the GEMMs than per-tensor (performance-facts pitfall 6): run only where
+the job names it (never the default), its GEMMs priced at that stated factor.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "default_recipe",
     "effective_recipe",
     "recipe_gpu_problem",
+    "unset_recipe_note",
 ]
 
 Fp8Recipe = Literal["delayed", "tensorwise", "blockwise", "mxfp8"]
@@ -114,3 +116,22 @@ def effective_recipe(job: TrainingJob, gpu: GPUSpec) -> Fp8Recipe | None:
     if job.precision != "fp8" or gpu.peak_fp8_flop_per_s is None:
         return None
     return job.fp8_recipe or default_recipe(job, gpu)
+
+
+def unset_recipe_note(job: TrainingJob, gpu: GPUSpec, *, flagged: bool) -> str | None:
+    """For the plan's launch notes: the recipe an fp8 job that names none runs and is priced
+    with (None where the job names one, or trains without fp8). ``flagged``: the argv carries
+    ``--fp8-recipe`` (core >= 0.12); before, no flag shows which recipe runs."""
+    recipe = effective_recipe(job, gpu)
+    if job.fp8_recipe is not None or recipe is None:
+        return None
+    flag = (
+        f"--fp8-recipe {recipe}"
+        if flagged
+        else "no --fp8-recipe flag before Megatron-Core 0.12: delayed scaling is its only recipe"
+    )
+    return (
+        f"fp8_recipe unset: the plan runs and is priced with {recipe} ({flag}); the planner's "
+        "choice is mxfp8 on Blackwell, tensorwise on Hopper where the release has them, else "
+        "delayed: set fp8_recipe to price another"
+    )

@@ -145,6 +145,56 @@ def _vpp(ns: argparse.Namespace, pp: int) -> int:
     return vpp or ns.num_virtual_stages_per_pipeline_rank or 1
 
 
+def _model_fields(ns: argparse.Namespace) -> dict[str, Any]:
+    """The ModelSpec fields an argv states (MoE layer pattern, MLA and YaRN read as Megatron
+    reads them)."""
+    freq, first_dense = (1, 0)
+    if ns.num_experts is not None:
+        freq, first_dense = _parse_moe_layer_freq(ns.moe_layer_freq, ns.num_layers)
+    mla = ns.multi_latent_attention
+    # YaRN settings are read by MLA (unless --rope-type rope) and by --position-embedding-type yarn
+    yarn = (mla and ns.rope_type != "rope") or (not mla and ns.position_embedding_type == "yarn")
+    return {
+        "num_layers": ns.num_layers,
+        "hidden_size": ns.hidden_size,
+        "ffn_hidden_size": ns.ffn_hidden_size,
+        "num_attention_heads": ns.num_attention_heads,
+        "vocab_size": ns.vocab_size,
+        "num_query_groups": ns.num_query_groups if ns.group_query_attention else None,
+        "kv_channels": ns.kv_channels,
+        "max_position_embeddings": ns.max_position_embeddings,
+        "swiglu": ns.swiglu,
+        "normalization": ns.normalization,
+        "position_embedding_type": ns.position_embedding_type,
+        "untie_embeddings_and_output_weights": ns.untie_embeddings_and_output_weights,
+        "add_bias_linear": not ns.disable_bias_linear,
+        "add_qkv_bias": ns.add_qkv_bias,
+        "qk_layernorm": ns.qk_layernorm,
+        "hidden_dropout": ns.hidden_dropout,
+        "attention_dropout": ns.attention_dropout,
+        "num_experts": ns.num_experts,
+        "moe_router_topk": ns.moe_router_topk,
+        "moe_ffn_hidden_size": ns.moe_ffn_hidden_size,
+        "moe_shared_expert_intermediate_size": ns.moe_shared_expert_intermediate_size,
+        "moe_layer_freq": freq,
+        "moe_first_dense_layers": first_dense,
+        "multi_latent_attention": mla,
+        "q_lora_rank": ns.q_lora_rank if mla else None,
+        "kv_lora_rank": ns.kv_lora_rank if mla else None,
+        "qk_head_dim": ns.qk_head_dim if mla else None,
+        "qk_pos_emb_head_dim": ns.qk_pos_emb_head_dim if mla else None,
+        "v_head_dim": ns.v_head_dim if mla else None,
+        "mtp_num_layers": ns.mtp_num_layers or 0,
+        "rotary_base": ns.rotary_base,
+        "rotary_percent": ns.rotary_percent,
+        "use_rope_scaling": ns.use_rope_scaling,
+        "rope_scaling_factor": ns.rope_scaling_factor,
+        "rotary_scaling_factor": ns.rotary_scaling_factor if yarn else None,
+        "mscale": ns.mscale if yarn else None,
+        "mscale_all_dim": ns.mscale_all_dim if yarn else None,
+    }
+
+
 def parse_megatron_args(
     argv: Sequence[str],
     *,
@@ -192,57 +242,12 @@ def parse_megatron_args(
     )  # fmt: skip
     if precision == "fp8" and ns.fp8_param_gather != fp8_param_gather_on(precision, layout):
         layout = replace(layout, fp8_param_gather=ns.fp8_param_gather)  # differs from auto
-    freq, first_dense = (1, 0)
-    if ns.num_experts is not None:
-        freq, first_dense = _parse_moe_layer_freq(ns.moe_layer_freq, ns.num_layers)
-    mla = ns.multi_latent_attention
-    # YaRN settings are read by MLA (unless --rope-type rope) and by --position-embedding-type yarn
-    yarn = (mla and ns.rope_type != "rope") or (not mla and ns.position_embedding_type == "yarn")
-    fields: dict[str, Any] = {
-        "num_layers": ns.num_layers,
-        "hidden_size": ns.hidden_size,
-        "ffn_hidden_size": ns.ffn_hidden_size,
-        "num_attention_heads": ns.num_attention_heads,
-        "vocab_size": ns.vocab_size,
-        "num_query_groups": ns.num_query_groups if ns.group_query_attention else None,
-        "kv_channels": ns.kv_channels,
-        "max_position_embeddings": ns.max_position_embeddings,
-        "swiglu": ns.swiglu,
-        "normalization": ns.normalization,
-        "position_embedding_type": ns.position_embedding_type,
-        "untie_embeddings_and_output_weights": ns.untie_embeddings_and_output_weights,
-        "add_bias_linear": not ns.disable_bias_linear,
-        "add_qkv_bias": ns.add_qkv_bias,
-        "qk_layernorm": ns.qk_layernorm,
-        "hidden_dropout": ns.hidden_dropout,
-        "attention_dropout": ns.attention_dropout,
-        "num_experts": ns.num_experts,
-        "moe_router_topk": ns.moe_router_topk,
-        "moe_ffn_hidden_size": ns.moe_ffn_hidden_size,
-        "moe_shared_expert_intermediate_size": ns.moe_shared_expert_intermediate_size,
-        "moe_layer_freq": freq,
-        "moe_first_dense_layers": first_dense,
-        "multi_latent_attention": mla,
-        "q_lora_rank": ns.q_lora_rank if mla else None,
-        "kv_lora_rank": ns.kv_lora_rank if mla else None,
-        "qk_head_dim": ns.qk_head_dim if mla else None,
-        "qk_pos_emb_head_dim": ns.qk_pos_emb_head_dim if mla else None,
-        "v_head_dim": ns.v_head_dim if mla else None,
-        "mtp_num_layers": ns.mtp_num_layers or 0,
-        "rotary_base": ns.rotary_base,
-        "rotary_percent": ns.rotary_percent,
-        "use_rope_scaling": ns.use_rope_scaling,
-        "rope_scaling_factor": ns.rope_scaling_factor,
-        "rotary_scaling_factor": ns.rotary_scaling_factor if yarn else None,
-        "mscale": ns.mscale if yarn else None,
-        "mscale_all_dim": ns.mscale_all_dim if yarn else None,
-    }
     return ParsedArgs(
         layout=layout,
         seq_length=ns.seq_length,
         global_batch_size=ns.global_batch_size,
         precision=precision,
-        model_fields=fields,
+        model_fields=_model_fields(ns),
         # --fp8-recipe means something only with --fp8-format (its default: delayed, §1.8)
         stack_fields=parsed_stack_fields(ns, env)
         | ({"fp8_recipe": ns.fp8_recipe} if precision == "fp8" else {}),

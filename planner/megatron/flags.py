@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from planner.fp8_recipes import effective_recipe
+from planner.fp8_recipes import effective_recipe, unset_recipe_note
 from planner.megatron.memory_flags import fp8_param_gather_on, memory_args, recompute_args
 from planner.megatron.stack_flags import stack_args, stack_env
 from planner.megatron.version_flags import dispatcher_args, fp8_recipe_args, graph_args, vpp_args
@@ -333,6 +333,8 @@ def launch_spec(
             "(NVTE_USE_CUTLASS_GROUPED_GEMM=1, Hopper, bf16/fp16, TE >= 2.8; mechanisms-facts §4.1)"
         )
     notes.append(f"flags for {stack_name(job)} (megatron_core_version / te_version)")
+    if recipe_note := unset_recipe_note(job, cluster.gpu, flagged="--fp8-recipe" in args):
+        notes.append(recipe_note)  # the recipe priced, where the job named none
     notes.extend(lowered_notes(job))  # defaults the job's release lacks, and their fallback
     lacking = missing(job, "moe_permute_fusion", "true") if model.is_moe else None
     if lacking:

@@ -138,9 +138,10 @@ def usage(
 
 
 _JOB_WIDE = frozenset({"tp_comm_overlap", "cross_entropy_fusion", "moe_grouped_gemm_kernel"})
-# fp8_recipe is priced per layout like the rest: a named recipe the release lacks never gets
-# here (TrainingJob refuses it) and the planner's default is one the release has
-"""Settings of the whole job: TrainingJob refuses them itself (planner.stack_settings)."""
+"""Settings of the whole job: TrainingJob refuses them itself (planner.stack_settings).
+``fp8_recipe`` is job-wide too but stays checked here: a named recipe the release lacks never
+gets this far (TrainingJob refuses it) and the planner's default is one the release has, so
+the rule cannot fire on it; it is kept as a guard."""
 _SHOWN = {"partial_moe": "partial (an MoE model's router scopes)"}
 _FIXES = {
     ("moe_dispatcher", "alltoall"): (

@@ -263,3 +263,32 @@ def test_current_scaling_launches_an_amax_kernel_before_each_quantize() -> None:
         dense_layer_kernels(tp=tp, cp=cp, amax=True).fwd[0]
         == dense_layer_kernels(tp=tp, cp=cp).fwd[0]
     )  # bf16: nothing to quantize
+
+
+# --- what the plan says ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu", "stack", "words"),
+    [
+        (H100, {}, "fp8_recipe unset: the plan runs and is priced with tensorwise"),
+        (B200, {}, "fp8_recipe unset: the plan runs and is priced with mxfp8"),
+        # no --fp8-recipe flag says it on such a release: the note must
+        (H100, {"megatron_core_version": "0.11"}, "priced with delayed (no --fp8-recipe"),
+    ],
+)  # fmt: skip
+def test_an_unset_recipe_is_named_in_the_launch_notes(
+    gpu: Any, stack: dict[str, str], words: str
+) -> None:
+    from planner.megatron.flags import launch_spec
+
+    notes = launch_spec(LLAMA_8B, cluster(gpu), job(**stack), LAYOUT).notes
+    assert any(words in n for n in notes), notes
+
+
+@pytest.mark.parametrize("kw", [{"fp8_recipe": "delayed"}, {"precision": "bf16"}])
+def test_a_named_recipe_or_bf16_adds_no_recipe_note(kw: dict[str, Any]) -> None:
+    from planner.megatron.flags import launch_spec
+
+    notes = launch_spec(LLAMA_8B, cluster(), job(**kw), LAYOUT).notes
+    assert not any("fp8_recipe" in n for n in notes), notes

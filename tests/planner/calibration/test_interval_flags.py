@@ -103,3 +103,24 @@ def test_the_moe_stack_is_read_with_the_planners_auto_choices_made_explicit() ->
     stack = {"moe_dispatcher": ["alltoall"]}
     out = _uncertainty(table(stack), Layout(ep=8, dp=64, moe_dispatcher="flex"), model=MIXTRAL_8X7B)
     assert any(w.startswith("moe_dispatcher=flex") for w in out["extrapolation"])
+
+
+def test_the_shipped_table_flags_an_fp8_recipe_the_calibrated_rows_did_not_run() -> None:
+    """The shipped fp8 rows ran delayed scaling (models_db/measurement_stacks.csv): an fp8 plan
+    on Hopper with the recipe unset runs tensorwise and must say its band is off those runs; a
+    named delayed recipe and a bf16 job carry no recipe flag."""
+    from models_db.intervals import load_interval_table
+
+    shipped = load_interval_table()
+    assert shipped is not None
+    assert shipped.calibrated.stack.get("fp8_recipe") == ("delayed",)
+    lay = Layout(tp=4, pp=2, dp=8)
+    fp8 = TrainingJob(seq_length=4096, global_batch_size=256, precision="fp8")
+    text = " | ".join(_uncertainty(shipped, lay, job=fp8)["extrapolation"])
+    assert "fp8_recipe=tensorwise: no calibrated run used it (they ran delayed)" in text
+    delayed = TrainingJob(seq_length=4096, global_batch_size=256, precision="fp8",
+                          fp8_recipe="delayed")  # fmt: skip
+    assert not any(
+        "fp8_recipe" in w for w in _uncertainty(shipped, lay, job=delayed)["extrapolation"]
+    )
+    assert not any("fp8_recipe" in w for w in _uncertainty(shipped, lay)["extrapolation"])
