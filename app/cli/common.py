@@ -73,7 +73,8 @@ def inline_model_file(ref: object) -> object:
     try:
         return models_db.resolve_model(path).to_dict()
     except SpecError as exc:
-        fail(f"{path}: {exc.message}", field="model")
+        named = str(path) in exc.message  # the catalog's reader may name the file itself
+        fail(exc.message if named else f"{path}: {exc.message}", field="model")
 
 
 # options shared by `evaluate`, `plan` and the commands built like them
