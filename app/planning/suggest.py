@@ -36,7 +36,10 @@ def wrap_bare_layout(data: Any) -> Any:
 
 
 class SuggestionRequest(RequestModel):
-    """The plan whose prediction the runs should pin down, and how many runs to propose."""
+    """The plan whose prediction the runs should pin down, and how many runs to propose.
+
+    A bare layout (the body of ``POST /v1/evaluations``) beside ``k`` and ``max_nodes`` is read
+    as ``{"evaluation": {...}}``."""
 
     model_config = ConfigDict(extra="forbid")
 
