@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import err_console
+from app.cli.common import err_console, log_levels
 
 Opt = typer.Option
 
@@ -28,9 +28,11 @@ def register(cli: typer.Typer) -> None:
 
 def serve(
     host: Annotated[str, Opt(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, Opt(help="TCP port.")] = 8000,
-    workers: Annotated[int, Opt(help="Uvicorn worker processes.")] = 1,
-    log_level: Annotated[str, Opt(help="Uvicorn log level.")] = "info",
+    port: Annotated[int, Opt(help="TCP port.", min=1, max=65535)] = 8000,
+    workers: Annotated[int, Opt(help="Uvicorn worker processes.", min=1)] = 1,
+    log_level: Annotated[
+        str, Opt(help="Uvicorn log level.", callback=log_levels("trace"))
+    ] = "info",
 ) -> None:
     """Run the HTTP API (migrates and seeds the database at start-up)."""
     import uvicorn
