@@ -82,6 +82,12 @@ def _api_problem(exc: BaseException) -> Explained | None:
         )
     if status == 429:
         return Explained(message=f"HTTP 429: {detail}; wait a moment and retry")
+    if status in (404, 405) and detail in ("Not Found", "Method Not Allowed"):  # no such route
+        return Explained(
+            message=f"HTTP {status}: {detail}; is --server the planner service's base URL, "
+            "without /v1 (like http://127.0.0.1:8000)?",
+            exit_code=EXIT_BAD_INPUT,
+        )
     if status >= 500:
         request_id = problem.get("request_id")
         hint = f" (request id {request_id})" if request_id else ""
