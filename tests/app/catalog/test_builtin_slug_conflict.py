@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-SMALL = {
-    "num_layers": 4,
-    "hidden_size": 512,
-    "ffn_hidden_size": 2048,
-    "num_attention_heads": 8,
-    "vocab_size": 32000,
-}
+from tests.app.catalog.test_api import SMALL
 
 
 def test_posting_a_builtin_slug_says_it_is_read_only_not_to_put(client: TestClient) -> None:
