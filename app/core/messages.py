@@ -124,7 +124,11 @@ def _message(field: str, err: dict[str, Any]) -> str:
                 "Content-Type: application/json"
             )
         return f"the request must be a JSON object of its fields (got {_shown(given)})"
-    if kind == "int_type" and isinstance(err.get("input"), list) and field in _OPTION_LISTS:
+    given = err.get("input")
+    several = (kind == "int_type" and isinstance(given, list)) or (
+        kind == "int_parsing" and isinstance(given, str) and any(c in given for c in ",-")
+    )  # a list, or the CLI's text forms '64,128' / '64-512'
+    if several and field in _OPTION_LISTS:
         return (  # "a valid integer" does not say where several values go
             f"{field} takes one number; a plan request (POST /v1/plan-jobs, /v1/scaling-curves) "
             f"takes several as {field}_options"
