@@ -298,7 +298,7 @@ def too_large(limit: int) -> str:
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool]:
-    """The whole body (the body-limit middleware outside bounds it), and whether it was cut."""
+    """The whole body (bounded by the `_BodyStream` it is read through), and whether it was cut."""
     parts: list[bytes] = []
     while True:
         message = await receive()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
@@ -74,6 +75,12 @@ class PlannerAPIError(Exception):
         return errors
 
 
+def _seg(value: object) -> str:
+    """One path segment, quoted: a name like ``../keys`` stays inside its route instead of
+    reaching another one (httpx resolves dot segments)."""
+    return quote(str(value), safe="")
+
+
 class PlannerClient:
     """Client of the ``/v1`` API. ``timeout`` is per HTTP request, in seconds."""
 
@@ -125,7 +132,7 @@ class PlannerClient:
         return items
 
     def get_model(self, slug: str) -> JSON:
-        entry: JSON = self._request("GET", f"/v1/models/{slug}")
+        entry: JSON = self._request("GET", f"/v1/models/{_seg(slug)}")
         return entry
 
     def create_model(self, slug: str, spec: JSON) -> JSON:
@@ -156,7 +163,9 @@ class PlannerClient:
     def delete_cluster(self, slug: str, *, purge: bool = False) -> None:
         """A user cluster; one with measurements or calibrations is a 409 (PlannerAPIError)
         unless ``purge`` deletes them with it."""
-        self._request("DELETE", f"/v1/clusters/{slug}", params={"purge": purge} if purge else None)
+        self._request(
+            "DELETE", f"/v1/clusters/{_seg(slug)}", params={"purge": purge} if purge else None
+        )
 
     # --- evaluation and plan jobs ----------------------------------------------------------------
     def evaluate(self, request: EvaluationRequest | JSON) -> LayoutReport:
@@ -185,7 +194,7 @@ class PlannerClient:
         return job
 
     def get_job(self, job_id: str) -> JSON:
-        job: JSON = self._request("GET", f"/v1/plan-jobs/{job_id}")
+        job: JSON = self._request("GET", f"/v1/plan-jobs/{_seg(job_id)}")
         return job
 
     def list_jobs(self, status: str | None = None, limit: int = 50, offset: int = 0) -> JSON:
@@ -196,7 +205,7 @@ class PlannerClient:
         return page
 
     def cancel_job(self, job_id: str) -> JSON:
-        job: JSON = self._request("POST", f"/v1/plan-jobs/{job_id}/cancel")
+        job: JSON = self._request("POST", f"/v1/plan-jobs/{_seg(job_id)}/cancel")
         return job
 
     def wait_for_job(self, job_id: str, timeout: float = 600.0, poll_s: float = 0.5) -> JSON:
@@ -213,17 +222,17 @@ class PlannerClient:
     def get_plans(self, job_id: str) -> PlanAnswer:
         """The ranked plans of a finished job (or its inverse question's answer, an
         ``InverseResult``); ``.raw`` is the JSON."""
-        return plan_answer(self._request("GET", f"/v1/plan-jobs/{job_id}/plans"))
+        return plan_answer(self._request("GET", f"/v1/plan-jobs/{_seg(job_id)}/plans"))
 
     # --- measurements and calibration -------------------------------------------------------------
     def add_measurements(self, cluster: str, rows: list[JSON]) -> JSON:
-        out: JSON = self._request("POST", f"/v1/clusters/{cluster}/measurements", json=rows)
+        out: JSON = self._request("POST", f"/v1/clusters/{_seg(cluster)}/measurements", json=rows)
         return out
 
     def add_measurements_csv(self, cluster: str, csv_text: str) -> JSON:
         out: JSON = self._request(
             "POST",
-            f"/v1/clusters/{cluster}/measurements",
+            f"/v1/clusters/{_seg(cluster)}/measurements",
             content=csv_text.encode(),
             headers={"Content-Type": "text/csv"},
         )
@@ -232,7 +241,7 @@ class PlannerClient:
     def add_megatron_log(self, cluster: str, log_text: str) -> JSON:
         out: JSON = self._request(
             "POST",
-            f"/v1/clusters/{cluster}/measurements",
+            f"/v1/clusters/{_seg(cluster)}/measurements",
             content=log_text.encode(),
             headers={"Content-Type": "text/plain"},
         )
@@ -240,22 +249,22 @@ class PlannerClient:
 
     def delete_measurements(self, cluster: str) -> None:
         """The cluster's measurements and the calibrations fitted to them."""
-        self._request("DELETE", f"/v1/clusters/{cluster}/measurements")
+        self._request("DELETE", f"/v1/clusters/{_seg(cluster)}/measurements")
 
     def detached_measurements(self, cluster: str | None = None) -> JSON:
         """Rows of deleted clusters: counts per former name, or (``cluster``) those rows."""
-        path = "/v1/detached-measurements" + (f"/{cluster}" if cluster else "")
+        path = "/v1/detached-measurements" + (f"/{_seg(cluster)}" if cluster else "")
         out: JSON = self._request("GET", path)
         return out
 
     def delete_detached_measurements(self, cluster: str | None = None) -> JSON:
         """Delete the detached rows of one former cluster name, or all; how many went."""
-        path = "/v1/detached-measurements" + (f"/{cluster}" if cluster else "")
+        path = "/v1/detached-measurements" + (f"/{_seg(cluster)}" if cluster else "")
         out: JSON = self._request("DELETE", path)
         return out
 
     def calibrate(self, cluster: str) -> JSON:
-        out: JSON = self._request("POST", f"/v1/clusters/{cluster}/calibrations")
+        out: JSON = self._request("POST", f"/v1/clusters/{_seg(cluster)}/calibrations")
         return out
 
     def suggest_runs(
@@ -286,7 +295,7 @@ class PlannerClient:
         return batch
 
     def get_batch(self, batch_id: str) -> JSON:
-        batch: JSON = self._request("GET", f"/v1/batches/{batch_id}")
+        batch: JSON = self._request("GET", f"/v1/batches/{_seg(batch_id)}")
         return batch
 
     def wait_for_batch(
@@ -307,11 +316,15 @@ class PlannerClient:
     def get_batch_results(self, batch_id: str, format: str = "json") -> Any:
         """Rows of a finished batch: a list of dicts (json) or the CSV text (csv)."""
         if format == "csv":
-            response = self._http.get(f"/v1/batches/{batch_id}/results", params={"format": "csv"})
+            response = self._http.get(
+                f"/v1/batches/{_seg(batch_id)}/results", params={"format": "csv"}
+            )
             if response.status_code >= 400:
-                self._request("GET", f"/v1/batches/{batch_id}/results")  # raises the problem
+                self._request("GET", f"/v1/batches/{_seg(batch_id)}/results")  # raises the problem
             return response.text
-        return self._request("GET", f"/v1/batches/{batch_id}/results", params={"format": "json"})
+        return self._request(
+            "GET", f"/v1/batches/{_seg(batch_id)}/results", params={"format": "json"}
+        )
 
     def scaling_curve(
         self, request: ScalingCurveCreate | JSON, timeout: float = 300.0

@@ -87,6 +87,12 @@ def from_body(body: bytes, content_type: str, **options: Any) -> CalibrateReques
         raise SpecError("the body is not UTF-8 text", field="body") from exc
     if "\x00" in text:  # PostgreSQL stores no NUL; the same 422 on SQLite (app/input_policy.py)
         raise SpecError("the body contains a NUL character; remove it", field="body")
+    if not text.strip():  # said as such, not as a JSON syntax error or missing CSV columns
+        raise SpecError(
+            "the body is empty: send JSON rows, a CSV file (Content-Type: text/csv) or a "
+            "Megatron-LM log (text/plain)",
+            field="body",
+        )
     if media in ("application/json", ""):
         try:
             data = json.loads(text)

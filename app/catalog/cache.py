@@ -3,7 +3,7 @@
 Every evaluation and plan job resolves its model and GPU slugs against the catalog; without a
 cache that is a database round trip or two per request for data that changes a few times a day.
 Entries live :data:`TTL_S` seconds; a catalog write in this process clears the cache at once,
-and other API processes see it within the TTL (as with API keys: app/auth/deps.py). The cache
+and other API processes see it within the TTL (as with API keys: app/keys/auth.py). The cache
 rides on the session factory (``sessionmaker(info=...)``), so whoever holds a session of this
 app shares it, and a session without one (scripts, tests) reads the database every time.
 """

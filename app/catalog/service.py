@@ -186,7 +186,12 @@ class CatalogService:
     ) -> CatalogEntryRead:
         self._forget()  # this process sees the change at once
         stored = self.validate(kind, slug, spec)
-        if self.repo.get(kind, slug) is not None:
+        existing = self.repo.get(kind, slug)
+        if existing is not None and existing.builtin:  # a PUT would be refused: no hint to it
+            raise ConflictError(
+                f"{KIND_NAMES[kind]} {slug!r} is built in and read-only; choose another slug"
+            )
+        if existing is not None:
             raise ConflictError(
                 f"{KIND_NAMES[kind]} {slug!r} already exists; PUT /v1/{kind}s/{slug} adds a version"
             )

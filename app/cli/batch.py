@@ -47,6 +47,9 @@ def read_jobs(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}", field="JOBS")
+    except UnicodeDecodeError as exc:
+        fail(f"{path} is not UTF-8 text (byte {exc.start}); give a .csv, .yaml or .json jobs file",
+             field="JOBS")  # fmt: skip
     try:
         return parse_jobs(text, file_format(path.name) or "", source=str(path)).jobs
     except JobsFileError as exc:
@@ -99,6 +102,11 @@ def batch(
     ``--cluster`` is the cluster of every row that names neither a ``cluster`` nor a ``gpu``."""
     if output.suffix.lower() not in (".csv", ".json"):
         fail(f"{output}: the output must end in .csv or .json", field="output")
+    # checked before any job runs: a batch can take hours, and its rows live only in memory
+    if output.is_dir():
+        fail(f"cannot write {output}: it is a folder", field="output")
+    if not output.expanduser().resolve().parent.is_dir():
+        fail(f"cannot write {output}: its folder does not exist", field="output")
     items = read_jobs(jobs)
     if not items:
         fail(f"{jobs}: no jobs", field="JOBS")

@@ -14,7 +14,7 @@ from app.cli.common import fail, out_console, print_json
 
 def read_request(path: Path | None) -> dict[str, Any]:
     """The plan to measure around: {"evaluation": {...}} or {"plan": {...}}; a bare object is
-    an evaluation request (the body of POST /v1/evaluations)."""
+    an evaluation request (the body of POST /v1/evaluations), beside ``k`` and ``max_nodes``."""
     if path is None:
         fail(
             "--suggest needs --request FILE.json: the layout (or plan request) to measure around",
@@ -28,9 +28,9 @@ def read_request(path: Path | None) -> dict[str, Any]:
         fail(f"{path} is not JSON: {exc}", field="--request")
     if not isinstance(data, dict):
         fail(f"{path} must hold one JSON object", field="--request")
-    if "evaluation" in data or "plan" in data:
-        return data
-    return {"evaluation": data}
+    from app.planning.suggest import wrap_bare_layout
+
+    return dict(wrap_bare_layout(data))
 
 
 def run_suggest(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -33,6 +34,19 @@ def fail(message: str, *, field: str | None = None, code: int = EXIT_BAD_INPUT) 
     where = f" (field: {flag})" if flag and not message.startswith(flag) else ""
     err_console.print(f"[bold red]error:[/] {message}{where}", highlight=False, markup=True)
     raise SystemExit(code)
+
+
+def log_levels(*extra: str) -> Callable[[str], str]:
+    """A ``--log-level`` check (any case): a usage error naming the levels, where an unknown
+    one was a traceback from ``logging`` or uvicorn (``extra``: uvicorn's ``trace``)."""
+    levels = (*extra, "debug", "info", "warning", "error", "critical")
+
+    def check(value: str) -> str:
+        if value.lower() not in levels:
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(levels)}")
+        return value.lower()
+
+    return check
 
 
 def print_json(obj: Any) -> None:
@@ -73,7 +87,8 @@ def inline_model_file(ref: object) -> object:
     try:
         return models_db.resolve_model(path).to_dict()
     except SpecError as exc:
-        fail(f"{path}: {exc.message}", field="model")
+        named = str(path) in exc.message  # the catalog's reader may name the file itself
+        fail(exc.message if named else f"{path}: {exc.message}", field="model")
 
 
 # options shared by `evaluate`, `plan` and the commands built like them

@@ -82,6 +82,12 @@ def _api_problem(exc: BaseException) -> Explained | None:
         )
     if status == 429:
         return Explained(message=f"HTTP 429: {detail}; wait a moment and retry")
+    if status in (404, 405) and detail in ("Not Found", "Method Not Allowed"):  # no such route
+        return Explained(
+            message=f"HTTP {status}: {detail}; is --server the planner service's base URL, "
+            "without /v1 (like http://127.0.0.1:8000)?",
+            exit_code=EXIT_BAD_INPUT,
+        )
     if status >= 500:
         request_id = problem.get("request_id")
         hint = f" (request id {request_id})" if request_id else ""
@@ -97,14 +103,21 @@ def _settings(exc: BaseException) -> Explained | None:
         return None
     if exc.title != "Settings":
         return None
-    problems = "; ".join(
-        f"PLANNER_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
-    )
+    problems = "; ".join(_setting_problem(e) for e in exc.errors())
     return Explained(
         message=f"bad setting: {problems}; fix the environment variable (or unset it for the "
         "default)",
         exit_code=EXIT_BAD_INPUT,
     )
+
+
+def _setting_problem(error: Any) -> str:
+    """One settings error: ``PLANNER_NAME: message``; a check across settings (no ``loc``) names
+    its variables itself ("PLANNER_: Value error, PLANNER_SECRET_KEY ..." before)."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not error["loc"]:
+        return message
+    return f"PLANNER_{'_'.join(str(p) for p in error['loc']).upper()}: {message}"
 
 
 def _database(exc: BaseException) -> Explained | None:

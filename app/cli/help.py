@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.specs import PRECISION_CHOICES
 
-# choices the planning layer accepts (app/plan_request.py and planner/specs.py validate them)
+# choices the planning layer accepts (app/planning/plan_request.py, planner/specs.py check them)
 CHOICES: dict[str, tuple[str, ...]] = {
     "precision": PRECISION_CHOICES,  # fp16 too: V100s and runs of the fp16 era (Megatron 2021)
     "recompute": ("none", "selective", "full"),

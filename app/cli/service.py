@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import err_console
+from app.cli.common import err_console, log_levels
 
 Opt = typer.Option
 
@@ -28,9 +28,11 @@ def register(cli: typer.Typer) -> None:
 
 def serve(
     host: Annotated[str, Opt(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, Opt(help="TCP port.")] = 8000,
-    workers: Annotated[int, Opt(help="Uvicorn worker processes.")] = 1,
-    log_level: Annotated[str, Opt(help="Uvicorn log level.")] = "info",
+    port: Annotated[int, Opt(help="TCP port.", min=1, max=65535)] = 8000,
+    workers: Annotated[int, Opt(help="Uvicorn worker processes.", min=1)] = 1,
+    log_level: Annotated[
+        str, Opt(help="Uvicorn log level.", callback=log_levels("trace"))
+    ] = "info",
 ) -> None:
     """Run the HTTP API (migrates and seeds the database at start-up)."""
     import uvicorn
@@ -38,7 +40,7 @@ def serve(
     from app.core.logging_config import mask_secrets
     from app.core.settings import Settings
     from app.main import prepare_database
-    from app.security.transport import HEADER_TIMEOUT_ENV, DeadlineH11Protocol
+    from app.security.transport import HEADER_TIMEOUT_ENV, MAX_HEAD_BYTES, DeadlineH11Protocol
 
     settings = Settings()
     prepare_database(settings)  # once, before the worker processes start
@@ -60,7 +62,8 @@ def serve(
         access_log=False,  # the request-id middleware writes one access line per request
         http=DeadlineH11Protocol,  # drops connections whose headers come too slowly
         timeout_keep_alive=5,  # idle keep-alive connections close after 5 s
-        h11_max_incomplete_event_size=64 * 1024,  # request line + headers: at most 64 KiB
+        # a head still arriving; DeadlineH11Protocol caps one that comes whole at the same size
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )
 
 

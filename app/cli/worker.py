@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
+from app.cli.common import log_levels
+
 Opt = typer.Option
 
 
@@ -30,7 +32,7 @@ def worker(
     migrate: Annotated[
         bool, Opt(help="Migrate the database first (off: wait for the API to do it).")
     ] = False,
-    log_level: Annotated[str, Opt(help="Logging level.")] = "info",
+    log_level: Annotated[str, Opt(help="Logging level.", callback=log_levels())] = "info",
 ) -> None:
     """Run plan jobs from the database queue until stopped (SIGTERM / Ctrl-C)."""
     from app.core.settings import Settings

@@ -34,6 +34,8 @@ _ACCEPTED = {
     "model": "a catalog slug such as llama3.1-70b (lowercase letters, digits, '.', '_', '-') "
     "or an object of model fields",
 }
+_OPTION_LISTS = ("num_gpus", "global_batch_size")
+"""Fields whose several values a plan request takes as ``<field>_options``."""
 _SLUG_RULE = (  # SLUG_PATTERN in words, its length too: a 200-letter name breaks only that
     "a slug: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, "
     "at most 128 characters"
@@ -122,6 +124,15 @@ def _message(field: str, err: dict[str, Any]) -> str:
                 "Content-Type: application/json"
             )
         return f"the request must be a JSON object of its fields (got {_shown(given)})"
+    given = err.get("input")
+    several = (kind == "int_type" and isinstance(given, list)) or (
+        kind == "int_parsing" and isinstance(given, str) and any(c in given for c in ",-")
+    )  # a list, or the CLI's text forms '64,128' / '64-512'
+    if several and field in _OPTION_LISTS:
+        return (  # "a valid integer" does not say where several values go
+            f"{field} takes one number; a plan request (POST /v1/plan-jobs, /v1/scaling-curves) "
+            f"takes several as {field}_options"
+        )
     if kind == "int_parsing_size":  # 1e30 for an integer: pydantic says "input string"
         return f"{field} is too large (got {_shown(err.get('input'))}); see its limit in the schema"
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == SLUG_PATTERN:

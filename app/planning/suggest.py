@@ -18,10 +18,28 @@ from planner import PerformanceProfile, SpecError
 from planner.calibration.suggest import suggest_runs
 
 MAX_SUGGESTIONS = 20
+OPTIONS = ("k", "max_nodes")
+"""The request's own fields, beside the layout or the search."""
+
+
+def wrap_bare_layout(data: Any) -> Any:
+    """A bare layout object (the body of ``POST /v1/evaluations``, perhaps with ``k`` and
+    ``max_nodes``) as ``{"evaluation": {...}, "k": ..., "max_nodes": ...}``, the form
+    docs/file-formats.md promises to the CLI's ``--request`` file and the API alike; anything
+    else unchanged."""
+    if not isinstance(data, dict) or "evaluation" in data or "plan" in data:
+        return data
+    layout = {key: value for key, value in data.items() if key not in OPTIONS}
+    if not layout:  # only options: "give exactly one of evaluation or plan" says what is missing
+        return data
+    return {**{key: data[key] for key in OPTIONS if key in data}, "evaluation": layout}
 
 
 class SuggestionRequest(RequestModel):
-    """The plan whose prediction the runs should pin down, and how many runs to propose."""
+    """The plan whose prediction the runs should pin down, and how many runs to propose.
+
+    A bare layout (the body of ``POST /v1/evaluations``) beside ``k`` and ``max_nodes`` is read
+    as ``{"evaluation": {...}}``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -40,6 +58,11 @@ class SuggestionRequest(RequestModel):
         "cluster's. Where the plan's smallest proxy needs more, the answer's `note` says how "
         "many to allow",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_layout(cls, data: Any) -> Any:
+        return wrap_bare_layout(data)
 
     @model_validator(mode="after")
     def _one_plan(self) -> SuggestionRequest:
