@@ -51,6 +51,8 @@ def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
         "suggest_k": "3",
         "suggest_max_nodes": "",
         "stored": None,
+        "detached": backend.detached_groups(),  # rows of deleted clusters (app/web/detached.py)
+        "detached_step": None,
     } | extra
 
 
