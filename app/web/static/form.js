@@ -141,6 +141,10 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     init();
+    // the other pages' forms (calibration, batch, catalog) come back from the server with their
+    // errors: focus goes to the first field in error, unless the page put it somewhere itself
+    var main = document.getElementById("main");
+    if (main && !document.getElementById("plan-form") && document.activeElement === document.body) focusFirstError(main);
     if (window.htmx) window.htmx.onLoad(init);
   });
 })();
