@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import start_server
 
@@ -86,3 +86,20 @@ def test_detached_runs_download_as_the_upload_forms_json(
     page.locator("#file").set_input_files(str(saved))
     page.get_by_role("button", name="Fit and compare").click()
     expect(page.locator("#fit-title")).to_contain_text("Fit on 8 measured runs")
+
+
+def test_the_detached_rows_are_cards_on_a_phone(
+    browser: Browser, data_server: tuple[str, Path]
+) -> None:
+    server, db = data_server
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    _detached(page, server, db, "e2e-a-long-former-cluster-name-with-no-breaks")
+    page.goto(server + "/calibration")
+    stored = page.locator("#detached-table td[data-label='Stored (UTC)']").first
+    expect(stored).to_be_visible()
+    box = stored.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 390, box  # not scrolled out of view
+    widths = page.evaluate("() => [document.scrollingElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], f"page is {widths[0]} px wide in a {widths[1]} px window"
+    context.close()
