@@ -3,6 +3,7 @@ focus to its field, as the plan form's do, so a keyboard or screen-reader user l
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,55 @@ def test_a_bad_config_json_focuses_its_textarea(page: Page, server: str) -> None
 def test_a_page_without_errors_keeps_the_focus_at_the_top(page: Page, server: str) -> None:
     page.goto(server + "/calibration")
     assert page.evaluate("() => document.activeElement === document.body")
+
+
+EXAMPLE_ROWS = Path(__file__).parents[2] / "examples" / "measurements.csv"
+TWO_CLICKS = """form => { const b = document.querySelector(form + ' button[type=submit]');
+                          b.click(); setTimeout(() => b.click(), 40); }"""
+"""Two clicks 40 ms apart, in the page (Playwright's own clicks wait for the navigation)."""
+ROWS = (
+    "name,model,gpu,num_gpus,gpus_per_node,seq_length,global_batch_size\n"
+    "twice-8b,llama3.1-8b,h100-sxm-80gb,16,8,4096,128\n"
+)
+
+
+def test_a_second_submit_while_a_large_batch_posts_plans_one_batch(
+    page: Page, server: str
+) -> None:
+    rows = ROWS.splitlines()
+    many = "\n".join([rows[0]] + [rows[1].replace("twice-8b", f"big-{i}") for i in range(400)])
+    page.goto(server + "/batches")
+    page.get_by_label("Or paste the rows").fill(many)
+    page.evaluate(TWO_CLICKS, "#batch-form")  # a second click while it stores 400 jobs
+    expect(page).to_have_url(re.compile(r"/batches/[0-9a-f-]{36}$"), timeout=30_000)
+    page.wait_for_timeout(500)  # a second post, had one gone, has been answered by now
+    page.goto(server + "/batches")
+    expect(page.locator("#recent-table tbody tr", has_text="big-0, big-1")).to_have_count(1)
+
+
+def test_a_double_click_on_save_stores_the_runs_once(page: Page, server: str) -> None:
+    spec = {"gpu": "h100-sxm-80gb", "gpus_per_node": 8}
+    made = page.request.post(f"{server}/v1/clusters", data={"slug": "e2e-twice", "spec": spec})
+    assert made.status == 201, made.text()
+    page.goto(server + "/calibration")
+    page.locator("#cluster").select_option("e2e-twice")
+    page.locator("#file").set_input_files(str(EXAMPLE_ROWS))
+    page.get_by_label("Save the rows").check()
+    page.evaluate(TWO_CLICKS, "#calibration-form")  # a second click while the fit runs
+    expect(page.locator("#fit-title")).to_contain_text("Fit on 8 measured runs")
+    page.wait_for_timeout(1000)  # a second post, had one gone, would have landed by now
+    listed = page.request.get(f"{server}/v1/clusters/e2e-twice/measurements").json()
+    assert len(listed["items"]) == 8
+
+
+def test_back_to_a_sent_form_can_send_it_again(page: Page, server: str) -> None:
+    page.goto(server + "/batches")
+    page.get_by_label("Or paste the rows").fill(ROWS.replace("twice-8b", "back-8b"))
+    page.get_by_role("button", name="Plan the batch").click()
+    page.wait_for_url(re.compile(r"/batches/[0-9a-f-]{36}$"))
+    first = page.url
+    page.go_back()
+    page.get_by_label("Or paste the rows").fill(ROWS.replace("twice-8b", "back-again-8b"))
+    page.get_by_role("button", name="Plan the batch").click()
+    page.wait_for_url(re.compile(r"/batches/[0-9a-f-]{36}$"))
+    assert page.url != first

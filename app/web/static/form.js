@@ -108,6 +108,20 @@
     if (Object.keys(errors).length) { event.preventDefault(); event.stopPropagation(); }
   }, true);
 
+  // the pages' other forms post and load a page: a second click (or Enter) before it loads
+  // would post again (a second batch, the same runs stored twice), so only the first goes
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form || form.id === "plan-form" || event.defaultPrevented) return;
+    if (form.dataset.sent) { event.preventDefault(); return; }
+    form.dataset.sent = "1";
+    // a load the user stopped (Esc) must not leave the form dead: it sends again after 15 s
+    setTimeout(function () { delete form.dataset.sent; }, 15000);
+  });
+  window.addEventListener("pageshow", function () {  // "back" to a page kept in the cache
+    document.querySelectorAll("form[data-sent]").forEach(function (f) { delete f.dataset.sent; });
+  });
+
   document.addEventListener("change", function (event) {
     if (event.target && event.target.id === "cluster") syncCluster(event.target.form);
   });
