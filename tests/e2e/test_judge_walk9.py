@@ -113,3 +113,21 @@ def test_back_to_a_sent_form_can_send_it_again(page: Page, server: str) -> None:
     page.get_by_role("button", name="Plan the batch").click()
     page.wait_for_url(re.compile(r"/batches/[0-9a-f-]{36}$"))
     assert page.url != first
+
+
+def test_a_superscript_gpu_count_on_the_scaling_page_is_an_error_beside_it(
+    page: Page, server: str
+) -> None:
+    page.goto(server + "/scaling")
+    page.locator("#num_gpus").fill("8,16²")
+    page.get_by_role("button", name="Compute the scaling curve").click()
+    expect(page.locator("#num_gpus-error")).to_contain_text("whole numbers")
+    expect(page.locator("#num_gpus")).to_be_focused()
+
+
+def test_a_superscript_cell_in_a_pasted_batch_names_its_row(page: Page, server: str) -> None:
+    page.goto(server + "/batches")
+    page.get_by_label("Or paste the rows").fill(ROWS.replace(",16,8,", ",16,8²,"))
+    page.get_by_role("button", name="Plan the batch").click()
+    expect(page.locator("#row-errors")).to_contain_text("row 1 (twice-8b, line 2), column gpus_per_node")
+    expect(page.locator("#jobs_file")).to_be_focused()
