@@ -83,6 +83,12 @@ def batch_form(request: Request) -> Response:
     return _page(request, "batch.html", ctx)
 
 
+@router.get("/batches/recent", response_class=HTMLResponse)
+def recent_batches(request: Request) -> Response:
+    """The recent-batches section alone: the page polls it while one of them runs."""
+    return _page(request, "_batch_recent.html", _recent(request))
+
+
 @router.post("/batches", response_class=HTMLResponse)
 async def submit_batch(request: Request) -> Response:
     form = await request.form()

@@ -103,3 +103,14 @@ def test_a_key_lists_its_own_batches_and_an_admin_all(client: TestClient) -> Non
         admin = Viewer(key_id=None, admin=True)
         assert BatchService(session, state.backend, admin).recent(limit=1)[1] == 2
         assert len(BatchService(session, state.backend, admin).recent(limit=1)[0]) == 1
+
+
+def test_the_list_polls_itself_only_while_a_batch_runs(client: TestClient) -> None:
+    batch_id = _finished_batch(client)
+    assert 'hx-get="/batches/recent"' not in client.get("/batches").text
+    _mark_running(client, batch_id, 1)
+    assert 'hx-get="/batches/recent"' in client.get("/batches").text
+    fragment = client.get("/batches/recent")
+    assert fragment.status_code == 200
+    assert 'id="recent-batches"' in fragment.text and "<html" not in fragment.text
+    assert "1 of 2 finished" in fragment.text
