@@ -71,10 +71,10 @@ RECENT = 20
 def _recent(request: Request) -> dict[str, Any]:
     """The caller's newest batches (everyone's for an admin or without auth): stored rows, so
     a batch submitted before navigating away, or before a restart, is found here."""
-    state = request.app.state
+    state, viewer = request.app.state, viewer_of(request)
     with unit_of_work(state.session_factory) as session:
-        items, total = BatchService(session, state.backend, viewer_of(request)).recent(RECENT)
-    return {"recent": items, "recent_total": total}
+        items, total = BatchService(session, state.backend, viewer).recent(RECENT)
+    return {"recent": items, "recent_total": total, "recent_all": viewer.admin}
 
 
 @router.get("/batches", response_class=HTMLResponse)

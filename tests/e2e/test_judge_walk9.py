@@ -131,3 +131,34 @@ def test_a_superscript_cell_in_a_pasted_batch_names_its_row(page: Page, server: 
     page.get_by_role("button", name="Plan the batch").click()
     expect(page.locator("#row-errors")).to_contain_text("row 1 (twice-8b, line 2), column gpus_per_node")
     expect(page.locator("#jobs_file")).to_be_focused()
+
+
+def test_a_measurements_file_over_the_limit_is_refused_beside_its_field(
+    page: Page, server: str, tmp_path: Path
+) -> None:
+    big = tmp_path / "huge.csv"
+    big.write_bytes(EXAMPLE_ROWS.read_bytes() * (17 * 2**20 // len(EXAMPLE_ROWS.read_bytes()) + 1))
+    page.goto(server + "/calibration")
+    page.locator("#file").set_input_files(str(big))
+    page.get_by_role("button", name="Fit and compare").click()
+    error = page.locator("#file-size-error")
+    expect(error).to_contain_text("huge.csv is 17.0 MiB; this form takes files of at most 16.0 MiB")
+    expect(page.locator("#file")).to_be_focused()
+    expect(page).to_have_url(server + "/calibration")  # nothing was sent
+
+
+def test_a_measurements_file_over_a_mebibyte_reaches_the_page(
+    page: Page, server: str, tmp_path: Path
+) -> None:
+    """The page took 1 MiB (a bare 413 above it) while the API takes the file up to 16 MiB."""
+    rows = EXAMPLE_ROWS.read_text().splitlines()
+    long_id = "run-" + "x" * 120  # long row ids: over 1 MiB in fewer than the 10,000 rows allowed
+    body = "\n".join([rows[0]] + [rows[1].replace("r1,", f"{long_id}{i},", 1) for i in range(8000)])
+    big = tmp_path / "many.csv"
+    big.write_text(body + "\n")
+    assert big.stat().st_size > 2**20
+    page.goto(server + "/calibration")
+    page.locator("#cluster").select_option("dgx-h100")
+    page.locator("#file").set_input_files(str(big))
+    page.get_by_role("button", name="Fit and compare").click()
+    expect(page.locator("#fit-title")).to_contain_text("Fit on 8,000 measured runs", timeout=60_000)
