@@ -162,3 +162,13 @@ def test_a_measurements_file_over_a_mebibyte_reaches_the_page(
     page.locator("#file").set_input_files(str(big))
     page.get_by_role("button", name="Fit and compare").click()
     expect(page.locator("#fit-title")).to_contain_text("Fit on 8,000 measured runs", timeout=60_000)
+
+
+def test_a_wrong_key_is_read_out_with_its_field(page: Page, auth_server: str) -> None:
+    page.goto(auth_server + "/login")
+    page.get_by_label("API key").fill("pp_not-a-key")
+    page.keyboard.press("Enter")
+    expect(page.locator("#login-error")).to_be_visible()
+    key = page.get_by_label("API key")
+    expect(key).to_be_focused()
+    expect(key).to_have_attribute("aria-describedby", "login-error")
