@@ -204,4 +204,10 @@ def catalog_gpus(request: Request, backend: Backend) -> Response:
 
 @router.get("/catalog/clusters", response_class=HTMLResponse)
 def catalog_clusters(request: Request, backend: Backend) -> Response:
-    return page(request, backend, "clusters")
+    from app.web import cluster_form  # the add/change form (app/web/cluster_form.py)
+
+    edit = request.query_params.get("edit", "")
+    ctx = (cluster_form.edit_context(backend, edit) if edit else {}) or cluster_form.context(backend)
+    saved = request.query_params.get("saved", "")
+    ctx["saved"] = saved if re.match(SLUG_PATTERN, saved) else None
+    return page(request, backend, "clusters", ctx)

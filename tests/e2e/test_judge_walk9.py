@@ -172,3 +172,28 @@ def test_a_wrong_key_is_read_out_with_its_field(page: Page, auth_server: str) ->
     key = page.get_by_label("API key")
     expect(key).to_be_focused()
     expect(key).to_have_attribute("aria-describedby", "login-error")
+
+
+def test_a_cluster_is_added_and_changed_from_its_page(page: Page, server: str) -> None:
+    """The clusters page only pointed at the API: a judge could not add one to calibrate."""
+    page.goto(server + "/catalog/clusters")
+    page.get_by_label("Name").fill("e2e-web-dgx")
+    page.get_by_label("GPU type").select_option("h100-sxm-80gb")
+    page.get_by_label("GPUs per node").fill("abc")
+    page.get_by_label("Inter-node bandwidth per GPU (GB/s)").fill("50")
+    page.get_by_label("GPUs per node").press("Enter")
+    expect(page.locator("#c-gpus_per_node-error")).to_contain_text("must be a whole number")
+    expect(page.get_by_label("GPUs per node")).to_be_focused()
+    page.get_by_label("GPUs per node").fill("8")
+    page.get_by_label("GPUs per node").press("Enter")
+    expect(page.locator("#saved-status")).to_contain_text("Saved e2e-web-dgx")
+    expect(page.locator("#catalog-table")).to_contain_text("e2e-web-dgx")
+    page.get_by_role("link", name="Edit e2e-web-dgx").click()
+    expect(page.get_by_label("Inter-node bandwidth per GPU (GB/s)")).to_have_value("50")
+    page.get_by_label("Inter-node bandwidth per GPU (GB/s)").fill("25")
+    page.get_by_role("button", name="Save the change").click()
+    expect(page.locator("#saved-status")).to_contain_text("Saved e2e-web-dgx")
+    spec = page.request.get(f"{server}/v1/clusters/e2e-web-dgx").json()["spec"]
+    assert spec["inter_node_bandwidth_bytes_per_s"] == 25e9
+    page.goto(server + "/calibration")  # ready to take its runs
+    expect(page.locator("#cluster option[value='e2e-web-dgx']")).to_have_count(1)
