@@ -207,7 +207,8 @@ def catalog_clusters(request: Request, backend: Backend) -> Response:
     from app.web import cluster_form  # the add/change form (app/web/cluster_form.py)
 
     edit = request.query_params.get("edit", "")
-    ctx = (cluster_form.edit_context(backend, edit) if edit else {}) or cluster_form.context(backend)
+    ctx = cluster_form.edit_context(backend, edit) if edit else {}
+    ctx = ctx or cluster_form.context(backend)  # a built-in or unknown name: a new one
     saved = request.query_params.get("saved", "")
     ctx["saved"] = saved if re.match(SLUG_PATTERN, saved) else None
     return page(request, backend, "clusters", ctx)

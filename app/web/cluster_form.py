@@ -48,9 +48,7 @@ SPEC_FIELDS = {
 """The spec's field (in the service's ``spec.X`` errors) -> the form's input."""
 
 
-def context(
-    backend: Backend, values: dict[str, str] | None = None, **extra: Any
-) -> dict[str, Any]:
+def context(backend: Backend, values: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
     """The form's part of the clusters page."""
     return {
         "cluster_form": {

@@ -30,6 +30,7 @@ Former = Annotated[str, Path(max_length=128)]
 def _page(
     request: Request, backend: Backend, detached_step: dict[str, Any], status_code: int = 200
 ) -> Response:
+    """The calibration page with the detached section at ``detached_step``."""
     ctx = _context(backend, detached_step=detached_step)
     return templates(request.app).TemplateResponse(
         request, "calibration.html", ctx, status_code=status_code
@@ -44,7 +45,7 @@ async def delete_detached(request: Request, backend: Backend) -> Response:
     groups = await run_in_threadpool(backend.detached_groups)
     group = next((g for g in groups if g["cluster"] == former), None)
     if group is None:  # deleted meanwhile (another tab), or a hand-made post
-        step = {"former": former, "step": "missing"}
+        step: dict[str, Any] = {"former": former, "step": "missing"}
         return _page(request, backend, step, status_code=404)
     if form.get("confirm") != former:
         step = {"former": former, "step": "confirm", "measured": group["measurements"],

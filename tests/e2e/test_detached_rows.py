@@ -59,7 +59,9 @@ def test_detached_runs_are_listed_and_deleted_after_a_counted_confirmation(
     page.get_by_role("button", name="Delete 8 rows of e2e-gone").focus()
     page.keyboard.press("Enter")
     expect(page.locator("#detached-confirm")).to_contain_text("left 8 measurements")
-    confirm = page.get_by_role("button", name="Delete 8 measurements and 0 calibrations of e2e-gone")
+    confirm = page.get_by_role(
+        "button", name="Delete 8 measurements and 0 calibrations of e2e-gone"
+    )
     expect(confirm).to_be_focused()
     page.keyboard.press("Enter")
     status = page.locator("#detached-status")

@@ -73,9 +73,7 @@ ROWS = (
 )
 
 
-def test_a_second_submit_while_a_large_batch_posts_plans_one_batch(
-    page: Page, server: str
-) -> None:
+def test_a_second_submit_while_a_large_batch_posts_plans_one_batch(page: Page, server: str) -> None:
     rows = ROWS.splitlines()
     many = "\n".join([rows[0]] + [rows[1].replace("twice-8b", f"big-{i}") for i in range(400)])
     page.goto(server + "/batches")
@@ -129,7 +127,9 @@ def test_a_superscript_cell_in_a_pasted_batch_names_its_row(page: Page, server: 
     page.goto(server + "/batches")
     page.get_by_label("Or paste the rows").fill(ROWS.replace(",16,8,", ",16,8²,"))
     page.get_by_role("button", name="Plan the batch").click()
-    expect(page.locator("#row-errors")).to_contain_text("row 1 (twice-8b, line 2), column gpus_per_node")
+    expect(page.locator("#row-errors")).to_contain_text(
+        "row 1 (twice-8b, line 2), column gpus_per_node"
+    )
     expect(page.locator("#jobs_file")).to_be_focused()
 
 

@@ -37,7 +37,7 @@ def test_the_page_lists_each_former_name_with_its_counts(client: TestClient) -> 
     assert '<th scope="row"><code>my-dgx</code></th>' in page
     assert 'data-label="Measurements">3</td>' in page
     assert 'data-label="Calibrations">1</td>' in page
-    assert "Delete 4 rows<span class=\"sr-only\"> of my-dgx</span>…" in page
+    assert 'Delete 4 rows<span class="sr-only"> of my-dgx</span>…' in page
     assert "The API has no route that attaches them to a cluster" in page
 
 
