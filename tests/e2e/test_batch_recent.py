@@ -4,10 +4,11 @@ newest first, with its status and CSV; the list fits a 390 px phone."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
+
+from tests.e2e.test_batch_page import phone  # noqa: F401 (fixture: a 390 px page)
 
 pytestmark = pytest.mark.e2e
 
@@ -16,14 +17,6 @@ ROWS = (
     "left-8b,llama3.1-8b,h100-sxm-80gb,16,8,4096,128\n"
     "left-moe,mixtral-8x22b,h100-sxm-80gb,256,8,4096,1024\n"
 )
-
-
-@pytest.fixture()
-def phone(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    yield page
-    context.close()
 
 
 def _submit(page: Page, server: str) -> str:
@@ -51,7 +44,7 @@ def test_a_batch_left_behind_is_found_on_the_batch_page(page: Page, server: str)
     expect(page.locator("#batch-jobs tbody tr")).to_have_count(2)
 
 
-def test_the_recent_list_fits_a_phone(phone: Page, server: str) -> None:
+def test_the_recent_list_fits_a_phone(phone: Page, server: str) -> None:  # noqa: F811
     _submit(phone, server)
     phone.goto(server + "/batches")
     expect(phone.locator("#recent-table tbody tr").first).to_be_visible()

@@ -13,11 +13,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import start_server
+from tests.e2e.test_judge_delete import _cluster_with_rows
 
 pytestmark = pytest.mark.e2e
-
-EXAMPLE_ROWS = Path(__file__).parents[2] / "examples" / "measurements.csv"
-CLUSTER = {"gpu": "h100-sxm-80gb", "gpus_per_node": 8, "inter_node_bandwidth_bytes_per_s": 5e10}
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +30,7 @@ def data_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 def _detached(page: Page, server: str, db: Path, slug: str) -> None:
     """A cluster with the 8 example runs whose catalog entry is then deleted behind the API's
     409 (as a script or an older release could): its runs stay, detached."""
-    made = page.request.post(f"{server}/v1/clusters", data={"slug": slug, "spec": CLUSTER})
-    assert made.status == 201, made.text()
-    rows = page.request.post(
-        f"{server}/v1/clusters/{slug}/measurements",
-        data=EXAMPLE_ROWS.read_bytes(),
-        headers={"content-type": "text/csv"},
-    )
-    assert rows.status == 201, rows.text()
+    _cluster_with_rows(page, server, slug)
     with sqlite3.connect(db) as con:
         con.execute("PRAGMA foreign_keys = ON")
         con.execute("DELETE FROM catalog_entry WHERE slug = ? AND kind = 'cluster'", (slug,))

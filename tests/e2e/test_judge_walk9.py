@@ -35,27 +35,23 @@ def test_a_bad_log_focuses_the_file_field_with_the_reason(
     expect(page.locator("#file")).to_have_attribute("aria-describedby", "file-error")
 
 
-def test_bad_suggest_json_focuses_its_textarea(page: Page, server: str) -> None:
-    page.goto(server + "/calibration")
-    page.locator("#suggest_request").fill("{nope")
-    page.get_by_role("button", name="Suggest runs").click()
-    expect(page.locator("#suggest_request-error")).to_contain_text("not JSON")
-    expect(page.locator("#suggest_request")).to_be_focused()
-
-
-def test_a_refused_batch_focuses_the_jobs_field(page: Page, server: str) -> None:
-    page.goto(server + "/batches")
-    page.get_by_role("button", name="Plan the batch").click()
-    expect(page.locator("#jobs-error")).to_contain_text("choose a jobs file")
-    expect(page.locator("#jobs_file")).to_be_focused()
-
-
-def test_a_bad_config_json_focuses_its_textarea(page: Page, server: str) -> None:
-    page.goto(server + "/catalog/models")
-    page.locator("#config_json").fill("{")
-    page.get_by_role("button", name="Parse only").click()
-    expect(page.locator("#config_json-error")).to_contain_text("not valid JSON")
-    expect(page.locator("#config_json")).to_be_focused()
+@pytest.mark.parametrize(
+    ("path", "field", "typed", "button", "message"),
+    [
+        ("/calibration", "suggest_request", "{nope", "Suggest runs", "not JSON"),
+        ("/batches", "jobs_file", None, "Plan the batch", "choose a jobs file"),
+        ("/catalog/models", "config_json", "{", "Parse only", "not valid JSON"),
+    ],
+)
+def test_a_server_found_error_focuses_its_field(
+    page: Page, server: str, path: str, field: str, typed: str | None, button: str, message: str
+) -> None:
+    page.goto(server + path)
+    if typed is not None:
+        page.locator(f"#{field}").fill(typed)
+    page.get_by_role("button", name=button).click()
+    expect(page.get_by_text(message)).to_be_visible()
+    expect(page.locator(f"#{field}")).to_be_focused()
 
 
 def test_a_page_without_errors_keeps_the_focus_at_the_top(page: Page, server: str) -> None:
