@@ -152,7 +152,9 @@ async def save_cluster(request: Request, backend: Backend) -> Response:
 def _store(request: Request, slug: str, spec: dict[str, Any], change: bool) -> None:
     with unit_of_work(request.app.state.session_factory) as session:
         service = CatalogService(session)
-        if change:
-            service.update("cluster", slug, spec, {"via": "web"})
+        if change:  # what the form does not show (latencies set through the API) is kept
+            stored = service.get("cluster", slug).spec
+            kept = {k: v for k, v in stored.items() if k not in SPEC_FIELDS and k != "sources"}
+            service.update("cluster", slug, kept | spec, {"via": "web"})
         else:
             service.create("cluster", slug, spec, {"via": "web"})

@@ -68,3 +68,15 @@ def test_a_built_in_preset_opens_no_change(client: TestClient) -> None:  # noqa:
     r = client.post("/catalog/clusters", data=GOOD | {"editing": "dgx-h100"})
     assert r.status_code == 422
     assert "read-only" in html.unescape(r.text)
+
+
+def test_a_change_keeps_what_the_form_does_not_show(client: TestClient) -> None:  # noqa: F811
+    spec = {"gpu": "h100-sxm-80gb", "gpus_per_node": 8, "inter_node_latency_s": 3e-5}
+    assert client.post("/v1/clusters", json={"slug": "api-dgx", "spec": spec}).status_code == 201
+    data = GOOD | {"slug": "api-dgx", "editing": "api-dgx", "nics_per_node": "",
+                   "nic_bandwidth_gb_s": "", "inter_node_bandwidth_gb_s": "25"}  # fmt: skip
+    r = client.post("/catalog/clusters", data=data, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    stored = client.get("/v1/clusters/api-dgx").json()["spec"]
+    assert stored["inter_node_latency_s"] == 3e-5
+    assert stored["inter_node_bandwidth_bytes_per_s"] == 25e9
