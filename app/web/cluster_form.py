@@ -35,7 +35,7 @@ FIELDS = {
     "inter_node_bandwidth_gb_s": "Inter-node bandwidth per GPU (GB/s)",
     "nics_per_node": "NICs per node",
     "nic_bandwidth_gb_s": "NIC rate (GB/s)",
-    "intra_node_topology": "Inside a node",
+    "topology": "Inside a node",
 }
 SPEC_FIELDS = {
     "gpu": "gpu",
@@ -43,7 +43,7 @@ SPEC_FIELDS = {
     "inter_node_bandwidth_bytes_per_s": "inter_node_bandwidth_gb_s",
     "nics_per_node": "nics_per_node",
     "nic_bandwidth_bytes_per_s": "nic_bandwidth_gb_s",
-    "intra_node_topology": "intra_node_topology",
+    "intra_node_topology": "topology",
 }
 """The spec's field (in the service's ``spec.X`` errors) -> the form's input."""
 
@@ -52,7 +52,7 @@ def context(backend: Backend, values: dict[str, str] | None = None, **extra: Any
     """The form's part of the clusters page."""
     return {
         "cluster_form": {
-            "typed": values or {"gpus_per_node": "8", "intra_node_topology": "switch"},
+            "typed": values or {"gpus_per_node": "8", "topology": "switch"},
             "gpus": backend.list_gpus(),
             "errors": {},
             "labels": FIELDS,
@@ -72,7 +72,7 @@ def edit_context(backend: Backend, slug: str) -> dict[str, Any]:
     if row is None:
         return {}
     values = {"slug": slug, "gpu": str(row["gpu"]), "gpus_per_node": str(row["gpus_per_node"])}
-    values["intra_node_topology"] = str(row.get("intra_node_topology") or "switch")
+    values["topology"] = str(row.get("intra_node_topology") or "switch")
     for key, name in (("inter_node_bandwidth_bytes_per_s", "inter_node_bandwidth_gb_s"),
                       ("nic_bandwidth_bytes_per_s", "nic_bandwidth_gb_s")):  # fmt: skip
         if row.get(key):
@@ -105,7 +105,7 @@ def to_spec(values: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
             "Name must be lower-case letters, digits, '.', '_' or '-' (a slug such as my-dgx)."
         )
     spec: dict[str, Any] = {"gpu": values.get("gpu", "")}
-    spec["intra_node_topology"] = values.get("intra_node_topology") or "switch"
+    spec["intra_node_topology"] = values.get("topology") or "switch"
     numbers = (("gpus_per_node", True), ("inter_node_bandwidth_gb_s", False),
                ("nics_per_node", True), ("nic_bandwidth_gb_s", False))  # fmt: skip
     for name, whole in numbers:

@@ -11,7 +11,7 @@ from tests.app.web.test_web import client  # noqa: F401 (fixture)
 
 GOOD = {"slug": "my-dgx", "gpu": "h100-sxm-80gb", "gpus_per_node": "8",
         "inter_node_bandwidth_gb_s": "", "nics_per_node": "8", "nic_bandwidth_gb_s": "50",
-        "intra_node_topology": "switch"}  # fmt: skip
+        "topology": "switch"}  # fmt: skip
 
 
 def test_a_cluster_is_added_with_its_network_in_bytes(client: TestClient) -> None:  # noqa: F811
