@@ -111,7 +111,7 @@ def _csv_jobs(text: str, source: str) -> JobsFile:
         job = {k.strip(): v.strip() for k, v in row.items() if k and v and v.strip()}
         job = {k: v for k, v in job.items() if k not in RESULT_COLUMNS}  # an output read back
         for key in INT_COLUMNS & job.keys():
-            if job[key].isdigit():
+            if job[key].isascii() and job[key].isdigit():  # not "²": int() refuses it
                 job[key] = int(job[key])
         jobs.append(job)
         lines.append(reader.line_num)

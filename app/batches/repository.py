@@ -34,3 +34,26 @@ class BatchRepository:
             .group_by(PlanJobRow.status)
         )
         return {status: int(n) for status, n in self.session.execute(stmt)}
+
+    def recent(self, limit: int, owner: tuple[bool, str | None]) -> tuple[list[BatchRow], int]:
+        """The newest batches first (at most ``limit``) and how many there are in all; with
+        ``owner`` = (True, key id) only that key's (a non-admin's listing)."""
+        stmt = select(BatchRow)
+        count = select(func.count()).select_from(BatchRow)
+        if owner[0]:
+            stmt = stmt.where(BatchRow.owner_key_id == owner[1])
+            count = count.where(BatchRow.owner_key_id == owner[1])
+        stmt = stmt.order_by(BatchRow.created_at.desc(), BatchRow.id).limit(limit)
+        return list(self.session.scalars(stmt)), int(self.session.scalar(count) or 0)
+
+    def status_counts_of(self, batch_ids: list[str]) -> dict[str, dict[str, int]]:
+        """Per batch: how many of its jobs are in each status (one query for a listing)."""
+        stmt = (
+            select(PlanJobRow.batch_id, PlanJobRow.status, func.count())
+            .where(PlanJobRow.batch_id.in_(batch_ids))
+            .group_by(PlanJobRow.batch_id, PlanJobRow.status)
+        )
+        found: dict[str, dict[str, int]] = {batch_id: {} for batch_id in batch_ids}
+        for batch_id, status, n in self.session.execute(stmt):
+            found[str(batch_id)][status] = int(n)
+        return found

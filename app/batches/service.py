@@ -99,12 +99,7 @@ class BatchService:
         counts = Counter(j.status for j in jobs)
         finished = sum(counts[s] for s in FINISHED)
         running = sum(j.progress for j in jobs if j.status == "running")
-        if finished == batch.total:
-            status = "finished"
-        elif counts["queued"] == batch.total:
-            status = "queued"
-        else:
-            status = "running"
+        status = batch_status(counts, batch.total)
         base = f"/v1/batches/{batch.id}"
         return {
             "id": batch.id,
@@ -130,6 +125,28 @@ class BatchService:
             },
         }
 
+    def recent(self, limit: int = 20) -> tuple[list[dict[str, Any]], int]:
+        """The caller's newest batches (an admin: everyone's), each with its status and job
+        counts, and how many batches it has in all (the web's list of past batches)."""
+        owner = self.viewer.owner_filter() if self.viewer is not None else (False, None)
+        batches, total = self.repo.recent(limit, owner)
+        counts = self.repo.status_counts_of([b.id for b in batches])
+        items = []
+        for batch in batches:
+            found = Counter(counts[batch.id])
+            items.append(
+                {
+                    "id": batch.id,
+                    "status": batch_status(found, batch.total),
+                    "total": batch.total,
+                    "finished": sum(found[s] for s in FINISHED),
+                    "counts": {s: found[s] for s in ("queued", "running", *FINISHED)},
+                    "created_at": batch.created_at,
+                    "names": batch.names["names"][:3],
+                }
+            )
+        return items, total
+
     def results(self, batch_id: str, *, partial: bool = False) -> list[dict[str, Any]]:
         """One row per job and rank, in submission order (the columns of ``planner batch``)."""
         batch = self.get(batch_id)
@@ -152,3 +169,12 @@ class BatchService:
                 result = {"error": f"still {job.status}"}
             rows.extend(rows_for_stored(name, result, job.request))
         return rows
+
+
+def batch_status(counts: Counter[str], total: int) -> str:
+    """A batch's status from its jobs': finished when every one has, queued while none began."""
+    if sum(counts[s] for s in FINISHED) == total:
+        return "finished"
+    if counts["queued"] == total:
+        return "queued"
+    return "running"

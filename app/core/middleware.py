@@ -36,9 +36,12 @@ access_log = logging.getLogger("app.access")
 _REQUEST_ID_OK = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/static/")
 """Paths no rate limit applies to (probes, scrapes, static files)."""
-UPLOAD_PATH = re.compile(r"^/v1/clusters/[^/]+/measurements$|^/v1/evaluations/bulk$|^/batches$")
+UPLOAD_PATH = re.compile(
+    r"^/v1/clusters/[^/]+/measurements$|^/v1/evaluations/bulk$|^/batches$|^/calibration$"
+)
 """Routes whose bodies get the upload limit (measurement files, bulk evaluations, the batch
-page's jobs file: it says itself when a file is over the API's batch limit)."""
+page's jobs file: it says itself when a file is over the API's batch limit; the calibration
+page's measurements file, which the API takes up to this limit too)."""
 
 
 async def send_problem(

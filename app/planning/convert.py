@@ -98,7 +98,7 @@ def int_list(value: Any, field: str, *, maximum: int = MAX_GPUS) -> list[int]:
 
 def _int(value: Any, field: str, maximum: int) -> int:
     text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit():
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()):  # not '²', '٣'
         raise SpecError(f"{field} must be a whole number, got {value!r}", field=field)
     number = int(text)
     if not 1 <= number <= maximum:

@@ -67,6 +67,9 @@ class WebBackend(Protocol):
     def stored_rows(self, cluster: str) -> tuple[int, int]: ...
     def delete_entry(self, kind: str, slug: str, *, purge: bool) -> None: ...
     def delete_measurements(self, cluster: str) -> None: ...
+    def detached_groups(self) -> list[dict[str, Any]]: ...
+    def detached_measurements(self, former: str) -> list[dict[str, Any]]: ...
+    def delete_detached(self, former: str) -> tuple[int, int]: ...
 
 
 def get_backend(request: Request) -> WebBackend:
@@ -187,6 +190,30 @@ class ServiceBackend:
 
         with self._session() as session:
             CalibrationService(session, self._app.state.backend).delete_measurements(cluster)
+
+    # --- detached rows: a deleted cluster's, as /v1/detached-measurements serves them -------
+    def detached_groups(self) -> list[dict[str, Any]]:
+        """Per former cluster name: its detached measurements and calibrations, counted."""
+        from app.calibration.detached import DetachedService
+
+        with self._session() as session:
+            return [g.model_dump() for g in DetachedService(session).list().items]
+
+    def detached_measurements(self, former: str) -> list[dict[str, Any]]:
+        """The detached runs of one former name, each as the row it was uploaded as (404 when
+        it has none)."""
+        from app.calibration.detached import DetachedService
+
+        with self._session() as session:
+            return [m.data for m in DetachedService(session).get(former).measurements]
+
+    def delete_detached(self, former: str) -> tuple[int, int]:
+        """(measurements, calibrations) deleted of one former name (404 when it has none)."""
+        from app.calibration.detached import DetachedService
+
+        with self._session() as session:
+            gone = DetachedService(session).delete(former)
+            return gone.measurements, gone.calibrations
 
     # --- calibration -----------------------------------------------------------------------
     def calibration_preview(

@@ -64,9 +64,29 @@ def _page(request: Request, name: str, ctx: dict[str, Any], status_code: int = 2
     return templates(request.app).TemplateResponse(request, name, ctx, status_code=status_code)
 
 
+RECENT = 20
+"""Past batches the form's page lists, newest first."""
+
+
+def _recent(request: Request) -> dict[str, Any]:
+    """The caller's newest batches (everyone's for an admin or without auth): stored rows, so
+    a batch submitted before navigating away, or before a restart, is found here."""
+    state, viewer = request.app.state, viewer_of(request)
+    with unit_of_work(state.session_factory) as session:
+        items, total = BatchService(session, state.backend, viewer).recent(RECENT)
+    return {"recent": items, "recent_total": total, "recent_all": viewer.admin}
+
+
 @router.get("/batches", response_class=HTMLResponse)
 def batch_form(request: Request) -> Response:
-    return _page(request, "batch.html", {"text": "", "error": None, "row_errors": []})
+    ctx = {"text": "", "error": None, "row_errors": []} | _recent(request)
+    return _page(request, "batch.html", ctx)
+
+
+@router.get("/batches/recent", response_class=HTMLResponse)
+def recent_batches(request: Request) -> Response:
+    """The recent-batches section alone: the page polls it while one of them runs."""
+    return _page(request, "_batch_recent.html", _recent(request))
 
 
 @router.post("/batches", response_class=HTMLResponse)
@@ -92,6 +112,7 @@ async def submit_batch(request: Request) -> Response:
     except (JobsFileError, _Rejected) as exc:
         rejected = exc if isinstance(exc, _Rejected) else _Rejected(exc.message)
         ctx = {"text": text, "error": rejected.message, "row_errors": rejected.rows}
+        ctx |= await run_in_threadpool(_recent, request)
         return _page(request, "batch.html", ctx, status_code=422)
     return RedirectResponse(f"/batches/{batch_id}", status_code=303)
 
@@ -202,16 +223,19 @@ def batch_status(request: Request, batch_id: str) -> Response:
 
 
 @router.get("/batches/{batch_id}/results.csv")
-def batch_csv(request: Request, batch_id: str) -> Response:
-    """The results with the columns of ``planner batch`` (jobs still running: 409)."""
+def batch_csv(request: Request, batch_id: str, partial: bool = False) -> Response:
+    """The results with the columns of ``planner batch``; while jobs run, 409 unless
+    ``partial`` (then the finished jobs' rows, and one "still running" row per other job)."""
     state = request.app.state
     with unit_of_work(state.session_factory) as session:
+        service = BatchService(session, state.backend, viewer_of(request))
         try:
-            rows = BatchService(session, state.backend, viewer_of(request)).results(batch_id)
+            rows = service.results(batch_id, partial=partial)
         except NotYoursError:
             raise AppError(f"no batch {batch_id!r}", status_code=404) from None
+    name = f"batch-{batch_id[:8]}{'-so-far' if partial else ''}.csv"
     return PlainTextResponse(
         to_csv(rows),
         media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="batch-{batch_id[:8]}.csv"'},
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )

@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.core.errors import AppError
 from app.web.backend import Backend
+from app.web.form_checks import is_whole
 from app.web.templating import templates
 from planner.specs import SpecError
 
@@ -51,6 +52,8 @@ def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
         "suggest_k": "3",
         "suggest_max_nodes": "",
         "stored": None,
+        "detached": backend.detached_groups(),  # rows of deleted clusters (app/web/detached.py)
+        "detached_step": None,
     } | extra
 
 
@@ -157,9 +160,9 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
             raise SpecError(f"not JSON: {exc}", field="suggest_request") from exc
         if not isinstance(data, dict):
             raise SpecError("give one JSON object", field="suggest_request")
-        if not k_text.isdigit() or not 1 <= int(k_text) <= 20:
+        if not is_whole(k_text) or not 1 <= int(k_text) <= 20:
             raise SpecError("k must be a whole number from 1 to 20", field="suggest_k")
-        if nodes_text and not (nodes_text.isdigit() and int(nodes_text) >= 1):
+        if nodes_text and not (is_whole(nodes_text) and int(nodes_text) >= 1):
             raise SpecError(
                 "nodes per run must be a whole number of at least 1, or empty for the cluster's",
                 field="suggest_max_nodes",

@@ -128,6 +128,10 @@ def page(
         "config_error": None,
     }
     ctx |= extra or {}
+    if kind == "clusters" and "cluster_form" not in ctx:  # every clusters page has the form
+        from app.web import cluster_form
+
+        ctx |= cluster_form.context(backend)
     return templates(request.app).TemplateResponse(
         request, "catalog.html", ctx, status_code=status_code
     )
@@ -204,4 +208,10 @@ def catalog_gpus(request: Request, backend: Backend) -> Response:
 
 @router.get("/catalog/clusters", response_class=HTMLResponse)
 def catalog_clusters(request: Request, backend: Backend) -> Response:
-    return page(request, backend, "clusters")
+    from app.web import cluster_form  # the add/change form (app/web/cluster_form.py)
+
+    edit = request.query_params.get("edit", "")
+    ctx = cluster_form.edit_context(backend, edit) if edit else {}  # else the page's new one
+    saved = request.query_params.get("saved", "")
+    ctx["saved"] = saved if re.match(SLUG_PATTERN, saved) else None
+    return page(request, backend, "clusters", ctx)

@@ -93,6 +93,12 @@ def all_input_rules() -> dict[str, dict[str, str]]:
     return {name: input_rules(name) for name in WHOLE + DECIMAL + AXES}
 
 
+def is_whole(text: str) -> bool:
+    """Digits 0-9 only: ``str.isdigit`` also takes '²' and '٣', which ``int`` then refuses or
+    reads as another number than the one shown."""
+    return text.isascii() and text.isdigit()
+
+
 def check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
     label = LABELS.get(name, name)
     try:
@@ -146,7 +152,7 @@ def check_values(values: Mapping[str, Any]) -> dict[str, str]:
     numbers: dict[str, float | None] = {}
     for name in WHOLE + DECIMAL:
         if text(name) and not (
-            name == "num_gpus" and not text(name).isdigit() and "-" in text(name)
+            name == "num_gpus" and not is_whole(text(name)) and "-" in text(name)
         ):
             numbers[name] = check_number(name, text(name), errors)
     for name in AXES:
@@ -176,7 +182,7 @@ def _check_axis(name: str, text: str, errors: dict[str, str]) -> None:
     pieces = re.split(r"[,-]", text) if "," in text or "-" in text[1:] else [text]
     if len(pieces) == 1:
         check_number(name, text, errors)
-    elif not all(piece.isdigit() for piece in pieces):
+    elif not all(is_whole(piece) for piece in pieces):
         errors[name] = (
             f"{LABELS[name]} must be whole numbers: one (4), a list (1,2,4) or a range (1-8); "
             f"you typed {text!r}."
@@ -187,7 +193,7 @@ def _model_conflicts(values: Mapping[str, Any]) -> dict[str, str]:
     """A fixed TP that cannot split a catalog model's attention heads (Megatron's rule 17),
     flagged before a search that would reject every layout for it."""
     tp, slug = str(values.get("tp") or "").strip(), str(values.get("model") or "")
-    if values.get("model_source") == "hf_config" or not tp.isdigit() or not slug:
+    if values.get("model_source") == "hf_config" or not is_whole(tp) or not slug:
         return {}
     try:
         model = models_db.load_model(slug)

@@ -174,7 +174,8 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
     for name, _ in AXIS_FIELDS:
         text = str(values.get(name, "")).replace(" ", "")
         if text:
-            req[name] = _number(name, text, int) if text.isdigit() else text
+            whole = text.isascii() and text.isdigit()  # not "²", which isdigit() takes
+            req[name] = _number(name, text, int) if whole else text
     for name, _ in MAX_FIELDS:
         text = str(values.get(name, "")).strip()
         if text:

@@ -82,7 +82,8 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
     for name, least in (("recompute_num_layers", 1), ("activation_offload_layers", 0)):
         text = str(values.get(name, "")).strip()
         if text:
-            if not text.isdigit():  # the least value is the request schema's (memory_fields.py)
+            # digits 0-9 only ('²' passes isdigit); the least value is the request schema's
+            if not (text.isascii() and text.isdigit()):
                 message = (
                     f"{TEXT_LABELS[name]} must be a whole number, {least} or more; got {text!r}"
                 )

@@ -108,6 +108,46 @@
     if (Object.keys(errors).length) { event.preventDefault(); event.stopPropagation(); }
   }, true);
 
+  // the pages' other forms post and load a page: a second click (or Enter) before it loads
+  // would post again (a second batch, the same runs stored twice), so only the first goes
+  // a file over the server's limit would be cut off mid-upload and answered with a bare 413:
+  // said beside its field before it is sent
+  function tooBig(input) {
+    var file = input.files && input.files[0], max = Number(input.dataset.maxBytes);
+    if (!file || !(file.size > max)) return null;
+    var mib = function (n) { return (n / 1048576).toFixed(1) + " MiB"; };
+    return file.name + " is " + mib(file.size) + "; this form takes files of at most " + mib(max) + ": split it into smaller files and send them one by one.";
+  }
+  function showTooBig(input, message) {
+    var id = input.id + "-size-error", p = document.getElementById(id);
+    if (!p) {
+      p = document.createElement("p");
+      p.className = "field-error"; p.id = id; p.setAttribute("role", "alert");
+      input.insertAdjacentElement("afterend", p);
+    }
+    p.textContent = message;
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", id);
+    input.focus();
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form || form.id === "plan-form" || event.defaultPrevented) return;
+    var inputs = form.querySelectorAll("input[type=file][data-max-bytes]");
+    for (var i = 0; i < inputs.length; i++) {
+      var message = tooBig(inputs[i]);
+      if (message) { event.preventDefault(); showTooBig(inputs[i], message); return; }
+    }
+    if (form.dataset.sent) { event.preventDefault(); return; }
+    form.dataset.sent = "1";
+    // a load the user stopped (Esc) must not leave the form dead: it sends again after 15 s
+    setTimeout(function () { delete form.dataset.sent; }, 15000);
+  });
+  window.addEventListener("pageshow", function () {  // "back" to a page kept in the cache
+    document.querySelectorAll("form[data-sent]").forEach(function (f) { delete f.dataset.sent; });
+  });
+
   document.addEventListener("change", function (event) {
     if (event.target && event.target.id === "cluster") syncCluster(event.target.form);
   });
@@ -141,6 +181,10 @@
   }
   document.addEventListener("DOMContentLoaded", function () {
     init();
+    // the other pages' forms (calibration, batch, catalog) come back from the server with their
+    // errors: focus goes to the first field in error, unless the page put it somewhere itself
+    var main = document.getElementById("main");
+    if (main && !document.getElementById("plan-form") && document.activeElement === document.body) focusFirstError(main);
     if (window.htmx) window.htmx.onLoad(init);
   });
 })();
