@@ -23,9 +23,7 @@ def _worker_url(url: str, worker: str) -> str:
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
-    return parsed.set(database=f"{parsed.database}_{worker}").render_as_string(
-        hide_password=False
-    )
+    return parsed.set(database=f"{parsed.database}_{worker}").render_as_string(hide_password=False)
 
 
 BASE_POSTGRES_URL = os.environ.get("PLANNER_TEST_POSTGRES_URL", "")
