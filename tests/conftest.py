@@ -2,7 +2,8 @@
 
 PostgreSQL runs only when ``PLANNER_TEST_POSTGRES_URL`` is set, e.g.
 ``postgresql+psycopg://postgres:postgres@127.0.0.1:5432/planner_test``; the database is
-emptied before each test.
+emptied before each test. Under pytest-xdist each worker gets its own database (the name plus
+``_gw0``, ``_gw1``, ...; created on first use), so two workers never empty each other's tables.
 """
 
 from __future__ import annotations
@@ -12,13 +13,49 @@ from collections.abc import Iterator
 
 import pytest
 
-POSTGRES_URL = os.environ.get("PLANNER_TEST_POSTGRES_URL", "")
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def _worker_url(url: str, worker: str) -> str:
+    """The URL of this xdist worker's own database (the URL itself outside xdist)."""
+    if not url or not worker:
+        return url
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    return parsed.set(database=f"{parsed.database}_{worker}").render_as_string(hide_password=False)
+
+
+BASE_POSTGRES_URL = os.environ.get("PLANNER_TEST_POSTGRES_URL", "")
+POSTGRES_URL = _worker_url(BASE_POSTGRES_URL, os.environ.get("PYTEST_XDIST_WORKER", ""))
+_created: set[str] = set()
+
+
+def _ensure_database(url: str) -> None:
+    """Create this worker's database once, connecting through the configured one."""
+    if url == BASE_POSTGRES_URL or url in _created:
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = make_url(url).database
+    admin = create_engine(BASE_POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            found = conn.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            ).first()
+            if found is None:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    _created.add(url)
 
 
 def _reset_postgres(url: str) -> None:
     from sqlalchemy import create_engine, text
 
+    _ensure_database(url)
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
@@ -26,6 +63,15 @@ def _reset_postgres(url: str) -> None:
             conn.execute(text("CREATE SCHEMA public"))
     finally:
         engine.dispose()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``) every test that talks to PostgreSQL runs on one
+    worker: test_faults stops the whole server for 10 s, which would fail any PostgreSQL test
+    another worker ran meanwhile. Everything else spreads over the workers."""
+    for item in items:
+        if item.get_closest_marker("postgres") or item.get_closest_marker("postgres_server"):
+            item.add_marker(pytest.mark.xdist_group("postgres"))
 
 
 @pytest.fixture(params=DATABASES)

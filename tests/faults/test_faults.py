@@ -97,6 +97,7 @@ def _postgres_unreachable(url: str = PG_ADMIN_URL + "postgres") -> str | None:
     return None
 
 
+@pytest.mark.postgres_server
 @pytest.mark.skipif(
     not _postgres_cluster(), reason="needs root and the PostgreSQL 15 'main' cluster"
 )

@@ -121,6 +121,7 @@ def proxied_postgres_url() -> Iterator[tuple[str, TcpProxy]]:
     admin.dispose()
 
 
+@pytest.mark.postgres_server
 def test_database_outage_is_503_and_the_service_recovers(
     proxied_postgres_url: tuple[str, TcpProxy], tmp_path: Any
 ) -> None:
