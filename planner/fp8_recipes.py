@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from planner.specs import SpecError
+from planner.specs import BLACKWELL_OR_NEWER, SpecError
 from planner.stack_versions import missing, require
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ __all__ = [
 
 Fp8Recipe = Literal["delayed", "tensorwise", "blockwise", "mxfp8"]
 FP8_RECIPE_CHOICES: tuple[Fp8Recipe, ...] = ("delayed", "tensorwise", "blockwise", "mxfp8")
-BLACKWELL = frozenset({"blackwell", "rubin"})
+BLACKWELL = BLACKWELL_OR_NEWER
 """mxfp8's GPUs (megatron-facts §1.8: "Blackwell-only"; Rubin is Blackwell's successor)."""
 HOPPER = frozenset({"hopper"})
 """blockwise's GPUs (mechanisms-facts §4.1, §6.1: "blockwise (Hopper only)")."""

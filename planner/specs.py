@@ -30,6 +30,8 @@ _T = TypeVar("_T")
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
 OPTIMIZER_SHARDING_CHOICES: tuple[OptimizerSharding, ...] = ("none", "optimizer", "full")
 PRECISION_CHOICES: tuple[Precision, ...] = ("bf16", "fp8", "fp16")
+BLACKWELL_OR_NEWER = frozenset({"blackwell", "rubin"})
+"""GPU architectures of Blackwell's generation or later (Rubin succeeds Blackwell)."""
 MOE_DISPATCHER_CHOICES: tuple[MoeDispatcher, ...] = ("alltoall", "flex")
 CpCommType = Literal["p2p", "all_gather", "a2a", "a2a+p2p"]
 CP_COMM_TYPES: tuple[CpCommType, ...] = ("p2p", "all_gather", "a2a", "a2a+p2p")

@@ -27,6 +27,7 @@ from planner.space.comm_flags import tp_comm_overlap as tp_comm_overlap  # re-ex
 from planner.space.cp_comm_rules import hierarchical_sizes
 from planner.space.version_rules import pin_layout, split_lacking
 from planner.specs import (
+    BLACKWELL_OR_NEWER,
     ClusterSpec,
     Layout,
     ModelSpec,
@@ -37,7 +38,7 @@ from planner.stack_versions import missing, stack_name
 
 __all__ = ["LaunchSpec", "launch_spec", "megatron_args"]
 
-_BLACKWELL_OR_NEWER = comm_flags.BLACKWELL_OR_NEWER
+_BLACKWELL_OR_NEWER = BLACKWELL_OR_NEWER
 
 
 def _moe_layer_freq(model: ModelSpec) -> str:

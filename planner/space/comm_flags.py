@@ -46,9 +46,8 @@ from planner.layouts import (
     BoolArray,
     LayoutBatch,
 )
-from planner.specs import ClusterSpec, Layout, ModelSpec, TrainingJob
+from planner.specs import BLACKWELL_OR_NEWER, ClusterSpec, Layout, ModelSpec, TrainingJob
 
-BLACKWELL_OR_NEWER = frozenset({"blackwell", "rubin"})
 TP_COMM_OVERLAP_ARCHITECTURES = frozenset({"hopper", "blackwell"})
 
 
