@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from bench.accuracy import coefficients_for, commit, data_path, load
+from bench.published_bands_spread import published_offsets, shared_nested, shared_offsets
 from models_db.profiles import load_profile
+from planner.calibration.campaign_spread import estimate
 from planner.calibration.fit import (
     ErrorStats,
     cross_validate,
@@ -282,12 +284,25 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
     }
     table = IntervalTable.from_dict(data)
     plain = IntervalTable.from_dict({**data, "bands": before})
+    # the between-campaign spread of a new campaign (planner.calibration.campaign_spread)
+    published, fitted = published_results(), {(m.source_id, m.cluster.gpu.name) for m in rows}
+    offsets = shared_offsets(table, rows, ratio) + published_offsets(published, table.bands, fitted)
+    data["transfer"] = estimate(offsets, NOISE.within_log_sd).to_dict()
 
     def _inside(b: dict[str, Any]) -> float:
         return float(np.mean((ratio_gpu >= b["low"]) & (ratio_gpu <= b["high"])))
 
     nested = nested_coverage(data, rows, ratio)
     nested_plain = nested_coverage(data, rows, ratio, rule="conformal-effective")
+
+    def build(train: list[int]) -> tuple[dict[str, Any], float]:
+        sub = [rows[i] for i in train]  # as nested_coverage: nothing of the held-out source
+        noise = noise_of(sub, ratio[train])
+        out = bands_of(sub, ratio[train], "model", noise)
+        out[TRANSFERRED] = _transferred_band(sub, ratio_gpu[train], "model")
+        return out, noise[0].within_log_sd
+
+    nested_new = shared_nested(data, rows, ratio, build, published, fitted)
     report = {
         "seconds": time.perf_counter() - t0,
         "loso_after": {"median_ape": loso.after.median_ape, "p90_ape": loso.after.p90_ape},
@@ -303,8 +318,24 @@ def interval_table(rows: list[Measurement], code: str) -> tuple[dict[str, Any], 
             "transferred_coverage": _inside(before[TRANSFERRED]),
         },
         "transferred_coverage": _inside(bands[TRANSFERRED]),
+        "new_campaign_rule": {  # the band a response shows: tau for a campaign never fitted
+            "transfer": data["transfer"],
+            "coverage_nested_by_source": nested_new["all"],
+            "nested_by_held_out_source": nested_new["sources"],
+            "published_results": PUBLISHED.name if PUBLISHED.exists() else None,
+        },
     }
     return data, report
+
+
+PUBLISHED = RESULTS / "published_check.json"
+"""The published check's cases (point predictions never fitted on them): only tau reads them."""
+
+
+def published_results() -> list[dict[str, Any]]:
+    if not PUBLISHED.exists():
+        return []
+    return list(json.loads(PUBLISHED.read_text(encoding="utf-8"))["results"])
 
 
 def _free_fit_cv(rows: list[Measurement], prior: Any) -> tuple[ErrorStats, int]:

@@ -76,6 +76,8 @@ def model_band(
         "log_centre": mu,
         "log_sd": sd,
         "df": df,
+        "within_log_sd": noise.within_log_sd,
+        "centre_log_sd": math.sqrt(var_mu),
     }
 
 

@@ -19,6 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.calibration.campaign_spread import (
+    TransferSpread,
+    calibrated_offset_sd,
+    new_campaign_band,
+)
 from planner.fp8_recipes import effective_recipe
 from planner.model.params import param_counts
 from planner.performance.profile import PerformanceProfile
@@ -65,6 +70,10 @@ class Band:
     """The model band's predictive sd of log(measured / predicted)."""
     df: int | None = None
     """Degrees of freedom of the model band's t quantile (campaigns of the noise estimate - 1)."""
+    within_log_sd: float | None = None
+    """sigma_w of the model band's noise (None: not recorded)."""
+    centre_log_sd: float | None = None
+    """sd of the model band's centre, sqrt(Var(mu)) (None: not recorded)."""
 
     @property
     def weight(self) -> float:
@@ -132,6 +141,9 @@ class IntervalTable:
     bands: dict[str, Band]
     calibrated: CalibratedRange
     source: dict[str, Any] = field(default_factory=dict)
+    transfer: TransferSpread | None = None
+    """The between-campaign spread of a campaign the fit never saw (None: the bands as built,
+    with the shared rows' sigma_b; :mod:`planner.calibration.campaign_spread`)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IntervalTable:
@@ -146,6 +158,9 @@ class IntervalTable:
             bands={k: Band(**v) for k, v in data["bands"].items()},
             calibrated=CalibratedRange(**cal),
             source=dict(data.get("source", {})),
+            transfer=(
+                TransferSpread.from_dict(data["transfer"]) if data.get("transfer") else None
+            ),
         )
 
     def band(self, parts: Sequence[str], *, transferred: bool = False) -> tuple[str, Band]:
@@ -178,31 +193,80 @@ def uncertainty(
     transferred = is_transferred(profile)
     key, band = table.band(parts, transferred=transferred)
     level = profile.provenance.get("cluster_level")
-    narrow = band_narrowing(level)
-    low, high = band.low, band.high
-    if narrow < 1.0:  # the log half-widths around the band's log centre
-        centre = math.sqrt(low * high)
-        low, high = centre * (low / centre) ** narrow, centre * (high / centre) ** narrow
+    low, high, words, extra = shown_band(table, band, level)
     return {
         "tokens_per_s_per_gpu_interval": [tokens_per_s_per_gpu * low, tokens_per_s_per_gpu * high],
         # step time is inversely proportional to tokens/s at a fixed batch
         "step_time_interval_s": [step_time_s / high, step_time_s / low],
         "interval": {
-            "band": _describe(table, band)
-            + (
-                f", narrowed x{narrow:.2f} by the cluster's calibrated level"
-                if narrow < 1.0
-                else ""
-            ),
+            "band": words,
             "regime": key,
             "layout_regime": regime_key(parts),
             **fallback_note(table, parts, key, transferred=transferred),
             "rows": band.n,
             "effective_rows": band.weight,
-            **({"cluster_level_narrowing": round(narrow, 4)} if narrow < 1.0 else {}),
+            **extra,
         },
         "extrapolation": extrapolation(table.calibrated, model, cluster, job, layout, profile),
     }
+
+
+def shown_band(
+    table: IntervalTable, band: Band, level: dict[str, Any] | None
+) -> tuple[float, float, str, dict[str, Any]]:
+    """(low, high, the rule in words, extra interval fields) of the band a prediction shows.
+
+    With a transfer spread in the table (and a model band), the band is the one for a campaign
+    the fit never saw (:func:`planner.calibration.campaign_spread.new_campaign_band`): the
+    regime's centre and sigma_w, tau in place of the shared rows' sigma_b; a calibrated cluster
+    replaces tau by its level's error. Without one, the table's band, narrowed as before."""
+    spread, centre, centre_sd = table.transfer, band.log_centre, band.centre_log_sd
+    if spread is None or centre is None or centre_sd is None:
+        return _table_band(table, band, level)
+    offset = calibrated_offset_sd(level, spread.log_sd)
+    calibrated = offset is not None and offset < spread.log_sd
+    q = (table.low_quantile, table.high_quantile)
+
+    def make(off: float | None) -> tuple[float, float, float]:
+        return new_campaign_band(
+            centre, centre_sd, spread, low_q=q[0], high_q=q[1],
+            within_log_sd=band.within_log_sd, offset_log_sd=off,
+        )
+
+    low, high, sd = make(None)
+    extra: dict[str, Any] = {"between_campaign_log_sd": round(spread.log_sd, 4), "df": spread.df}
+    pct = round(100 * (q[1] - q[0]))
+    shared = len(spread.campaigns) - spread.published_campaigns
+    words = (
+        f"{pct} % predictive band widened for a campaign the fit never saw: centre and within-"
+        f"campaign sd from the regime's leave-one-source-out residuals, between-campaign sd "
+        f"{spread.log_sd:.3f} (log) from {len(spread.campaigns)} campaigns never fitted "
+        f"({shared} of the shared rows, {spread.published_campaigns} of published runs), "
+        f"t quantile on {spread.df} degrees of freedom"
+    )
+    if calibrated:
+        low, high, own = make(offset)
+        narrow = own / sd
+        words += f"; narrowed x{narrow:.2f} by the cluster's calibrated level"
+        extra["cluster_level_narrowing"] = round(narrow, 4)
+        extra["cluster_offset_log_sd"] = round(float(offset or 0.0), 4)
+    return low, high, words, extra
+
+
+def _table_band(
+    table: IntervalTable, band: Band, level: dict[str, Any] | None
+) -> tuple[float, float, str, dict[str, Any]]:
+    """The table's band as built (no transfer spread), narrowed by a calibrated level."""
+    narrow = band_narrowing(level)
+    low, high = band.low, band.high
+    if narrow < 1.0:  # the log half-widths around the band's log centre
+        centre = math.sqrt(low * high)
+        low, high = centre * (low / centre) ** narrow, centre * (high / centre) ** narrow
+    words = _describe(table, band)
+    if narrow >= 1.0:
+        return low, high, words, {}
+    words += f", narrowed x{narrow:.2f} by the cluster's calibrated level"
+    return low, high, words, {"cluster_level_narrowing": round(narrow, 4)}
 
 
 def fallback_note(
