@@ -27,7 +27,12 @@ from typing import Any
 import numpy as np
 
 from bench.accuracy import coefficients_for, commit, data_path, load
-from bench.published_bands_spread import published_offsets, shared_nested, shared_offsets
+from bench.published_bands_spread import (
+    published_offsets,
+    shared_nested,
+    shared_offsets,
+    transfer_markdown,
+)
 from models_db.profiles import load_profile
 from planner.calibration.campaign_spread import estimate
 from planner.calibration.fit import (
@@ -649,6 +654,7 @@ def markdown(r: dict[str, Any]) -> str:
         f"{_p(before['transferred_coverage'])} inside before, "
         f"{_p(iv['transferred_coverage'])} now.",
         "",
+        *transfer_markdown(iv),
         f"Calibrated range (a plan outside it says so under `extrapolation`): "
         f"`{json.dumps(r['table']['calibrated'])}`",
         "",

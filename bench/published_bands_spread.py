@@ -58,9 +58,7 @@ def is_new(r: dict[str, Any], fitted: FittedCampaigns) -> bool:
     return (r["source"].split(":")[0], r["gpu"]) not in fitted
 
 
-def _offsets(
-    devs: Iterable[tuple[str, float]], kind: str
-) -> list[CampaignOffset]:
+def _offsets(devs: Iterable[tuple[str, float]], kind: str) -> list[CampaignOffset]:
     groups: dict[str, list[float]] = defaultdict(list)
     for camp, d in devs:
         groups[camp].append(d)
@@ -253,3 +251,52 @@ def shared_nested(
         },
         "sources": per_source,
     }
+
+
+def transfer_markdown(iv: dict[str, Any]) -> list[str]:
+    """bench/results/calibration.md's section on the band a response shows (the new-campaign
+    rule), from ``intervals`` of calibration.json."""
+    rule = iv.get("new_campaign_rule")
+    if not rule:
+        return []
+    t, cov = rule["transfer"], rule["coverage_nested_by_source"]
+    old = iv["coverage_nested_by_source"]["all"]
+    lines = [
+        "## The band a plan shows: widened for a campaign the fit never saw",
+        "",
+        "The table's bands above use the shared rows' sigma_b (REML on 4 campaigns). The band a "
+        "response carries replaces it by tau, the between-campaign sd of every campaign never "
+        "fitted: the shared rows' campaigns (held-out log ratio minus the band centre) and the "
+        "new campaigns of the published check (`bench/results/published_check.json`, headline "
+        "cases: log(published / predicted) minus the centre of the band the plan used); maximum "
+        "likelihood with the mean fixed at the band's centre and sigma_w fixed at the shared "
+        "rows' (`planner/calibration/campaign_spread.py`). Only tau learns from the published "
+        "runs; their own out-of-sample coverage (tau re-estimated with each campaign left out) "
+        "is on `bench/results/published_check.md`.",
+        "",
+        f"tau {t['log_sd']:.4f} (log), t quantile on {t['df']} degrees of freedom, sigma_w "
+        f"{t['within_log_sd']}:",
+        "",
+        "| campaign | kind | rows | mean log deviation from the band centre |",
+        "|---|---|---|---|",
+    ]
+    for c in t["campaigns"]:
+        lines.append(
+            f"| {c['campaign']} | {c['kind']} | {c['rows']} | {c['mean_log_deviation']:+.4f} |"
+        )
+    lines += [
+        "",
+        "Nested on the shared rows (each source left out of the centre, sigma_w *and* tau): "
+        f"{100 * cov['inside']:.1f} % of {cov['n']} rows inside, median width "
+        f"{cov['median_width']:.3f}, against {100 * old['inside']:.1f} % and "
+        f"{old['median_width']:.3f} with the shared rows' sigma_b. Per held-out source:",
+        "",
+        "| held-out source | rows | inside | tau without it | df | median width |",
+        "|---|---|---|---|---|---|",
+    ]
+    for src, c in rule["nested_by_held_out_source"].items():
+        lines.append(
+            f"| {src} | {c['n']} | {100 * c['inside']:.1f} % | {c['tau']:.4f} | {c['df']} | "
+            f"{c['median_width']:.3f} |"
+        )
+    return [*lines, ""]

@@ -158,9 +158,7 @@ class IntervalTable:
             bands={k: Band(**v) for k, v in data["bands"].items()},
             calibrated=CalibratedRange(**cal),
             source=dict(data.get("source", {})),
-            transfer=(
-                TransferSpread.from_dict(data["transfer"]) if data.get("transfer") else None
-            ),
+            transfer=(TransferSpread.from_dict(data["transfer"]) if data.get("transfer") else None),
         )
 
     def band(self, parts: Sequence[str], *, transferred: bool = False) -> tuple[str, Band]:
@@ -229,8 +227,13 @@ def shown_band(
 
     def make(off: float | None) -> tuple[float, float, float]:
         return new_campaign_band(
-            centre, centre_sd, spread, low_q=q[0], high_q=q[1],
-            within_log_sd=band.within_log_sd, offset_log_sd=off,
+            centre,
+            centre_sd,
+            spread,
+            low_q=q[0],
+            high_q=q[1],
+            within_log_sd=band.within_log_sd,
+            offset_log_sd=off,
         )
 
     low, high, sd = make(None)
