@@ -25,6 +25,11 @@ ceil((k+1) 0.9) <= k, i.e. k >= 9); a split-conformal band over rows counts the 
 campaign as independent. The model band instead assumes normal log errors, which is what the
 fit's weights already assume.
 
+The band a plan response shows widens this one for a campaign the fit never saw: sigma_b is
+replaced by the between-campaign sd of the shared and the published never-fitted campaigns
+(:mod:`planner.calibration.campaign_spread`); the table keeps this band, and each band records
+its sigma_w and sqrt(Var(mu_r)) so the response can rebuild it with the other spread.
+
 The earlier split-conformal bands (``rule="conformal-effective"``: ranks with n the effective
 rows, Francisco & Fuller 1991 for the design effect of a sample quantile; ``"conformal-rows"``:
 n every row) are kept for the bench's before/after.

@@ -10,6 +10,12 @@ MoE, one node or several, cp > 1, fp8); a regime with fewer than ``min_rows`` ef
 parent (the key with its last part dropped), up to all rows.
 A GPU whose profile is transferred rather than fitted takes the leave-one-GPU-type-out band,
 which measures exactly that procedure.
+
+The band a response shows keeps the regime's centre and within-campaign sd but, where the table
+carries a transfer spread, replaces the shared rows' between-campaign sd by the spread of every
+campaign never fitted (:mod:`planner.calibration.campaign_spread`): a user's cluster is a
+campaign the fit never saw, and the shared rows' four campaigns understate how far such a
+campaign sits (:func:`shown_band`). A calibrated cluster replaces that spread by its level's error.
 """
 
 from __future__ import annotations
