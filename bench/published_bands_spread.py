@@ -282,7 +282,8 @@ def transfer_markdown(iv: dict[str, Any]) -> list[str]:
     ]
     for c in t["campaigns"]:
         lines.append(
-            f"| {c['campaign']} | {c['kind']} | {c['rows']} | {c['mean_log_deviation']:+.4f} |"
+            f"| {c['campaign'].replace('|', ' on ')} | {c['kind']} | {c['rows']} | "
+            f"{c['mean_log_deviation']:+.4f} |"
         )
     lines += [
         "",
