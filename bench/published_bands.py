@@ -5,8 +5,11 @@ published figure. Here each case also gets the band a user sees on that plan: th
 block of :func:`app.planning.report_build.ranked_plan`, the function every plan response (API,
 web, CLI, SDK) is built by, so the regime key, the fallback to a parent regime, the
 leave-one-GPU-type-out band of a transferred profile and the extrapolation warnings are the
-response's own. Nothing here is fitted: the bands are ``models_db/intervals/throughput.json`` as
-shipped, built from the shared rows' held-out residuals (``bench/calibration.py``).
+response's own. The bands are ``models_db/intervals/throughput.json`` as shipped, built from the
+shared rows' held-out residuals (``bench/calibration.py``) and widened by the between-campaign
+spread tau, which the new campaigns of this check help estimate: the shipped bands are therefore
+in-sample for them, and the out-of-sample coverage re-estimates tau with each case's campaign
+left out (:func:`nested_bands`, ``bench/published_bands_spread.py``).
 
 The band is one of measured / predicted tokens/s per GPU. A case compared on model TFLOP/s gets
 the same band times the planner's predicted TFLOP/s, so it is the tokens/s comparison exactly
