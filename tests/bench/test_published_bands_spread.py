@@ -6,15 +6,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
+from bench.calibration import SHIPPED, bands_of
+from bench.published_bands import calibration_rows
 from bench.published_bands_spread import (
+    BuildBands,
     nested_summary,
     published_campaign,
     published_nested,
     published_offsets,
+    shared_nested,
 )
 from planner.calibration.intervals import IntervalTable
+from tests.planner.calibration.test_intervals import CALIBRATED
 from tests.planner.calibration.test_intervals_transfer import MODEL_BAND, TRANSFER, table
 
 FITTED = {("dgxc", "h100-sxm-80gb")}
@@ -81,3 +87,34 @@ def test_the_summary_reports_coverage_next_to_width() -> None:
     assert summ["new campaigns"]["n"] == 6 and summ["campaigns in the fit"]["n"] == 1
     assert summ["MoE"]["n"] == 2
     assert 0 < summ["all headline"]["median_width"] < 1
+
+
+def test_a_held_out_shared_source_never_informs_its_own_tau() -> None:
+    """bench.calibration's nested shared-row coverage: a source's own ratios move the other
+    sources' tau, never its own (its band is built from the other sources alone)."""
+    rows = list(calibration_rows())
+    data = {
+        "low_quantile": 0.1,
+        "high_quantile": 0.9,
+        "min_rows": 10,
+        "calibrated": CALIBRATED,
+    }
+
+    def build_for(ratio: np.ndarray) -> BuildBands:
+        def build(train: list[int]) -> tuple[dict[str, Any], float]:
+            sub = [rows[i] for i in train]
+            return bands_of(sub, ratio[train], "model", SHIPPED), SHIPPED[0].within_log_sd
+
+        return build
+
+    rng = np.random.default_rng(3)
+    calm = np.exp(rng.normal(0, 0.05, len(rows)))
+    wild = calm.copy()
+    held = "nemo_perf_24.07"
+    wild[[i for i, m in enumerate(rows) if m.source_id == held]] *= 2.0
+    a = shared_nested(data, rows, calm, build_for(calm), [], FITTED)["sources"]
+    b = shared_nested(data, rows, wild, build_for(wild), [], FITTED)["sources"]
+    assert b[held]["tau"] == pytest.approx(a[held]["tau"])
+    assert b[held]["inside"] < a[held]["inside"]
+    other = next(s for s in a if s != held)
+    assert b[other]["tau"] > a[other]["tau"] + 0.1  # it does enter the others' estimate
