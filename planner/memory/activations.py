@@ -169,8 +169,8 @@ def _moe_mlp(
         model, model.expert_ffn_hidden_size, swiglu_fused=swiglu_fused
     )
     # each routed copy keeps its permuted FC1 input (2h), its fp32 routing prob (4 B, applied in
-    # the activation since core 0.13) and its share of FC1/FC2 activations over the expert-TP
-    # group; the expert output is no longer kept ("memory efficient token permutation",
+    # the activation from core 0.13) and its share of FC1/FC2 activations over the expert-TP
+    # group; from core 0.13 the expert output is not kept ("memory efficient token permutation",
     # mechanisms-facts §6.3)
     per_copy = BF16 * h + FP32 + per_expert_token / shape.etp
     if expert_output_saved:  # before core 0.13 unpermute saved it: K h 2 B per token (§6.3)
