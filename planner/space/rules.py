@@ -18,7 +18,11 @@ Choices that are the planner's, not Megatron's:
 * ``tp * cp`` spanning nodes is legal; the performance model charges for it, the rules do not.
 
 Rules are ordered from the most fundamental (world size, head split) to the most specific, so
-that the first violated rule of a layout is the most useful reason to show.
+that the first violated rule of a layout is the most useful reason to show. They live by theme:
+:mod:`~planner.space.shape_rules`, :mod:`~planner.space.schedule_rules`,
+:mod:`~planner.space.memory_rules` (and ``offload_rules``), :mod:`~planner.space.stack_rules`
+(``cp_comm_rules``, ``version_rules``); :mod:`~planner.space.rule_context` holds what every check
+sees. This module puts them in order and runs them.
 """
 
 from __future__ import annotations
