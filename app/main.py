@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -124,15 +124,12 @@ def requeue_unfinished(factory: sessionmaker[Session], worker_prefix: str) -> in
         return PlanJobRepository(session).requeue_held_by(worker_prefix)
 
 
-def create_app(
-    settings: Settings | None = None,
-    *,
-    backend: PlanningBackend | None = None,
-    catalog: CatalogSource = builtin_specs,
-) -> FastAPI:
-    """The service app. ``backend`` and ``catalog`` replace planning and models_db (tests)."""
-    settings = settings or Settings()
-    backend = with_time_budget(backend or default_backend(), settings.job_time_budget_s)
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+
+
+def _lifespan(settings: Settings, catalog: CatalogSource, backend: PlanningBackend) -> Lifespan:
+    """Start-up (logging, migrations and seeding, the worker pool) and shutdown (stop the pool,
+    put the jobs it still holds back in the queue, close the engine) of the app."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -161,11 +158,23 @@ def create_app(
                     log.exception("shutdown: could not re-queue unfinished plan jobs")
             app.state.engine.dispose()
 
+    return lifespan
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    backend: PlanningBackend | None = None,
+    catalog: CatalogSource = builtin_specs,
+) -> FastAPI:
+    """The service app. ``backend`` and ``catalog`` replace planning and models_db (tests)."""
+    settings = settings or Settings()
+    backend = with_time_budget(backend or default_backend(), settings.job_time_budget_s)
     app = FastAPI(
         title="Parallel Planner",
         version="1.0.0",
         description=DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_lifespan(settings, catalog, backend),
         docs_url=None,  # add_docs_routes serves them from /static instead of a CDN
         redoc_url=None,
     )

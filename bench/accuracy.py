@@ -450,7 +450,8 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{100 * x:.1f} %"
 
 
-def markdown(res: dict[str, Any]) -> str:
+def _cv_summary_lines(res: dict[str, Any]) -> list[str]:
+    """The title, the data, and one row per cross-validation grouping."""
     lines = [
         "# Throughput-model accuracy (cross-validated)",
         "",
@@ -477,7 +478,12 @@ def markdown(res: dict[str, Any]) -> str:
             f"{_pct(cv['after']['median_ape'])} | {_pct(cv['after']['p90_ape'])} | "
             f"{cv['sweeps_top1']} / {cv['sweeps_top3']} / {cv['sweeps_ranked']} | {rho_text} |"
         )
-    lines += [
+    return lines
+
+
+def _transfer_lines(res: dict[str, Any]) -> list[str]:
+    """What each grouping holds out, and the error per held-out GPU type, family, stack, cluster."""
+    lines = [
         "",
         "Targets (issue): CV median <= 10 %, p90 <= 25 %, measured best in the top 3 of "
         "every clean sweep.",
@@ -509,7 +515,12 @@ def markdown(res: dict[str, Any]) -> str:
                 f"{_pct(st['median_ape'])} | {_pct(st['p90_ape'])} | "
                 f"{st['median_ratio']:.3f} |"
             )
-    lines += [
+    return lines
+
+
+def _source_and_sweep_lines(res: dict[str, Any]) -> list[str]:
+    """The error per held-out source, and the ranking within each sweep."""
+    lines = [
         "",
         "## Per held-out source",
         "",
@@ -542,7 +553,12 @@ def markdown(res: dict[str, Any]) -> str:
         f"in the model's top 3: {sum(s['top3'] for s in clean)}; top 1: "
         f"{sum(s['top1'] for s in clean)}.",
     ]
-    lines += [
+    return lines
+
+
+def _moe_and_worst_lines(res: dict[str, Any]) -> list[str]:
+    """Dense versus MoE rows, the MoE sanity table, and the worst 10 % of rows per grouping."""
+    lines = [
         "",
         "## Dense vs MoE rows (out of sample)",
         "",
@@ -592,7 +608,12 @@ def markdown(res: dict[str, Any]) -> str:
                 f"{w['precision']} | {w['layout']} | {w['measured']:.0f} | "
                 f"{w['predicted']:.0f} | {w['ratio']:.2f} | {w['diagnosis']} |"
             )
-    lines += [
+    return lines
+
+
+def _other_gpu_lines(res: dict[str, Any]) -> list[str]:
+    """Unfitted GPU types, the in-sample fit, and why rows were skipped."""
+    lines = [
         "",
         "## Other GPU types: Llama-3.1-70B and Mixtral-8x7B on 64 GPUs (NOT fitted)",
         "",
@@ -624,7 +645,18 @@ def markdown(res: dict[str, Any]) -> str:
         )
     lines += ["", "## Skipped rows", ""]
     lines += [f"- {n} x {reason}" for reason, n in res["skip_reasons"].items()]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def markdown(res: dict[str, Any]) -> str:
+    sections = (
+        _cv_summary_lines,
+        _transfer_lines,
+        _source_and_sweep_lines,
+        _moe_and_worst_lines,
+        _other_gpu_lines,
+    )
+    return "\n".join(line for section in sections for line in section(res)) + "\n"
 
 
 def _clean(obj: Any) -> Any:

@@ -243,7 +243,8 @@ def _host_reading(data: dict[str, Any]) -> list[str]:
     ]
 
 
-def render_markdown(data: dict[str, Any]) -> str:
+def _header_lines(data: dict[str, Any]) -> list[str]:
+    """The title, where the numbers come from, and the summary."""
     out = [
         "# Mechanisms validated on their own (issue 12)",
         "",
@@ -255,7 +256,12 @@ def render_markdown(data: dict[str, Any]) -> str:
         *_summary_lines(data),
         "",
     ]
-    out += [
+    return out
+
+
+def _collectives_lines(data: dict[str, Any]) -> list[str]:
+    """§1: collective bandwidth versus message size, in one node and across nodes."""
+    out = [
         "## 1. Collective bandwidth versus message size (mechanisms-facts §2)",
         "",
         "busbw in GB/s, 8 GPUs in one node: predicted (measured, performance-facts §4.3). "
@@ -292,7 +298,13 @@ def render_markdown(data: dict[str, Any]) -> str:
             for r in data["network"]
         ],
     )
-    out += [
+    return out
+
+
+def _context_parallel_lines(data: dict[str, Any]) -> list[str]:
+    """§2: ring attention's worked examples, Megatron's CP speed-ups, exposed shares and
+    the four --cp-comm-type values."""
+    out = [
         "## 2. Ring-attention context parallelism (mechanisms-facts §1)",
         "",
         "Worked examples of §1.2 on the sheet's arithmetic:",
@@ -377,7 +389,12 @@ def render_markdown(data: dict[str, Any]) -> str:
             for r in data["cp_variants"]
         ],
     )
-    out += [
+    return out
+
+
+def _host_lines(data: dict[str, Any]) -> list[str]:
+    """§3: host costs and CUDA graphs against the published pairs."""
+    out = [
         "## 3. Host costs and CUDA graphs (mechanisms-facts §3.5)",
         "",
         f"Host costs (models_db/host_costs.json): {data['host_costs']}. Each published pair "
@@ -407,7 +424,12 @@ def render_markdown(data: dict[str, Any]) -> str:
         ],
     )
     out += _host_reading(data)
-    out += ["## 4. MoE expert GEMMs (mechanisms-facts §4.2, performance-facts §5.2)", ""]
+    return out
+
+
+def _moe_lines(data: dict[str, Any]) -> list[str]:
+    """§4: MoE expert GEMMs, kernel by kernel and at step level."""
+    out = ["## 4. MoE expert GEMMs (mechanisms-facts §4.2, performance-facts §5.2)", ""]
     h100 = [r for r in data["moe"] if r["gpu"] == "H100"]
     out += _table(
         ["source", "groups x rows", "N x K", "path", "measured TFLOP/s", "predicted", "error"],
@@ -477,7 +499,12 @@ def render_markdown(data: dict[str, Any]) -> str:
         "flag), which `launch_spec` sets for `moe_grouped_gemm_kernel = grouped`.",
         "",
     ]
-    out += [
+    return out
+
+
+def _cross_entropy_lines(data: dict[str, Any]) -> list[str]:
+    """§5: the cross-entropy implementations' time and memory."""
+    out = [
         "## 5. Cross-entropy (mechanisms-facts §5)",
         "",
         "Llama-3 8B last stage, s 8192, b 1, V 128256, one H100 (0.8 of HBM); §5.5's example "
@@ -491,7 +518,19 @@ def render_markdown(data: dict[str, Any]) -> str:
             for r in data["cross_entropy"]
         ],
     )
-    return "\n".join(out)
+    return out
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    sections = (
+        _header_lines,
+        _collectives_lines,
+        _context_parallel_lines,
+        _host_lines,
+        _moe_lines,
+        _cross_entropy_lines,
+    )
+    return "\n".join(line for section in sections for line in section(data))
 
 
 def run() -> dict[str, Any]:

@@ -66,9 +66,10 @@ def _reset_postgres(url: str) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``--dist loadgroup``) every test that talks to PostgreSQL runs on one
-    worker: test_faults stops the whole server for 10 s, which would fail any PostgreSQL test
-    another worker ran meanwhile. Everything else spreads over the workers."""
+    """Under pytest-xdist (``--dist loadgroup``) every test that talks to the shared PostgreSQL
+    runs on one worker, so that a test there may disturb the server without failing another
+    worker's test; test_faults, which stops PostgreSQL for 10 s, stops a throw-away server of its
+    own (tests/faults/throwaway_postgres.py). Everything else spreads over the workers."""
     for item in items:
         if item.get_closest_marker("postgres") or item.get_closest_marker("postgres_server"):
             item.add_marker(pytest.mark.xdist_group("postgres"))

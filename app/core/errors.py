@@ -82,10 +82,6 @@ class UnsupportedMediaError(AppError):
     status_code = 415
 
 
-class UnavailableError(AppError):
-    status_code = 503
-
-
 class ProblemResponse(JSONResponse):
     """Problem JSON in plain ASCII (non-ASCII escaped): the media type has no charset parameter,
     so clients that guess an encoding could otherwise mangle echoed input."""

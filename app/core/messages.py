@@ -67,11 +67,6 @@ def _split_loc(loc: tuple[Any, ...] | list[Any]) -> tuple[list[Any], str | None,
     return parts, None, []
 
 
-def _loc_to_field(loc: tuple[Any, ...] | list[Any]) -> str:
-    head, _, rest = _split_loc(loc)
-    return _join(head + rest) or "body"
-
-
 def _describe_tag(tag: str) -> str:
     """``constrained-int`` -> "an integer", ``list[constrained-int]`` -> "a list of integers"."""
     inner = tag

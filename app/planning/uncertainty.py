@@ -41,18 +41,3 @@ def add_uncertainty(
             step_time_s=float(step),
         )
     )
-
-
-def add_plan_uncertainty(
-    plans_json: list[dict[str, Any]], plans: list[Any], profile: PerformanceProfile
-) -> None:
-    """The same for each plan of a search (``planner.search.Plan`` beside its JSON)."""
-    for plan_json, found in zip(plans_json, plans, strict=True):
-        add_uncertainty(
-            plan_json.get("performance"),
-            found.model,
-            found.cluster,
-            found.job,
-            found.layout,
-            profile,
-        )

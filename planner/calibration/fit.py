@@ -3,9 +3,10 @@
 ``fit_profile`` solves a bounded least-squares problem on log(predicted / measured) tokens/s
 per GPU, with a soft prior pulling every coefficient toward the base profile (so that a handful
 of rows cannot drag a coefficient that they barely constrain to a bound). ``cross_validate``
-holds out one group (a source or a sweep) at a time, fits on the rest and predicts the held-out
-rows, which gives the honest, out-of-sample error and ranking quality.
-Rows whose reliability is 'low' are used neither for fitting nor for accuracy figures.
+holds out one group (a source, a sweep, a GPU type, a model family, a stack or a cluster:
+:data:`GROUPINGS`) at a time, fits on the rest and predicts the held-out rows, which gives the
+honest, out-of-sample error and ranking quality. Rows whose reliability is 'low' are used neither
+for fitting nor for accuracy figures.
 """
 
 from __future__ import annotations

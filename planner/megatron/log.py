@@ -10,6 +10,7 @@ is optional. The library never guesses a value: what the log does not say stays 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from planner.megatron.log_lines import MAX_LINE_CHARS as MAX_LINE_CHARS  # re-exported
 from planner.megatron.log_lines import MAX_LINES as MAX_LINES  # re-exported
@@ -185,6 +186,89 @@ def _closing_warnings(
     return warnings
 
 
+@dataclass(slots=True)
+class _Reading:
+    """What the parser has read so far; :meth:`read` takes the log one line at a time."""
+
+    args: dict[str, str] = field(default_factory=dict)
+    """The last arguments block (log sheet §2.1)."""
+    iterations: list[IterationRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    ranks: dict[int, RankMemory] = field(default_factory=dict)
+    """The last memory report of each rank (log sheet §5.1)."""
+    theory: tuple[float | None, float | None, float | None] = (None, None, None)
+    world: dict[str, int] = field(default_factory=dict)
+    vocab: tuple[int | None, int | None] = (None, None)
+    micro: int | None = None
+    timers: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Timer values (ms) by the iteration they follow (log sheet §6)."""
+    run: int = 0
+    """Restarts seen so far: a new arguments block, or an iteration number going down."""
+    blocks: int = 0
+    in_args: bool = False
+    in_timers: bool = False
+    flagged: bool = False
+    """An evaluation or a checkpoint save came since the last iteration line."""
+    unparsed: int = 0
+    """Unreadable lines inside the arguments block."""
+
+    def read(self, line: str) -> list[str]:
+        """Take one cleaned line; returns the text glued to it, to be read as lines of their own
+        (log sheet §10)."""
+        if self.in_args:
+            if _ARGS_FOOT.search(line):
+                self.in_args = False
+            elif m := _ARG_LINE.match(line):
+                self.args[m.group(1)] = m.group(2).rstrip()
+            elif line.strip():
+                self.unparsed += 1
+            return []
+        last_iter = self.iterations[-1].iteration if self.iterations else 0
+        if self.in_timers and (timer := timer_line(line)) is not None:
+            self.timers.setdefault(last_iter, {})[timer[0]] = timer[1]
+            return []
+        self.in_timers = False
+        if m := _ITER.search(line):
+            self._iteration(line, m, last_iter)
+            return _glued_lines(line, m)
+        if m := _MEM.search(line):
+            rec_mem = _memory(m)
+            self.ranks.pop(rec_mem.rank, None)
+            self.ranks[rec_mem.rank] = rec_mem  # the last report per rank (log sheet §5.1)
+        elif m := _THEORY.search(line):
+            self.theory = tuple(None if g is None else float(g) for g in m.groups())  # type: ignore[assignment]
+        elif m := _VOCAB.search(line):
+            self.vocab = (int(m.group(1)), int(m.group(3)))
+        elif m := _MICRO.search(line):
+            self.micro = int(m.group(1))
+        elif m := _WORLD.search(line):
+            keys = ("world_size", "dp", "cp", "tp", "pp")
+            self.world = {k: int(g) for k, g in zip(keys, m.groups(), strict=True) if g is not None}
+        elif _ARGS_HEAD.search(line):
+            self.in_args, self.blocks, self.args = True, self.blocks + 1, {}  # the last block wins
+            if self.iterations and self.iterations[-1].run == self.run:
+                self.run += 1  # a new start-up block after training began: a restart
+        elif _EVAL_OR_SAVE.search(line):
+            self.flagged = True
+        elif _TIMER_HEAD.search(line):
+            self.in_timers = True
+        elif m := _OLD_TIMERS.match(line.strip()):
+            self.timers.setdefault(last_iter, {}).update(_old_timers(m))
+        return []
+
+    def _iteration(self, line: str, m: re.Match[str], last_iter: int) -> None:
+        rec = _iteration(line, m, self.run, self.flagged)
+        if rec is None:
+            self.warnings.append(f"iteration {m.group(1)}: no elapsed time, line ignored")
+            return
+        if self.iterations and self.iterations[-1].run == self.run and rec.iteration <= last_iter:
+            self.run += 1  # iteration went down: a restart (log sheet §10)
+            rec = _iteration(line, m, self.run, self.flagged)
+        if rec is not None:
+            self.iterations.append(rec)
+        self.flagged = False
+
+
 def parse_megatron_log(
     text: str,
     *,
@@ -199,89 +283,32 @@ def parse_megatron_log(
     more than :data:`MAX_LINES` non-blank lines, or one that takes longer than ``time_budget_s``
     to read, is refused with :class:`LogParseError` (a service bounds untrusted uploads so).
     """
-    args: dict[str, str] = {}
-    iterations: list[IterationRecord] = []
-    warnings: list[str] = []
-    ranks: dict[int, RankMemory] = {}
-    theory: tuple[float | None, float | None, float | None] = (None, None, None)
-    world: dict[str, int] = {}
-    vocab: tuple[int | None, int | None] = (None, None)
-    micro: int | None = None
-    timers: dict[int, dict[str, float]] = {}
-    run, blocks, in_args, in_timers, flagged, unparsed = 0, 0, False, False, False, 0
+    state = _Reading()
     reader = LogLines(text, time_budget_s)
     raw_lines = iter(reader)
     pending: list[str] = []  # the pieces of a glued line still to read (log sheet §10)
     while pending or (raw := next(raw_lines, None)) is not None:
-        line = pending.pop() if pending else _clean(raw or "")
-        if in_args:
-            if _ARGS_FOOT.search(line):
-                in_args = False
-            elif m := _ARG_LINE.match(line):
-                args[m.group(1)] = m.group(2).rstrip()
-            elif line.strip():
-                unparsed += 1
-            continue
-        last_iter = iterations[-1].iteration if iterations else 0
-        if in_timers and (timer := timer_line(line)) is not None:
-            timers.setdefault(last_iter, {})[timer[0]] = timer[1]
-            continue
-        in_timers = False
-        if m := _ITER.search(line):
-            pending.extend(_glued_lines(line, m))
-            rec = _iteration(line, m, run, flagged)
-            if rec is None:
-                warnings.append(f"iteration {m.group(1)}: no elapsed time, line ignored")
-                continue
-            if iterations and iterations[-1].run == run and rec.iteration <= last_iter:
-                run += 1  # iteration went down: a restart (log sheet §10)
-                rec = _iteration(line, m, run, flagged)
-            if rec is not None:
-                iterations.append(rec)
-            flagged = False
-        elif m := _MEM.search(line):
-            rec_mem = _memory(m)
-            ranks.pop(rec_mem.rank, None)
-            ranks[rec_mem.rank] = rec_mem  # the last report per rank (log sheet §5.1)
-        elif m := _THEORY.search(line):
-            theory = tuple(None if g is None else float(g) for g in m.groups())  # type: ignore[assignment]
-        elif m := _VOCAB.search(line):
-            vocab = (int(m.group(1)), int(m.group(3)))
-        elif m := _MICRO.search(line):
-            micro = int(m.group(1))
-        elif m := _WORLD.search(line):
-            keys = ("world_size", "dp", "cp", "tp", "pp")
-            world = {k: int(g) for k, g in zip(keys, m.groups(), strict=True) if g is not None}
-        elif _ARGS_HEAD.search(line):
-            in_args, blocks, args = True, blocks + 1, {}  # the last block wins
-            if iterations and iterations[-1].run == run:
-                run += 1  # a new start-up block after training began: a restart
-        elif _EVAL_OR_SAVE.search(line):
-            flagged = True
-        elif _TIMER_HEAD.search(line):
-            in_timers = True
-        elif m := _OLD_TIMERS.match(line.strip()):
-            timers.setdefault(last_iter, {}).update(_old_timers(m))
-    if not args and not iterations:
+        pending.extend(state.read(pending.pop() if pending else _clean(raw or "")))
+    if not state.args and not state.iterations:
         raise LogParseError(_NOT_A_LOG)
-    warnings += _closing_warnings(
+    warnings = state.warnings + _closing_warnings(
         too_long=reader.too_long,
-        truncated_args=in_args,
-        unparsed=unparsed,
-        blocks=blocks,
-        iterations=len(iterations),
+        truncated_args=state.in_args,
+        unparsed=state.unparsed,
+        blocks=state.blocks,
+        iterations=len(state.iterations),
     )
     return LogParseResult(
         source_id=source_id,
         gpu_type=gpu_type,
         gpus_per_node=gpus_per_node,
-        arguments=args,
-        iterations=iterations,
-        memory=_memory_record(ranks, theory),
+        arguments=state.args,
+        iterations=state.iterations,
+        memory=_memory_record(state.ranks, state.theory),
         warnings=warnings,
-        world_line=world,
-        tokenizer_vocab_size=vocab[0],
-        padded_vocab_size=vocab[1],
-        num_microbatches=micro,
-        timers_ms=timers,
+        world_line=state.world,
+        tokenizer_vocab_size=state.vocab[0],
+        padded_vocab_size=state.vocab[1],
+        num_microbatches=state.micro,
+        timers_ms=state.timers,
     )

@@ -156,6 +156,7 @@ def _moe_mlp(
     swiglu_fused: bool,
     imbalance: float,
     expert_output_saved: bool = False,
+    permute_fused: bool = True,
 ) -> FloatArray:
     h = model.hidden_size
     tok, t, shard = shape.tokens, shape.t, shape.sp_shard
@@ -168,16 +169,20 @@ def _moe_mlp(
         model, model.expert_ffn_hidden_size, swiglu_fused=swiglu_fused
     )
     # each routed copy keeps its permuted FC1 input (2h), its fp32 routing prob (4 B, applied in
-    # the activation since core 0.13) and its share of FC1/FC2 activations over the expert-TP
-    # group; the expert output is no longer kept ("memory efficient token permutation",
+    # the activation from core 0.13) and its share of FC1/FC2 activations over the expert-TP
+    # group; from core 0.13 the expert output is not kept ("memory efficient token permutation",
     # mechanisms-facts §6.3)
     per_copy = BF16 * h + FP32 + per_expert_token / shape.etp
     if expert_output_saved:  # before core 0.13 unpermute saved it: K h 2 B per token (§6.3)
         per_copy = per_copy + BF16 * h
     routed = routed_tokens(model, shape, imbalance) * per_copy
-    # the fused permute keeps an int32 row_id_map of T x (2E + 1) for unpermute's backward
-    # (mechanisms-facts §4.4, TE permutation.py); permute 2's map over local experts is smaller
-    saved = saved + routed + (8 * experts + 4) * tok / shard
+    saved = saved + routed
+    if permute_fused:
+        # the fused permute keeps an int32 row_id_map of T x (2E + 1) for unpermute's backward
+        # (mechanisms-facts §4.4, TE permutation.py); permute 2's map over local experts is smaller
+        saved = saved + (8 * experts + 4) * tok / shard
+    # else the unfused permute runs, which keeps no row_id_map; the facts sheets state nothing of
+    # what it keeps instead (§4.4, §6.3 and §8 describe the fused kernel only), so nothing is priced
     if model.shared_expert_ffn_hidden_size:
         shared = _mlp_saved_per_token(
             model, model.shared_expert_ffn_hidden_size, swiglu_fused=swiglu_fused
@@ -195,14 +200,18 @@ def layer_activations(
     flash_attention: bool,
     moe_imbalance: float,
     expert_output_saved: bool = False,
+    permute_fused: bool = True,
 ) -> LayerActivations:
     """Saved bytes of one dense (``moe=False``) or MoE layer for one micro-batch;
     ``expert_output_saved``: the job's core predates memory-efficient token permutation
-    (:data:`MEMORY_EFFICIENT_PERMUTATION`), so unpermute keeps each routed copy's output."""
+    (:data:`MEMORY_EFFICIENT_PERMUTATION`), so unpermute keeps each routed copy's output;
+    ``permute_fused``: the stack has ``--moe-permute-fusion`` (the fused permute's row_id_map is
+    kept)."""
     attention, core = _attention(model, shape, flash_attention=flash_attention)
     if moe:
         mlp = _moe_mlp(model, shape, swiglu_fused=swiglu_fused, imbalance=moe_imbalance,
-                       expert_output_saved=expert_output_saved)  # fmt: skip
+                       expert_output_saved=expert_output_saved,
+                       permute_fused=permute_fused)  # fmt: skip
     else:
         mlp = _dense_mlp(model, shape, swiglu_fused=swiglu_fused)
     return LayerActivations(

@@ -56,7 +56,7 @@ from planner.model.params import ParamCounts, param_counts
 from planner.space import comm_flags
 from planner.space.version_rules import split_lacking
 from planner.specs import ClusterSpec, ModelSpec, TrainingJob
-from planner.stack_versions import core_version
+from planner.stack_versions import core_version, missing
 
 NO_FLASH_ATTENTION = frozenset({"volta"})
 """Architectures without TE fused/flash attention (FlashAttention-2 and cuDNN fused attention
@@ -305,6 +305,9 @@ def _shared(
             flash_attention=opts.flash_attention,
             moe_imbalance=imbalance,
             expert_output_saved=core_version(job) < MEMORY_EFFICIENT_PERMUTATION,
+            # the launch asks for --moe-permute-fusion exactly where the stack has it
+            # (planner.megatron.stack_flags; core 0.11 and TE 1.11, mechanisms-facts §8)
+            permute_fused=missing(job, "moe_permute_fusion", "true") is None,
         )
 
     def saved(layer: LayerActivations, moe: bool) -> FloatArray:

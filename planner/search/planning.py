@@ -131,6 +131,10 @@ class Plan:
         }
 
 
+SearchMethod = Literal["exhaustive", "tpe", "none"]
+"""How the feasible layouts were searched: all of them, TPE sampling, or none (none feasible)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchStats:
     enumerated: int
@@ -141,7 +145,7 @@ class SearchStats:
     evaluated: int
     """Feasible layouts whose performance was estimated."""
     proven_optimal: bool
-    method: Literal["exhaustive", "tpe", "none"]
+    method: SearchMethod
     seed: int
     trials: int
     scenarios: int
@@ -260,23 +264,16 @@ def plan(
     def score(idx: IntArray) -> FloatArray:
         return objective.score(pool.tokens_per_s_per_gpu[idx], pool.num_gpus[idx])
 
-    study: optuna.Study | None = None
-    trials = 0
-    method: Literal["exhaustive", "tpe", "none"] = "none"
     t_search = time.perf_counter()
     axes = scenario_axes(pool, clusters, jobs)
-    if feasible and feasible <= max(budget.max_trials, budget.exhaustive_below):
-        method = "exhaustive"
-        trials = _search_exhaustively(feasible, evaluate, progress)
-    elif feasible:
-        method = "tpe"
-        study = create_study(objective, seed=budget.seed, storage=storage, study_name=study_name)
-        deadline = None if budget.time_limit_s is None else start + budget.time_limit_s
-        gpn = np.array([sc.cluster.gpus_per_node for sc in scenarios], dtype=np.int64)
-        encoding = SpaceEncoding(pool, axes, sampled=SAMPLED_AXES)
-        trials = _search_by_sampling(
-            study, encoding, pool, objective, evaluate, score, budget, gpn, deadline, progress
-        )
+    deadline = None if budget.time_limit_s is None else start + budget.time_limit_s
+
+    def new_study() -> optuna.Study:
+        return create_study(objective, seed=budget.seed, storage=storage, study_name=study_name)
+
+    method, trials, study = _search(
+        scenarios, pool, axes, objective, evaluate, score, budget, deadline, progress, new_study
+    )
     timings["search_s"] = time.perf_counter() - t_search
     timings["performance_s"] = perf_time[0]
 
@@ -348,6 +345,35 @@ def _evaluator(
         spent_s[0] += time.perf_counter() - t0
 
     return evaluate
+
+
+def _search(
+    scenarios: Sequence[Scenario],
+    pool: CandidatePool,
+    axes: dict[str, IntArray],
+    objective: Objective,
+    evaluate: Callable[[IntArray], None],
+    score: Callable[[IntArray], FloatArray],
+    budget: SearchBudget,
+    deadline: float | None,
+    progress: Progress | None,
+    new_study: Callable[[], optuna.Study],
+) -> tuple[SearchMethod, int, optuna.Study | None]:
+    """Evaluate the feasible pool: every layout when the budget covers it (the result is then
+    proven optimal), else TPE sampling and a polish in a new study; returns the method, the
+    trials and the study (TPE only)."""
+    feasible = len(pool)
+    if not feasible:
+        return "none", 0, None
+    if feasible <= max(budget.max_trials, budget.exhaustive_below):
+        return "exhaustive", _search_exhaustively(feasible, evaluate, progress), None
+    study = new_study()
+    gpn = np.array([sc.cluster.gpus_per_node for sc in scenarios], dtype=np.int64)
+    encoding = SpaceEncoding(pool, axes, sampled=SAMPLED_AXES)
+    trials = _search_by_sampling(
+        study, encoding, pool, objective, evaluate, score, budget, gpn, deadline, progress
+    )
+    return "tpe", trials, study
 
 
 def _search_exhaustively(

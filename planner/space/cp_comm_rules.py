@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from planner.layouts import CP_COMM_AUTO, BoolArray, FloatArray, LayoutBatch
+from planner.space.rule_context import RuleContext
 from planner.specs import CP_COMM_TYPES, ClusterSpec, ModelSpec
 
 __all__ = ["CP_COMM_RULES", "hierarchical_sizes", "valid_cp_comm"]
 
-Ctx = Any  # planner.space.rules._Context (imported there; a protocol would only repeat it)
+Ctx = RuleContext
 
 P2P, ALL_GATHER, A2A, A2A_P2P = range(len(CP_COMM_TYPES))
 

@@ -15,11 +15,12 @@ from planner.layout_settings import FP8_GATHER_ON, GRAPHS_PARTIAL, MODULE_BITS, 
 from planner.layouts import RECOMPUTE_FULL, RECOMPUTE_NONE, SHARD_NONE, BoolArray
 from planner.model.pipeline_layout import parse_pipeline_layout
 from planner.space.offload_rules import OFFLOAD_RULES
+from planner.space.rule_context import RuleContext
 from planner.specs import SpecError
 
 __all__ = ["MEMORY_RULES", "has_layout"]
 
-Ctx = Any  # planner.space.rules._Context (imported there; a protocol would only repeat it)
+Ctx = RuleContext
 
 
 def has_layout(ctx: Ctx) -> BoolArray:

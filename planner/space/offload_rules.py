@@ -12,10 +12,11 @@ from typing import Any
 from planner.layout_settings import MODULE_BITS, effective_modules
 from planner.layouts import BoolArray
 from planner.offload_modules import MOE_INTERNAL_MODULES, offload_mask, offload_modules_of
+from planner.space.rule_context import RuleContext
 
 __all__ = ["OFFLOAD_RULES"]
 
-Ctx = Any  # planner.space.rules._Context
+Ctx = RuleContext
 _MOE_INTERNAL = offload_mask(MOE_INTERNAL_MODULES)
 
 

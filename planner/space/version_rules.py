@@ -34,6 +34,7 @@ from planner.layouts import (
 )
 from planner.model.pipeline import split_layers
 from planner.space import comm_flags
+from planner.space.rule_context import RuleContext
 from planner.specs import CP_COMM_TYPES, GPUSpec, Layout, ModelSpec, TrainingJob
 from planner.stack_versions import (
     Feature,
@@ -57,7 +58,7 @@ __all__ = [
     "usage",
 ]
 
-Ctx = Any  # planner.space.rules._Context
+Ctx = RuleContext
 CUTLASS_PRECISIONS = frozenset({"bf16", "fp16"})
 GROUPED_ARCHITECTURES = frozenset({"hopper", "blackwell", "rubin"})
 """The GPUs the facts name for TE's grouped kernels (mechanisms-facts §4.1: CUTLASS on SM90,

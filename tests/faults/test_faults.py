@@ -1,24 +1,20 @@
 """Fault suite: kill -9 the server (and ``planner worker`` processes) at random points of a
-stream of jobs; stop PostgreSQL for 10 s. Zero jobs lost, none run to the end twice."""
+stream of jobs; stop PostgreSQL (a throw-away server of the test's own) for 10 s. Zero jobs lost,
+none run to the end twice."""
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.exc import OperationalError
 
 from tests.faults.conftest import Service, has_worker_command
+from tests.faults.throwaway_postgres import ThrowawayPostgres, unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-PG_ADMIN_URL = "postgresql+psycopg://postgres:postgres@127.0.0.1:5432/"
 NUM_JOBS = 16
 
 
@@ -70,71 +66,25 @@ def test_kill_9_at_random_points_loses_no_job_and_repeats_only_killed_runs(tmp_p
         service.stop()
 
 
-def _postgres_cluster() -> bool:
-    return (
-        hasattr(os, "geteuid")
-        and os.geteuid() == 0
-        and shutil.which("pg_ctlcluster") is not None
-        and Path("/etc/postgresql/15/main").is_dir()
-    )
-
-
-def _postgres_unreachable(url: str = PG_ADMIN_URL + "postgres") -> str | None:
-    """Why the suite cannot use PostgreSQL at ``url`` (None when it answers): the cluster may
-    exist but be stopped, or listen elsewhere, or refuse the postgres:postgres login."""
-    engine = create_engine(url, connect_args={"connect_timeout": 3})
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("select 1"))
-    except OperationalError as exc:
-        first = str(exc.orig or exc).strip().splitlines()[0]
-        return (
-            f"no PostgreSQL answering as postgres:postgres at {url.rsplit('@', 1)[-1]} "
-            f"({first}); start it as .ci/run does"
-        )
-    finally:
-        engine.dispose()
-    return None
-
-
-@pytest.mark.postgres_server
-@pytest.mark.skipif(
-    not _postgres_cluster(), reason="needs root and the PostgreSQL 15 'main' cluster"
-)
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 def test_postgres_down_for_10_s_loses_no_job_and_runs_none_twice(tmp_path: Path) -> None:
-    reason = _postgres_unreachable()
-    if reason is not None:  # the cluster exists but nothing answers on 5432: not this test's fault
-        pytest.skip(reason)
-    name = f"planner_faults_{os.getpid()}"
-    admin = create_engine(PG_ADMIN_URL + "postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    service = Service(
-        tmp_path,
-        PG_ADMIN_URL + name,
-        PLANNER_JOB_HEARTBEAT_S="0.5",
-        PLANNER_JOB_STALE_AFTER_S="5",
-    )
-    ids: dict[int, str] = {}
-    stopped = False
-    try:
-        service.start()
-        for seed in range(1, NUM_JOBS + 1):
-            ids[seed] = service.submit(seed)
-        time.sleep(0.5)
-        subprocess.run(["pg_ctlcluster", "15", "main", "stop", "-m", "fast"], check=True)
-        stopped = True
-        time.sleep(10)
-        subprocess.run(["pg_ctlcluster", "15", "main", "start"], check=True)
-        stopped = False
-        _assert_each_job_ran_once(service, ids, timeout_s=60)
-    finally:
-        if stopped:
-            subprocess.run(["pg_ctlcluster", "15", "main", "start"], check=False)
-        service.stop()
-        admin = create_engine(PG_ADMIN_URL + "postgres", isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    # its own server: stopping the shared one would fail every other user of it meanwhile
+    with ThrowawayPostgres() as postgres:
+        service = Service(
+            tmp_path,
+            postgres.url,
+            PLANNER_JOB_HEARTBEAT_S="0.5",
+            PLANNER_JOB_STALE_AFTER_S="5",
+        )
+        ids: dict[int, str] = {}
+        try:
+            service.start()
+            for seed in range(1, NUM_JOBS + 1):
+                ids[seed] = service.submit(seed)
+            time.sleep(0.5)
+            postgres.stop()
+            time.sleep(10)
+            postgres.start()
+            _assert_each_job_ran_once(service, ids, timeout_s=60)
+        finally:
+            service.stop()
