@@ -132,6 +132,10 @@ def page(
         from app.web import cluster_form
 
         ctx |= cluster_form.context(backend)
+    if kind == "gpus" and "gpu_form" not in ctx and not error:  # and the GPU page its own
+        from app.web import gpu_form
+
+        ctx |= gpu_form.context(backend)
     return templates(request.app).TemplateResponse(
         request, "catalog.html", ctx, status_code=status_code
     )
@@ -203,7 +207,13 @@ async def parse_model(request: Request, backend: Backend) -> Response:
 
 @router.get("/catalog/gpus", response_class=HTMLResponse)
 def catalog_gpus(request: Request, backend: Backend) -> Response:
-    return page(request, backend, "gpus")
+    from app.web import gpu_form  # the add/change form (app/web/gpu_form.py)
+
+    edit, copy = request.query_params.get("edit", ""), request.query_params.get("copy", "")
+    ctx = gpu_form.edit_context(backend, edit or copy, copy=not edit) if edit or copy else {}
+    saved = request.query_params.get("saved", "")
+    ctx["saved"] = saved if re.match(SLUG_PATTERN, saved) else None
+    return page(request, backend, "gpus", ctx)
 
 
 @router.get("/catalog/clusters", response_class=HTMLResponse)
