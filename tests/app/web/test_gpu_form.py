@@ -124,3 +124,14 @@ def test_delete_refuses_a_gpu_a_cluster_uses_with_the_apis_message(client: TestC
     client.post("/catalog/clusters/my-dgx/delete", data={"confirm": "1"})
     r = client.post("/catalog/gpus/my-gpu/delete", data={"confirm": "1"}, follow_redirects=False)
     assert r.status_code == 303 and client.get("/v1/gpus/my-gpu").status_code == 404
+
+
+def test_several_errors_are_announced_with_their_count(client: TestClient) -> None:  # noqa: F811
+    r = client.post("/catalog/gpus", data=GOOD | {"hbm_gib": "", "sm_count": "x"})
+    assert (
+        '<p class="form-error error-summary" role="alert" id="gpu-error-summary">2 fields to '
+        in r.text
+    )
+    r = client.post("/catalog/clusters", data={"slug": "A", "gpu": "h100-sxm-80gb"})
+    assert 'role="alert" id="cluster-error-summary">2 fields to fix' in r.text
+    assert "error-summary" not in client.get("/catalog/gpus").text
