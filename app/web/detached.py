@@ -57,7 +57,8 @@ async def delete_detached(request: Request, backend: Backend) -> Response:
         step = {"former": former, "step": "missing"}
         return _page(request, backend, step, status_code=exc.status_code)
     query = urlencode({"detached_deleted": former, "measured": measured, "fitted": fitted})
-    return RedirectResponse(f"/calibration?{query}#detached", status_code=303)  # reload: a GET
+    # no #fragment: a page opened at one skips autofocus, and the status takes the focus
+    return RedirectResponse(f"/calibration?{query}", status_code=303)  # a reload: a GET
 
 
 @router.get("/calibration/detached/{former}/runs.json")

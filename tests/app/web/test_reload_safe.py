@@ -90,3 +90,15 @@ def test_a_model_added_from_its_config_lands_on_a_page_that_reads_it(client: Tes
         assert '<th scope="row">hidden_size</th><td><code>1024</code>' in text
         assert "already in the catalog" not in text
     assert client.get("/v1/models/tiny-llama").json()["version"] == 1
+
+
+def test_a_confirmed_delete_of_detached_runs_redirects(client: TestClient) -> None:  # noqa: F811
+    from tests.app.web.test_detached_page import _detach
+
+    _detach(client)
+    data = {"former": "my-dgx", "confirm": "my-dgx"}
+    r = client.post("/calibration/detached/delete", data=data, follow_redirects=False)
+    assert r.status_code == 303
+    assert r.headers["location"] == "/calibration?detached_deleted=my-dgx&measured=3&fitted=1"
+    page = html.unescape(client.get(r.headers["location"]).text)  # the reload: a GET
+    assert "Deleted 3 detached measurements and 1 calibration of the deleted cluster my-dgx" in page
