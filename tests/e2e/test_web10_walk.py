@@ -137,3 +137,19 @@ def test_the_plan_form_refuses_a_number_in_another_script_before_posting(
     expect(page.locator("#global_batch_size-error")).to_contain_text("you typed '1_024'")
     expect(page.locator("#error-summary")).to_contain_text("2 fields to fix")
     expect(page).to_have_url(server + "/")  # refused in the page: nothing posted
+
+
+def test_a_table_wider_than_a_phone_is_a_named_tab_stop_that_scrolls(
+    phone: Page, server: str, browser: Browser
+) -> None:
+    phone.goto(server + "/catalog/models")  # eleven columns: wider than 390 px
+    wrap = phone.locator(".table-wrap").first
+    expect(wrap).to_have_attribute("role", "region")
+    expect(wrap).to_have_attribute("aria-label", "Models (scrolls sideways: arrow keys)")
+    _tab_to(phone, ".table-wrap")
+    phone.keyboard.press("ArrowRight")
+    phone.wait_for_function("() => document.querySelector('.table-wrap').scrollLeft > 0")
+    wide = browser.new_context(viewport={"width": 1900, "height": 900}).new_page()
+    wide.goto(server + "/catalog/gpus")  # fits a wide window: no extra tab stop
+    expect(wide.locator(".table-wrap").first).not_to_have_attribute("tabindex", "0")
+    wide.context.close()
