@@ -159,13 +159,16 @@ def errors_of(exc: AppError | ValidationError) -> dict[str, str]:
         figure = BY_FIELD.get(field)
         name = figure.name if figure else field if field in CHOICES else "slug"
         message = _in_form_words(str(error.get("message")))
-        if field == "slug":  # the schema's pattern, said as the other forms say it
-            message = f"{SLUG_RULE} ({message})"
+        if field == "slug":  # the schema's pattern (a regex), said as the other forms say it
+            message = SLUG_RULE
         found.setdefault(name, message)
     return found
 
 
-SLUG_RULE = "Name must be lower-case letters, digits, '.', '_' or '-' (a slug such as my-h100)"
+SLUG_RULE = (
+    "Name must be lower-case letters, digits, '.', '_' or '-', at most 128 characters "
+    "(a slug such as my-h100)."
+)
 
 
 def _slug_error(slug: str) -> dict[str, str]:
