@@ -32,6 +32,7 @@ from app.core.engine import unit_of_work
 from app.core.errors import AppError
 from app.planning.convert import RequestError
 from app.security.ownership import NotYoursError, viewer_of
+from app.web import numbers
 from app.web.batch_view import BatchView, BestCache, batch_view
 from app.web.templating import templates
 from planner import SpecError
@@ -152,11 +153,38 @@ def _where(found: JobsFile, index: int) -> str:
     return f"row {index + 1}" + (f" ({', '.join(parts)})" if parts else "")
 
 
+def _number_columns() -> dict[str, set[str]]:
+    """The batch job's number columns by JSON type ("integer", "number"), read from the API's
+    own schema."""
+    from app.batches.schemas import BatchJobCreate
+
+    found: dict[str, set[str]] = {"integer": set(), "number": set()}
+
+    def walk(name: str, node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in found:
+                found[node["type"]].add(name)
+            for part in (node.get("anyOf") or []) + [node.get("items")]:
+                walk(name, part)
+
+    for name, prop in BatchJobCreate.model_json_schema()["properties"].items():
+        walk(name, prop)
+    return found
+
+
 def _batch_jobs(found: JobsFile) -> tuple[list[tuple[int, dict[str, Any]]], list[_RowError]]:
     """(index, the API's batch job) of every row that checks, and an error per bad cell."""
     jobs: list[tuple[int, dict[str, Any]]] = []
     errors: list[_RowError] = []
+    columns = _number_columns()
+    numeric = columns["integer"] | columns["number"]
     for index, row in enumerate(found.jobs):
+        odd = [(k, v) for k, v in row.items() if k in numeric and isinstance(v, str)]
+        odd = [(k, piece) for k, v in odd if (piece := numbers.misspelled(v)) is not None]
+        if odd:  # the request's lax parsing would read '1_000' as 1000: said here instead
+            errors += [(index, f"{_where(found, index)}, column {k}: " + numbers.refusal(k, v,
+                       whole=k in columns["integer"])) for k, v in odd]  # fmt: skip
+            continue
         try:
             jobs.append((index, batch_job(row)))
         except RequestError as exc:  # every bad cell of the row, each with its column

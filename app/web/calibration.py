@@ -8,14 +8,20 @@ later plans on that cluster use the fitted profile.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.core.errors import AppError
+from app.core.schemas import SLUG_PATTERN
+from app.web import numbers
 from app.web.backend import Backend
+from app.web.calibration_result import result_url
 from app.web.form_checks import is_whole
 from app.web.templating import templates
 from planner.specs import SpecError
@@ -38,7 +44,7 @@ def media_type(filename: str) -> str:
     return "text/plain"
 
 
-def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
+def page_context(backend: Backend, **extra: Any) -> dict[str, Any]:
     return {
         "clusters": backend.list_clusters(),
         "nav": "calibration",
@@ -59,7 +65,22 @@ def _context(backend: Backend, **extra: Any) -> dict[str, Any]:
 
 @router.get("/calibration", response_class=HTMLResponse)
 def calibration_page(request: Request, backend: Backend) -> Response:
-    return templates(request.app).TemplateResponse(request, "calibration.html", _context(backend))
+    ctx = page_context(backend, **done_steps(request.query_params))
+    return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
+
+
+def done_steps(query: Mapping[str, str]) -> dict[str, Any]:
+    """What a delete that redirected here (POST/redirect/GET) did, from its query: the page
+    says it, and a reload reads it again instead of posting the delete a second time."""
+    counts = [numbers.read_whole(query.get(key, "")) for key in ("measured", "fitted")]
+    measured, fitted = (n or 0 for n in counts)
+    steps: dict[str, Any] = {}
+    for key, name in (("rows_deleted", "cluster"), ("detached_deleted", "former")):
+        slug = query.get(key, "")
+        if re.fullmatch(SLUG_PATTERN, slug):
+            step = {name: slug, "step": "deleted", "measured": measured, "fitted": fitted}
+            steps["stored" if name == "cluster" else "detached_step"] = step
+    return steps
 
 
 @router.post("/calibration", response_class=HTMLResponse)
@@ -77,13 +98,15 @@ async def calibrate(request: Request, backend: Backend) -> Response:
             backend.calibration_preview, cluster, body, media_type(upload.filename), save
         )
     except SpecError as exc:
-        ctx = _context(
+        ctx = page_context(
             backend, error={"field": exc.field or "file", "message": exc.message}, cluster=cluster
         )
         return templates(request.app).TemplateResponse(
             request, "calibration.html", ctx, status_code=422
         )
-    ctx = _context(backend, preview=result, cluster=cluster, saved=result.get("saved"))
+    if result.get("saved"):  # stored: its page reads it back, so a reload stores nothing again
+        return RedirectResponse(result_url(cluster, result["saved"]), status_code=303)
+    ctx = page_context(backend, preview=result, cluster=cluster, saved=None)
     return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
 
 
@@ -99,13 +122,15 @@ async def delete_measurements(request: Request, backend: Backend) -> Response:
         if confirmed:
             await run_in_threadpool(backend.delete_measurements, cluster)
     except AppError as exc:
-        ctx = _context(backend, stored={"cluster": cluster, "error": exc.message})
+        ctx = page_context(backend, stored={"cluster": cluster, "error": exc.message})
         return templates(request.app).TemplateResponse(
             request, "calibration.html", ctx, status_code=exc.status_code
         )
-    step = "deleted" if confirmed else "confirm"
-    stored = {"cluster": cluster, "step": step, "measured": counts[0], "fitted": counts[1]}
-    ctx = _context(backend, cluster=cluster, stored=stored)
+    if confirmed:  # POST/redirect/GET: a reload must not delete rows stored since
+        query = urlencode({"rows_deleted": cluster, "measured": counts[0], "fitted": counts[1]})
+        return RedirectResponse(f"/calibration?{query}#stored-title", status_code=303)
+    stored = {"cluster": cluster, "step": "confirm", "measured": counts[0], "fitted": counts[1]}
+    ctx = page_context(backend, cluster=cluster, stored=stored)
     return templates(request.app).TemplateResponse(request, "calibration.html", ctx)
 
 
@@ -176,7 +201,7 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
         own = {"suggest_k": "suggest_k", "k": "suggest_k"}
         own |= {"suggest_max_nodes": "suggest_max_nodes", "max_nodes": "suggest_max_nodes"}
         field = own.get(exc.field or "", "suggest_request")  # the request's fields: their inputs
-        ctx = _context(
+        ctx = page_context(
             backend,
             suggest_error={"field": field, "message": exc.message},
             suggest_text=text,
@@ -186,7 +211,7 @@ async def suggest_runs(request: Request, backend: Backend) -> Response:
         return templates(request.app).TemplateResponse(
             request, "calibration.html", ctx, status_code=422
         )
-    ctx = _context(
+    ctx = page_context(
         backend,
         suggestions=result,
         suggest_text=text,

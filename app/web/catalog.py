@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.catalog.network import TOPOLOGY_LABELS
 from app.core.schemas import SLUG_PATTERN
@@ -132,6 +133,10 @@ def page(
         from app.web import cluster_form
 
         ctx |= cluster_form.context(backend)
+    if kind == "gpus" and "gpu_form" not in ctx and not error:  # and the GPU page its own
+        from app.web import gpu_form
+
+        ctx |= gpu_form.context(backend)
     return templates(request.app).TemplateResponse(
         request, "catalog.html", ctx, status_code=status_code
     )
@@ -139,7 +144,17 @@ def page(
 
 @router.get("/catalog/models", response_class=HTMLResponse)
 def catalog_models(request: Request, backend: Backend) -> Response:
-    return page(request, backend, "models")
+    added = request.query_params.get("added", "")  # where "Parse and add" lands (a 303)
+    row = next((r for r in backend.catalog_rows("models") if r["slug"] == added), None)
+    if row is None or row.get("builtin"):
+        return page(request, backend, "models")
+    spec = {k: v for k, v in row.items() if k not in ("slug", "builtin", "name")}
+    extra = {"parsed": _spec_rows(spec), "parsed_name": added, "stored": True}
+    return page(request, backend, "models", extra)
+
+
+def _spec_rows(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(k, json.dumps(v)) for k, v in spec.items() if k != "sources"]
 
 
 @router.post("/catalog/models", response_class=HTMLResponse)
@@ -191,19 +206,21 @@ async def parse_model(request: Request, backend: Backend) -> Response:
             {"config_text": text, key: exc.message, "parsed_name": typed},
             status_code=422,
         )
-    parsed = [(k, json.dumps(v)) for k, v in spec.items() if k != "sources"]
-    extra = {
-        "config_text": text,
-        "parsed": parsed,
-        "parsed_name": name,
-        "stored": bool(form.get("store")),
-    }
-    return page(request, backend, "models", extra)
+    if form.get("store"):  # POST/redirect/GET: a reload reads the entry, never adds it again
+        return RedirectResponse(f"/catalog/models?added={quote(name)}", status_code=303)
+    extra = {"config_text": text, "parsed": _spec_rows(spec), "parsed_name": name}
+    return page(request, backend, "models", extra | {"stored": False})
 
 
 @router.get("/catalog/gpus", response_class=HTMLResponse)
 def catalog_gpus(request: Request, backend: Backend) -> Response:
-    return page(request, backend, "gpus")
+    from app.web import gpu_form  # the add/change form (app/web/gpu_form.py)
+
+    edit, copy = request.query_params.get("edit", ""), request.query_params.get("copy", "")
+    ctx = gpu_form.edit_context(backend, edit or copy, copy=not edit) if edit or copy else {}
+    saved = request.query_params.get("saved", "")
+    ctx["saved"] = saved if re.match(SLUG_PATTERN, saved) else None
+    return page(request, backend, "gpus", ctx)
 
 
 @router.get("/catalog/clusters", response_class=HTMLResponse)

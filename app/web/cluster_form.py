@@ -8,7 +8,6 @@ input. A change adds a version of the entry, as PUT does; built-in presets stay 
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -21,6 +20,7 @@ from app.catalog.service import CatalogService
 from app.core.engine import unit_of_work
 from app.core.errors import AppError
 from app.core.schemas import SLUG_PATTERN
+from app.web import numbers
 from app.web.backend import Backend
 from app.web.catalog import page
 
@@ -86,13 +86,11 @@ def _number(values: dict[str, str], name: str, errors: dict[str, str], *, whole:
     text = values.get(name, "")
     if not text:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or (whole and value != int(value)):
+    value = numbers.read_decimal(text)  # ASCII decimal only: not '٣' or '1_000'
+    if value is None or value <= 0 or (whole and value != int(value)):
         kind = "a whole number, 1 or more" if whole else "a number above 0"
-        errors[name] = f"{FIELDS[name]} must be {kind}; you typed {text!r}."
+        form = numbers.WHOLE_FORM if whole else numbers.DECIMAL_FORM
+        errors[name] = f"{FIELDS[name]} must be {kind} ({form}); you typed {text!r}."
         return None
     return int(value) if whole else value * GB
 

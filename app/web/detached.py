@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.core.errors import AppError
 from app.web.backend import Backend
-from app.web.calibration import _context
+from app.web.calibration import page_context
 from app.web.templating import templates
 
 router = APIRouter(include_in_schema=False)
@@ -31,7 +31,7 @@ def _page(
     request: Request, backend: Backend, detached_step: dict[str, Any], status_code: int = 200
 ) -> Response:
     """The calibration page with the detached section at ``detached_step``."""
-    ctx = _context(backend, detached_step=detached_step)
+    ctx = page_context(backend, detached_step=detached_step)
     return templates(request.app).TemplateResponse(
         request, "calibration.html", ctx, status_code=status_code
     )
@@ -56,8 +56,9 @@ async def delete_detached(request: Request, backend: Backend) -> Response:
     except AppError as exc:  # gone between the two reads: the same answer as above
         step = {"former": former, "step": "missing"}
         return _page(request, backend, step, status_code=exc.status_code)
-    step = {"former": former, "step": "deleted", "measured": measured, "fitted": fitted}
-    return _page(request, backend, step)
+    query = urlencode({"detached_deleted": former, "measured": measured, "fitted": fitted})
+    # no #fragment: a page opened at one skips autofocus, and the status takes the focus
+    return RedirectResponse(f"/calibration?{query}", status_code=303)  # a reload: a GET
 
 
 @router.get("/calibration/detached/{former}/runs.json")

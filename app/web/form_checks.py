@@ -9,7 +9,6 @@ read from ``PlanJobCreate``'s fields, never restated here.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import models_db
 from app.planning import axis_rules
 from app.planning.schemas import PlanJobCreate
-from app.web import forms, memory_form, stack_form, wording
+from app.web import forms, memory_form, numbers, stack_form, wording
 from planner.specs import SpecError
 
 LABELS = {
@@ -95,20 +94,15 @@ def all_input_rules() -> dict[str, dict[str, str]]:
 
 def is_whole(text: str) -> bool:
     """Digits 0-9 only: ``str.isdigit`` also takes '²' and '٣', which ``int`` then refuses or
-    reads as another number than the one shown."""
-    return text.isascii() and text.isdigit()
+    reads as another number than the one shown (:mod:`app.web.numbers`)."""
+    return numbers.read_whole(text) is not None
 
 
 def check_number(name: str, text: str, errors: dict[str, str]) -> float | None:
     label = LABELS.get(name, name)
-    try:
-        value = float(text)
-    except ValueError:
-        kind = "a whole number" if name in WHOLE + AXES else "a number"
-        errors[name] = f"{label} must be {kind}; you typed {text!r}."
-        return None
-    if not math.isfinite(value):  # '1e999', 'inf', 'nan' parse as floats but are no numbers
-        errors[name] = f"{label} must be a finite number; you typed {text!r}."
+    value = numbers.read_decimal(text)  # ASCII only: not '٣', '1_000', 'inf' or '1e999'
+    if value is None:
+        errors[name] = numbers.refusal(label, text, whole=name in WHOLE + AXES)
         return None
     if name in WHOLE + AXES and value != int(value):
         errors[name] = f"{label} must be a whole number; you typed {text!r}."

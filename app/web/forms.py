@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.input_policy import load_json_text
-from app.web import memory_form, stack_form
+from app.web import memory_form, numbers, stack_form
 from planner.specs import SpecError
 
 RECOMPUTE_OPTIONS = ("none", "selective", "full")
@@ -174,7 +174,7 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
     for name, _ in AXIS_FIELDS:
         text = str(values.get(name, "")).replace(" ", "")
         if text:
-            whole = text.isascii() and text.isdigit()  # not "²", which isdigit() takes
+            whole = numbers.read_whole(text) is not None  # not "²", which isdigit() takes
             req[name] = _number(name, text, int) if whole else text
     for name, _ in MAX_FIELDS:
         text = str(values.get(name, "")).strip()
@@ -208,11 +208,10 @@ def to_request(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _number(name: str, text: str, kind: type[int] | type[float]) -> int | float:
-    try:
-        return kind(float(text)) if kind is float else kind(text)
-    except ValueError:
-        word = "a whole number" if kind is int else "a number"
-        raise SpecError(f"{name} must be {word}, got {text!r}", field=name) from None
+    value = numbers.read_whole(text) if kind is int else numbers.read_decimal(text)
+    if value is None:  # ASCII decimal only (app/web/numbers.py): not '٣' or '1_000'
+        raise SpecError(numbers.refusal(name, text, whole=kind is int), field=name)
+    return value
 
 
 def _parse_config(text: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.web import numbers
 from planner.specs import SpecError
 
 DTYPE_OPTIONS = (("fp32", "fp32"), ("bf16", "bf16 (changes numerics)"),
@@ -83,7 +84,7 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
         text = str(values.get(name, "")).strip()
         if text:
             # digits 0-9 only ('²' passes isdigit); the least value is the request schema's
-            if not (text.isascii() and text.isdigit()):
+            if numbers.read_whole(text) is None:
                 message = (
                     f"{TEXT_LABELS[name]} must be a whole number, {least} or more; got {text!r}"
                 )
@@ -91,15 +92,15 @@ def memory_request(values: Mapping[str, Any]) -> dict[str, Any]:
             req[name] = int(text)
     fractions = str(values.get("optimizer_offload_fraction", "")).replace(" ", "")
     if fractions:
-        try:
-            req["optimizer_offload_fraction"] = [float(x) for x in fractions.split(",") if x]
-        except ValueError:
+        read = [numbers.read_decimal(x) for x in fractions.split(",") if x]
+        if any(x is None for x in read):  # ASCII decimal only (app/web/numbers.py)
             raise SpecError(
                 f"{TEXT_LABELS['optimizer_offload_fraction']} must be numbers from 0 to 1 "
-                "(0 or a list: 0,0.5), "
+                "in ASCII digits (0 or a list: 0,0.5), "
                 f"got {fractions!r}",
                 field="optimizer_offload_fraction",
-            ) from None
+            )
+        req["optimizer_offload_fraction"] = read
     layout = str(values.get("pipeline_layout", "")).strip()
     if layout:
         req["pipeline_layout"] = layout

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.catalog.network import NIC_RATE_HELP, NICS_HELP, TOPOLOGY_HELP, TOPOLOGY_LABELS
 from app.planning.stack_fields import STACK_FIELDS, StackField
+from app.web import numbers
 from planner.specs import SpecError
 
 SWITCH = {"on": True, "off": False}
@@ -103,13 +104,13 @@ def stack_request(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _number(name: str, text: str, kind: type[int] | type[float]) -> int | float:
-    try:
-        return kind(text)
-    except ValueError:
-        word = "a whole number" if kind is int else "a number"
-        if name.endswith("bytes_per_s"):  # the example only where the unit is bytes per second
-            word += " (50e9 is 50 GB/s)"
-        raise SpecError(f"{name} must be {word}, got {text!r}", field=name) from None
+    value = numbers.read_whole(text) if kind is int else numbers.read_decimal(text)
+    if value is not None:  # ASCII decimal only (app/web/numbers.py): not '٣' or '1_000'
+        return value
+    message = numbers.refusal(name, text, whole=kind is int)
+    if name.endswith("bytes_per_s"):  # the example only where the unit is bytes per second
+        message = message.replace(" such as 50, 0.5 or 50e9", " such as 50e9 (50 GB/s)")
+    raise SpecError(message, field=name)
 
 
 def stack_form_values(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -154,9 +154,36 @@
     });
   }
 
+  // A table wider than the window scrolls sideways inside its .table-wrap; a keyboard user can
+  // scroll it only if the scroller takes the focus (arrow keys then scroll it), so one that
+  // overflows becomes a named tab stop, and one that fits is left out of the tab order.
+  function tableName(wrap) {
+    var table = wrap.querySelector("table"), caption = table && table.querySelector("caption");
+    if (caption && caption.textContent.trim()) return caption.textContent.trim();
+    for (var el = wrap.previousElementSibling || wrap.parentElement; el; el = el.previousElementSibling || el.parentElement) {
+      if (/^H[1-4]$/.test(el.tagName)) return el.textContent.trim();
+      if (el === document.body) break;
+    }
+    return "Table";
+  }
+
+  function markScrollers() {
+    document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth + 1) {
+        wrap.setAttribute("tabindex", "0");
+        wrap.setAttribute("role", "region");
+        wrap.setAttribute("aria-label", tableName(wrap) + " (scrolls sideways: arrow keys)");
+      } else if (wrap.getAttribute("role") === "region") {
+        wrap.removeAttribute("tabindex"); wrap.removeAttribute("role"); wrap.removeAttribute("aria-label");
+      }
+    });
+  }
+  window.addEventListener("resize", markScrollers);
+
   function init(root) {
     (root || document).querySelectorAll("canvas[data-chart]").forEach(draw);
     (root || document).querySelectorAll("[data-copy-target]").forEach(wireCopy);
+    markScrollers();
   }
 
   document.addEventListener("DOMContentLoaded", function () {

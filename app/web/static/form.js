@@ -5,6 +5,10 @@
 (function () {
   "use strict";
 
+  var DECIMAL = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+  var WHOLE_WORDS = "a whole number (ASCII digits 0-9 only, such as 8)";
+  var DECIMAL_WORDS = "a number (ASCII digits with an optional '.' and exponent, such as 50, 0.5 or 50e9)";
+
   function fmt(n) { return Number(n).toLocaleString("en-US"); }
 
   function value(form, name) {
@@ -20,8 +24,10 @@
       if (!whole || pieces.every(function (p) { return /^\d+$/.test(p); })) return null;
       return label + " must be whole numbers: one (4), a list (1,2,4) or a range (1-8); you typed '" + text + "'.";
     }
-    var n = Number(text);
-    if (text === "" || !isFinite(n)) return label + " must be " + (whole ? "a whole number" : "a number") + "; you typed '" + text + "'.";
+    // ASCII decimal only, as the server reads it (app/web/numbers.py): not "0x10", "1_000" or "٣"
+    var n = DECIMAL.test(text) ? Number(text) : NaN;
+    if (DECIMAL.test(text) && !isFinite(n)) return label + " must be a finite number; you typed '" + text + "'.";
+    if (text === "" || !isFinite(n)) return label + " must be " + (whole ? WHOLE_WORDS : DECIMAL_WORDS) + "; you typed '" + text + "'.";
     if (whole && n !== Math.floor(n)) return label + " must be a whole number; you typed '" + text + "'.";
     var lo = input.dataset.min, hi = input.dataset.max;
     if ((lo !== undefined && n < Number(lo)) || (hi !== undefined && n > Number(hi))) {

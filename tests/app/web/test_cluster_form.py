@@ -22,7 +22,7 @@ def test_a_cluster_is_added_with_its_network_in_bytes(client: TestClient) -> Non
     assert spec["inter_node_bandwidth_bytes_per_s"] == 50e9
     page = html.unescape(client.get("/catalog/clusters?saved=my-dgx").text)
     assert "Saved <code>my-dgx</code>" in page
-    assert 'href="/catalog/clusters?edit=my-dgx"' in page
+    assert 'href="/catalog/clusters?edit=my-dgx#cluster-form-box"' in page
 
 
 def test_bad_numbers_are_named_beside_their_inputs(client: TestClient) -> None:  # noqa: F811

@@ -160,4 +160,5 @@ def test_infinite_and_nan_numbers_are_field_errors_not_a_crash() -> None:
     }
     errors = form_checks.check_values(values)
     assert errors["global_batch_size"].endswith("must be a finite number; you typed '1e999'.")
-    assert "finite" in errors["seq_length"] and "finite" in errors["token_budget"]
+    assert "whole number (ASCII digits 0-9 only" in errors["seq_length"]
+    assert "a number (ASCII digits with an optional '.' and exponent" in errors["token_budget"]

@@ -22,7 +22,10 @@ def test_every_bad_field_is_flagged_under_itself(client: TestClient) -> None:  #
     assert response.status_code == 422
     html = response.text
     assert _error(html, "seq_length") == "Sequence length must be between 1 and 1,048,576."
-    assert _error(html, "token_budget") == "Token budget must be a finite number; you typed 'NaN'."
+    assert _error(html, "token_budget") == (
+        "Token budget must be a number (ASCII digits with an optional '.' and exponent, such as "
+        "50, 0.5 or 50e9); you typed 'NaN'."
+    )
     price = "Price per GPU-hour must be more than 0 and at most 10,000."  # 0 is refused too
     assert _error(html, "usd_per_gpu_hour") == price
     assert "GPU counts must be whole numbers" in (_error(html, "num_gpus") or "")
