@@ -6,12 +6,17 @@ from typing import Any
 
 
 def band_note(band: dict[str, Any]) -> str:
-    """What the brackets are, naming whose held-out errors the band was measured on."""
+    """What the brackets are: the band's rule as the planner states it (``interval.band``: e.g.
+    widened for a campaign the fit never saw, or narrowed by a calibrated cluster's level), and
+    whose held-out errors it was measured on."""
     regime = f" of {band['regime']} runs" if band.get("regime") else ""
-    return (
-        f"tokens/s/GPU in brackets: the 80 % prediction band of cross-validated errors{regime} "
-        "(models_db/intervals)"
-    )
+    rule = band.get("band")
+    if not rule:
+        return (
+            f"tokens/s/GPU in brackets: the 80 % prediction band of cross-validated "
+            f"errors{regime} (models_db/intervals)"
+        )
+    return f"tokens/s/GPU in brackets: {rule}; residuals{regime} (models_db/intervals)"
 
 
 def tokens_cell(perf: dict[str, Any]) -> str:

@@ -132,6 +132,9 @@ def prediction(plan: RankedPlan) -> dict[str, Any]:
         # whose errors the band is: the layout's regime, or the parent it fell back to (and why)
         "regime": band.get("regime"),
         "fallback": band.get("fallback"),
+        # the band's rule in words (widened for a never-calibrated campaign, or narrowed by the
+        # cluster's calibrated level)
+        "rule": band.get("band"),
     }
 
 

@@ -198,6 +198,8 @@ def test_prediction_interval_and_extrapolation_are_shown(
         re.compile(r"\d+\.\d\d\s*s to \d+\.\d\d\s*s")
     )
     expect(page.locator("#extrapolating")).to_contain_text("longer than any measured run")
+    # the note states the band's rule as the planner made it (no calibrated cluster here)
+    expect(page.locator("#band-note")).to_contain_text("widened for a campaign the fit never saw")
     expect(page.locator("#stage-table tbody tr")).to_have_count(4)
     assert_no_sideways_scroll(page)
     shoot(page, artifacts, f"interval-{width}")

@@ -32,3 +32,9 @@ def test_a_borrowed_band_says_so() -> None:
     text = _printed(PERF | {"interval": {"regime": "all", "fallback": why}})
     assert "errors of all runs" in text
     assert f"band: {why}" in text
+
+
+def test_the_note_states_the_band_rule_the_planner_used() -> None:
+    rule = "80 % predictive band widened for a campaign the fit never saw: sd 0.107"
+    text = _printed(PERF | {"interval": {"regime": "dense/multi-node/cp=1/bf16", "band": rule}})
+    assert f"in brackets: {rule}; residuals of dense/multi-node/cp=1/bf16 runs" in text
