@@ -5,10 +5,12 @@ Eager PyTorch/TE launches every kernel from Python: a few microseconds of host t
 (§3.1). While the GPU has queued work the host runs ahead and its time is hidden; it binds when
 the GPU's kernels are shorter than the host's time to launch them. A device-to-host
 synchronisation empties the queue: the host waits for the GPU, then the GPU waits for the host's
-next launches. So a micro-batch whose forward has k syncs runs as k + 1 segments, each taking
-max(GPU time, host time) plus the sync's round trip (§3.1 model, §3.3):
+next launches. So a micro-batch whose forward has k syncs runs as segments, each priced as a
+launch queue that starts empty (:mod:`planner.performance.host_queue`: the largest of host time
+to launch a prefix plus GPU time of the rest, over a few kernel groups per layer), plus the
+syncs' round trips (§3.1 model, §3.3):
 
-    T = sum over segments max(G_seg, H_seg) + syncs x sync_s
+    T = sum over segments max over b (H_groups<=b + G_groups>b) + syncs x sync_s
 
 MoE token dispatch syncs once per MoE layer per forward with the alltoall dispatcher (the split
 sizes of the variable-size all-to-all go to the host, §3.3); the backward reuses them. CUDA
@@ -26,6 +28,7 @@ from typing import Literal
 import numpy as np
 
 from planner.layouts import FloatArray
+from planner.performance.host_queue import KernelGroup, RepeatedGroups, queue_time
 from planner.specs import SpecError
 
 CudaGraphs = Literal["none", "partial", "full_iteration"]
@@ -78,7 +81,7 @@ class HostCosts:
                 raise SpecError(f"{name} must be >= 0", field=name)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LayerKernels:
     """Eager kernel launches of one layer per micro-batch, split by what a graph can capture."""
 
@@ -88,8 +91,10 @@ class LayerKernels:
     eager_fwd: FloatArray
     """Kernels that stay eager under ``partial`` graphs (dropless experts, dispatch, permute)."""
     eager_bwd: FloatArray
-    graphs_per_pass: float
-    """Captured regions per layer and pass under ``partial`` (one graph launch each)."""
+    router_fwd: FloatArray | float = 0.0
+    """Of the capturable kernels, those of the router region (router, preprocessing, captured
+    shared experts), which run after the attention half, right before the dispatch sync."""
+    router_bwd: FloatArray | float = 0.0
 
     @property
     def fwd(self) -> FloatArray:
@@ -107,9 +112,13 @@ def dense_layer_kernels(
     sequence_parallel: bool = True,
     fp8: bool = False,
     amax: bool = False,
+    mlp_captured: bool = True,
 ) -> LayerKernels:
     """Kernels of one dense TE layer, forward and backward (mechanisms-facts §3.2). ``amax``:
-    the fp8 recipe is current scaling, one amax kernel before each quantize (§3.2)."""
+    the fp8 recipe is current scaling, one amax kernel before each quantize (§3.2).
+    ``mlp_captured``: a ``partial`` graph takes the whole layer (an empty module list); in a
+    MoE model the dropless recipe's modules (attn, moe_router, moe_preprocess) leave a dense
+    layer's MLP eager (§3.4: ``mlp`` is a module of its own)."""
     t = np.asarray(tp, dtype=np.float64)
     c = np.asarray(cp, dtype=np.float64)
     # no TP: no AG/RS; TP without SP: one all-reduce per half instead of AG + RS
@@ -122,12 +131,16 @@ def dense_layer_kernels(
     # attention call (§3.2); backward: c calls + c-1 send/recv + c dQ accumulations
     cp_fwd = np.where(c > 1, (c - 1.0) + (c - 1.0) + 2.0 * c, 0.0)
     cp_bwd = np.where(c > 1, (c - 1.0) + (c - 1.0) + c, 0.0)
+    # the MLP half: its kernels, its TP collectives, its quantizes (FC2 input; FC1/FC2 grads)
+    mlp_fwd = DENSE_MLP_FWD - drop / 2 + q * FP8_QUANTIZE_FWD / 2
+    mlp_bwd = DENSE_MLP_BWD - drop / 2 + q * FP8_QUANTIZE_BWD / 2
+    eager_fwd = np.zeros_like(c) + (0.0 if mlp_captured else mlp_fwd)
+    eager_bwd = np.zeros_like(c) + (0.0 if mlp_captured else mlp_bwd)
     return LayerKernels(
-        capturable_fwd=np.asarray(fwd + cp_fwd, np.float64),
-        capturable_bwd=np.asarray(bwd + cp_bwd, np.float64),
-        eager_fwd=np.zeros_like(c),
-        eager_bwd=np.zeros_like(c),
-        graphs_per_pass=1.0,
+        capturable_fwd=np.asarray(fwd + cp_fwd - eager_fwd, np.float64),
+        capturable_bwd=np.asarray(bwd + cp_bwd - eager_bwd, np.float64),
+        eager_fwd=np.asarray(eager_fwd, np.float64),
+        eager_bwd=np.asarray(eager_bwd, np.float64),
     )
 
 
@@ -186,36 +199,15 @@ def moe_layer_kernels(
     if not capture_shared_experts:
         eager_fwd, eager_bwd = eager_fwd + shared_fwd, eager_bwd + shared_bwd
         shared_fwd = shared_bwd = 0.0
+    # attention and router are contiguous in program order: one graph per layer and pass
+    # (§3.4: graph count L_local x m x 2)
     return LayerKernels(
         capturable_fwd=np.asarray(attn_fwd + router + shared_fwd, np.float64),
         capturable_bwd=np.asarray(attn_bwd + router_bwd + shared_bwd, np.float64),
         eager_fwd=np.asarray(eager_fwd * np.ones_like(e), np.float64),
         eager_bwd=np.asarray(eager_bwd * np.ones_like(e), np.float64),
-        graphs_per_pass=2.0,  # attention; router + preprocess (+ shared experts)
-    )
-
-
-def _host_time(
-    kernels: LayerKernels, graphs: CudaGraphs, costs: HostCosts
-) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
-    """Host seconds of one layer per micro-batch: ((eager fwd, bwd), (capturable fwd, bwd)).
-
-    The eager part is what no per-layer graph captures (dispatch, experts, combine); the
-    capturable part is one graph launch per captured region under ``partial`` (§3.4).
-    """
-    if graphs == "full_iteration":
-        zero = np.zeros_like(kernels.eager_fwd)
-        return (zero, zero), (zero, zero)
-    eager = (
-        np.asarray(kernels.eager_fwd * costs.per_kernel_s, np.float64),
-        np.asarray(kernels.eager_bwd * costs.per_kernel_s, np.float64),
-    )
-    if graphs == "partial":
-        g = np.full_like(eager[0], kernels.graphs_per_pass * costs.per_graph_launch_s)
-        return eager, (g, g)
-    return eager, (
-        np.asarray(kernels.capturable_fwd * costs.per_kernel_s, np.float64),
-        np.asarray(kernels.capturable_bwd * costs.per_kernel_s, np.float64),
+        router_fwd=np.asarray(router + shared_fwd + np.zeros_like(e), np.float64),
+        router_bwd=np.asarray(router_bwd + shared_bwd + np.zeros_like(e), np.float64),
     )
 
 
@@ -252,29 +244,32 @@ def micro_batch_time(
     dispatcher: DispatchSync,
     costs: HostCosts,
     moe_eager_share: FloatArray | float,
+    moe_router_share: FloatArray | float = 0.0,
     graph_copy_s: FloatArray | float = 0.0,
     tail_host_fwd_s: FloatArray | float = 0.0,
     tail_host_bwd_s: FloatArray | float = 0.0,
 ) -> MicroBatchHostTime:
     """Wall time of one micro-batch's layers on one stage with the host in the loop (§3.1).
 
-    The forward is split into segments at its D2H syncs (``DISPATCH_SYNCS`` per MoE layer,
-    §3.3). A sync empties the GPU's queue, so each segment starts with the host launching into
-    an idle GPU, in program order: first the eager part of the MoE layer that synced (dispatch,
-    experts, combine: ``moe_eager_share`` of its GPU time), then the next layer's capturable
-    part (attention, router, preprocessing), then the next sync. Two in-order stages (host
-    launches, GPU runs) take the two-machine flow-shop time max(G_e + G_c, H_e + G_c,
-    H_e + H_c): the GPU idles while the host launches the eager part, and a host-heavy router
-    right before the sync cannot hide behind anything. Without syncs the host runs ahead and
-    the pass takes max(G, H). The backward has no sync (it reuses the host splits).
+    The host and the GPU form a launch queue (:mod:`planner.performance.host_queue`). A D2H
+    sync (``DISPATCH_SYNCS`` per MoE layer, forward only: the backward reuses the host splits,
+    §3.3) empties it, so the micro-batch runs as segments between syncs, each from an empty
+    queue. A MoE layer's forward is three groups in program order: the eager part after its
+    sync (dispatch, experts, combine: ``moe_eager_share`` of its GPU time), then the next
+    layer's attention half and its router region (router, preprocessing, captured shared
+    experts: ``moe_router_share``), which ends at that layer's sync. The segment after the
+    stage's last sync runs on through the loss rank's heads (``tail_host_*_s``: host launches
+    whose GPU time is in the layers'), the backward of every layer, and the next micro-batch's
+    forward up to its first sync (1F1B alternates them), so what the backward's GPU time hides
+    of those launches is hidden. Without syncs the host runs ahead across passes and
+    micro-batches: max(GPU, host).
 
-    ``graph_copy_s``: GPU seconds one captured region spends copying its inputs (and in the
-    backward its output gradients) into the graph's static buffers [inferred from §3.4: static
-    input/output buffers], paid per graph launch under ``partial``.
-
-    ``tail_host_*_s``: host seconds of launches outside the layers (the loss rank's output
-    layers and losses), whose GPU time is already in the layers' GPU time; they follow the last
-    layer in the forward (no sync after it) and lead the backward.
+    ``cuda_graphs='partial'``: each layer's captured kernels (attention and router region, or a
+    whole dense layer) become one graph launch per pass (§3.4: L_local x m x 2 graphs), whose
+    region first copies its inputs (in the backward its output gradients) into the graph's
+    static buffers: ``graph_copy_s`` of GPU time [inferred from §3.4: static input/output
+    buffers]. The schedule's own per-micro-batch work stays eager (only ``full_iteration``
+    captures it).
     """
     if cuda_graphs not in CUDA_GRAPH_CHOICES:
         raise SpecError(
@@ -296,41 +291,128 @@ def micro_batch_time(
             "(drop-and-pad, or HybridEP with --moe-expert-rank-capacity-factor)",
             field="cuda_graphs",
         )
-    share = np.clip(np.asarray(moe_eager_share, np.float64), 0.0, 1.0)
-    (_, _), (dc_f, dc_b) = _host_time(dense_kernels, cuda_graphs, costs)
-    me_f = me_b = mc_f = mc_b = np.zeros_like(nd)
-    copies: FloatArray | float = 0.0
-    if cuda_graphs == "partial":
-        copies = dense_kernels.graphs_per_pass * np.asarray(graph_copy_s, np.float64)
-    moe_copies = copies
+    passes = _PassCosts(cuda_graphs, costs, graph_copy_s)
+    d_f = passes.group(dense_kernels.capturable_fwd, dense_kernels.eager_fwd, dense_gpu_fwd_s)
+    d_b = passes.group(dense_kernels.capturable_bwd, dense_kernels.eager_bwd, dense_gpu_bwd_s)
+    tail_f = np.asarray(0.0 if passes.captured_all else tail_host_fwd_s, np.float64)
+    tail_b = np.asarray(0.0 if passes.captured_all else tail_host_bwd_s, np.float64)
+    fwd_groups: tuple[KernelGroup, ...] = ()
+    bwd_groups: tuple[KernelGroup, ...] = ()
     if moe_kernels is not None:
-        (me_f, me_b), (mc_f, mc_b) = _host_time(moe_kernels, cuda_graphs, costs)
-        if cuda_graphs == "partial":
-            moe_copies = moe_kernels.graphs_per_pass * np.asarray(graph_copy_s, np.float64)
-    # GPU seconds per pass: the eager part of the MoE layers, and everything capturable
-    ge_f = nm * moe_gpu_fwd_s * share
-    gc_f = nd * (dense_gpu_fwd_s + copies) + nm * (moe_gpu_fwd_s * (1.0 - share) + moe_copies)
-    g_bwd = nd * (dense_gpu_bwd_s + copies) + nm * (moe_gpu_bwd_s + moe_copies)
-    he_f = nm * me_f
-    hc_f = nd * dc_f + nm * mc_f + np.asarray(tail_host_fwd_s, np.float64)
-    h_bwd = nd * dc_b + nm * (me_b + mc_b) + np.asarray(tail_host_bwd_s, np.float64)
-    fixed = costs.per_micro_batch_s if cuda_graphs == "none" else costs.per_graph_launch_s
-    syncs = nm * syncs_per_layer
-    if syncs_per_layer:
-        # one segment per MoE layer; the flow shop of each, summed (every segment alike)
-        fwd = np.maximum(np.maximum(ge_f + gc_f, he_f + gc_f), he_f + hc_f)
-        fwd = np.where(nm > 0, fwd, np.maximum(gc_f, hc_f)) + syncs * costs.per_sync_s
+        fwd_groups, bwd_groups = passes.moe_groups(
+            moe_kernels, moe_gpu_fwd_s, moe_gpu_bwd_s, moe_eager_share, moe_router_share
+        )
+    blocks = ((d_f, d_b), nd), ((*fwd_groups, *bwd_groups), nm)
+    host = tail_f + tail_b + sum(_total(gs, "host_s") * n for gs, n in blocks)
+    gpu_with_copies = sum(_total(gs, "gpu_s") * n for gs, n in blocks)
+    if syncs_per_layer and moe_kernels is not None:
+        e_f, a_f, r_f = fwd_groups
+        first = np.minimum(nm, 1.0)  # a stage averaging under one MoE layer: one scaled segment
+        wrap = queue_time(
+            [
+                _scaled(e_f, first),
+                KernelGroup(host_s=tail_f, gpu_s=0.0),
+                KernelGroup(host_s=tail_b, gpu_s=0.0),
+                RepeatedGroups(groups=bwd_groups, count=nm),
+                RepeatedGroups(groups=(d_b,), count=nd),
+                RepeatedGroups(groups=(d_f,), count=nd),
+                _scaled(a_f, first),
+                _scaled(r_f, first),
+            ]
+        )
+        body = np.maximum(nm - 1.0, 0.0) * queue_time([e_f, a_f, r_f]) + wrap
+        body = np.where(nm > 0, body, np.maximum(gpu_with_copies, host))
     else:
-        fwd = np.maximum(ge_f + gc_f, he_f + hc_f)
-    bwd = np.maximum(g_bwd, h_bwd)
+        body = np.maximum(gpu_with_copies, host)
+    fixed = costs.per_graph_launch_s if passes.captured_all else costs.per_micro_batch_s
+    syncs = nm * syncs_per_layer
     return MicroBatchHostTime(
         gpu_s=np.asarray(
             nd * (dense_gpu_fwd_s + dense_gpu_bwd_s) + nm * (moe_gpu_fwd_s + moe_gpu_bwd_s),
             np.float64,
         ),
-        host_s=np.asarray(he_f + hc_f + h_bwd + fixed, np.float64),
-        total_s=np.asarray(fwd + bwd + fixed, np.float64),
+        host_s=np.asarray(host + fixed, np.float64),
+        total_s=np.asarray(body + syncs * costs.per_sync_s + fixed, np.float64),
         syncs=np.asarray(syncs, np.float64),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PassCosts:
+    """Host and GPU seconds of a layer's kernel groups under one ``cuda_graphs`` setting."""
+
+    graphs: CudaGraphs
+    costs: HostCosts
+    copy_s: FloatArray | float
+
+    @property
+    def captured_all(self) -> bool:
+        return self.graphs == "full_iteration"
+
+    def host(self, kernels: FloatArray | float) -> FloatArray:
+        per = 0.0 if self.captured_all else self.costs.per_kernel_s
+        return np.asarray(np.asarray(kernels, np.float64) * per, np.float64)
+
+    def captured(self, kernels: FloatArray | float, *, launch: bool) -> FloatArray:
+        """Host seconds of capturable kernels: eager, or one graph launch per layer and pass."""
+        if self.graphs != "partial":
+            return self.host(kernels)
+        n = np.zeros_like(np.asarray(kernels, np.float64))
+        return n + (self.costs.per_graph_launch_s if launch else 0.0)
+
+    def copy(self) -> FloatArray:
+        return np.asarray(self.copy_s if self.graphs == "partial" else 0.0, np.float64)
+
+    def group(
+        self, capturable: FloatArray, eager: FloatArray, gpu: FloatArray | float
+    ) -> KernelGroup:
+        """A dense layer's pass as one group (its kernels alike to the queue)."""
+        return KernelGroup(
+            host_s=self.captured(capturable, launch=True) + self.host(eager),
+            gpu_s=np.asarray(gpu, np.float64) + self.copy(),
+        )
+
+    def moe_groups(
+        self,
+        k: LayerKernels,
+        gpu_fwd: FloatArray | float,
+        gpu_bwd: FloatArray | float,
+        eager_share: FloatArray | float,
+        router_share: FloatArray | float,
+    ) -> tuple[tuple[KernelGroup, ...], tuple[KernelGroup, ...]]:
+        """Forward (eager after the sync, attention, router region) and backward (eager,
+        router region, attention: the reverse order, one graph over the last two)."""
+        e = np.clip(np.asarray(eager_share, np.float64), 0.0, 1.0)
+        r = np.clip(np.asarray(router_share, np.float64), 0.0, 1.0 - e)
+        f, b = np.asarray(gpu_fwd, np.float64), np.asarray(gpu_bwd, np.float64)
+        attn_f = k.capturable_fwd - k.router_fwd
+        attn_b = k.capturable_bwd - k.router_bwd
+        fwd = (
+            KernelGroup(host_s=self.host(k.eager_fwd), gpu_s=e * f),
+            KernelGroup(
+                host_s=self.captured(attn_f, launch=True), gpu_s=(1 - e - r) * f + self.copy()
+            ),
+            KernelGroup(host_s=self.captured(k.router_fwd, launch=False), gpu_s=r * f),
+        )
+        bwd = (
+            KernelGroup(host_s=self.host(k.eager_bwd), gpu_s=e * b),
+            KernelGroup(host_s=self.captured(k.router_bwd, launch=True), gpu_s=r * b + self.copy()),
+            KernelGroup(host_s=self.captured(attn_b, launch=False), gpu_s=(1 - e - r) * b),
+        )
+        return fwd, bwd
+
+
+def _total(groups: tuple[KernelGroup, ...], field: str) -> FloatArray:
+    return np.asarray(
+        sum((np.asarray(getattr(g, field), np.float64) for g in groups), np.float64(0.0)),
+        np.float64,
+    )
+
+
+def _scaled(g: KernelGroup, factor: FloatArray) -> KernelGroup:
+    return KernelGroup(
+        host_s=np.asarray(g.host_s, np.float64) * factor,
+        gpu_s=np.asarray(g.gpu_s, np.float64) * factor,
     )
 
 

@@ -21,10 +21,12 @@ import numpy as np
 
 from planner.layout_types import CUDA_GRAPHS_CHOICES
 from planner.layouts import FloatArray
+from planner.performance.compute import gemms_time, router_fwd_equivalent
 from planner.performance.context import StepContext
 from planner.performance.expert_parallel import routed_expert_time
 from planner.performance.host_overhead import (
     HostCosts,
+    LayerKernels,
     dense_layer_kernels,
     micro_batch_time,
     moe_layer_kernels,
@@ -110,36 +112,50 @@ def _rank_exposed(
     layers = np.maximum(dense_n + moe_n, 1.0)
     per_layer = np.asarray(gpu_mb, np.float64) / layers
     fwd, bwd = per_layer / 3.0, 2.0 * per_layer / 3.0
-    share = np.zeros_like(per_layer)
+    share = router_share = np.zeros_like(per_layer)
     if model.is_moe:
-        block = routed_expert_time(ctx) if moe_block_fwd is None else moe_block_fwd
+        # the router region's GPU time (router, and the shared experts when they are captured
+        # with it, §3.4) runs before the sync; the rest of the MoE block after it
+        router = router_fwd_equivalent(ctx)
+        shared = gemms_time(ctx, ctx.shapes.shared_expert_gemms, ctx.tokens, ctx.tp)
+        shared = shared if capture_shared_experts else np.zeros_like(shared)
+        if moe_block_fwd is None:
+            block = routed_expert_time(ctx)
+        else:  # the compute term's MoE block holds router and shared experts as well
+            block = np.maximum(moe_block_fwd - router - shared, 0.0)
         a2a = np.zeros_like(per_layer) if ep_mb is None else ep_mb / np.maximum(moe_n, 1e-9)
         share = np.minimum((3.0 * block + a2a) / np.maximum(per_layer, 1e-12), 1.0)
+        router_share = np.minimum(3.0 * (router + shared) / np.maximum(per_layer, 1e-12), 1.0)
     # a captured region copies its input (SP-sharded hidden states) into its static buffer,
     # read + write at HBM speed (mechanisms-facts §3.4: static input/output buffers)
     sp_div = np.where(ctx.sp > 0, ctx.tp, 1.0)
     copy_s = 2.0 * ctx.activation_bytes / sp_div / ctx.hbm_bytes_per_s
     sp = bool(np.all(ctx.sp > 0))  # kernel counts differ by 2-4 of ~30: one value per batch
     amax = ctx.fp8_recipe == "tensorwise"  # current scaling's amax kernels (fp8_recipe_cost)
+    # MoE models capture the dropless recipe's modules (attn moe_router moe_preprocess,
+    # planner.megatron.version_flags): a dense layer's MLP stays eager there (§3.4)
     dense_k = dense_layer_kernels(
-        tp=ctx.tp, cp=ctx.cp, sequence_parallel=sp, fp8=ctx.fp8, amax=amax
-    )
-    moe_k = None
+        tp=ctx.tp, cp=ctx.cp, sequence_parallel=sp, fp8=ctx.fp8, amax=amax,
+        mlp_captured=not model.is_moe,
+    )  # fmt: skip
+    moe_k: dict[bool, LayerKernels] = {}
     flex = np.zeros(len(batch.tp), dtype=bool)
     if model.is_moe:
         flex = np.asarray(comm_flags.flex_dispatch(model, ctx.cluster, batch), dtype=bool)
-        moe_k = moe_layer_kernels(
-            tp=ctx.tp,
-            cp=ctx.cp,
-            local_experts=np.maximum(float(model.num_experts or 1) / ctx.ep, 1.0),
-            shared_experts=bool(ctx.shapes.shared_expert_gemms),
-            grouped_gemm=effective_kernel(ctx.job),  # None: TE default until chosen
-            # --moe-permute-fusion from core 0.11 / TE 1.11 (mechanisms-facts §8): not before
-            permute_fusion=missing(ctx.job, "moe_permute_fusion", "true") is None,
-            capture_shared_experts=capture_shared_experts,
-            fp8=ctx.fp8,
-            amax=amax,
-        )
+        for is_flex in (False, True):  # DeepEP fuses router and preprocess (§3.2: 17 kernels)
+            moe_k[is_flex] = moe_layer_kernels(
+                tp=ctx.tp,
+                cp=ctx.cp,
+                local_experts=np.maximum(float(model.num_experts or 1) / ctx.ep, 1.0),
+                shared_experts=bool(ctx.shapes.shared_expert_gemms),
+                grouped_gemm=effective_kernel(ctx.job),  # None: TE default until chosen
+                dispatcher="flex_deepep" if is_flex else "alltoall",
+                # --moe-permute-fusion from core 0.11 / TE 1.11 (mechanisms-facts §8): not before
+                permute_fusion=missing(ctx.job, "moe_permute_fusion", "true") is None,
+                capture_shared_experts=capture_shared_experts,
+                fp8=ctx.fp8,
+                amax=amax,
+            )
     costs = host_costs(ctx)
     head_fwd = head_bwd = np.zeros_like(per_layer)
     if heads:
@@ -166,11 +182,12 @@ def _rank_exposed(
                 moe_gpu_fwd_s=fwd,
                 moe_gpu_bwd_s=bwd,
                 dense_kernels=dense_k,
-                moe_kernels=moe_k,
+                moe_kernels=moe_k.get(is_flex),
                 cuda_graphs=graphs,
                 dispatcher="flex_deepep" if is_flex else "alltoall",
                 costs=costs,
                 moe_eager_share=share,
+                moe_router_share=router_share,
                 graph_copy_s=copy_s,
                 tail_host_fwd_s=0.0 if graphs == "full_iteration" else head_fwd,
                 tail_host_bwd_s=0.0 if graphs == "full_iteration" else head_bwd,
