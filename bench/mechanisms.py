@@ -33,6 +33,12 @@ import numpy as np
 from bench.mechanisms_cases import cross_entropy_rows, moe_gemm_rows
 from bench.mechanisms_cp import cp_speedups, cp_step_table, cp_variants
 from bench.mechanisms_host import HOST_KERNEL_SWEEP_S, host_rows, kernel_path_rows
+from bench.mechanisms_host_counts import (
+    binding_rows,
+    graph_count_row,
+    host_facts_markdown,
+    kernel_count_rows,
+)
 from models_db.collectives import load_collective_table
 from models_db.host_costs import load_host_costs
 from planner.performance.collective_bandwidth import bus_factor, group_collective_time
@@ -407,6 +413,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         ],
     )
     out += _host_reading(data)
+    out += host_facts_markdown(data, _table)
     out += ["## 4. MoE expert GEMMs (mechanisms-facts §4.2, performance-facts §5.2)", ""]
     h100 = [r for r in data["moe"] if r["gpu"] == "H100"]
     out += _table(
@@ -511,6 +518,9 @@ def run() -> dict[str, Any]:
         "cp_variants": cp_variants(),
         "host_costs": load_host_costs(),
         "host": host_rows(),
+        "host_kernel_counts": kernel_count_rows(),
+        "host_graph_count": graph_count_row(),
+        "host_binding": binding_rows(),
         "moe": moe_gemm_rows(),
         "moe_kernel_path": kernel_path_rows(),
         "cross_entropy": cross_entropy_rows(),
