@@ -28,7 +28,14 @@ from typing import Literal
 import numpy as np
 
 from planner.layouts import FloatArray
-from planner.performance.host_queue import KernelGroup, RepeatedGroups, queue_time
+from planner.performance.host_queue import KernelGroup
+from planner.performance.host_segments import (
+    NO_REPLAY,
+    Groups,
+    PassCosts,
+    ReplayLaunches,
+    StageGroups,
+)
 from planner.specs import SpecError
 
 CudaGraphs = Literal["none", "partial", "full_iteration"]
@@ -248,21 +255,22 @@ def micro_batch_time(
     graph_copy_s: FloatArray | float = 0.0,
     tail_host_fwd_s: FloatArray | float = 0.0,
     tail_host_bwd_s: FloatArray | float = 0.0,
+    replay: ReplayLaunches = NO_REPLAY,
 ) -> MicroBatchHostTime:
     """Wall time of one micro-batch's layers on one stage with the host in the loop (§3.1).
 
     The host and the GPU form a launch queue (:mod:`planner.performance.host_queue`). A D2H
-    sync (``DISPATCH_SYNCS`` per MoE layer, forward only: the backward reuses the host splits,
-    §3.3) empties it, so the micro-batch runs as segments between syncs, each from an empty
-    queue. A MoE layer's forward is three groups in program order: the eager part after its
-    sync (dispatch, experts, combine: ``moe_eager_share`` of its GPU time), then the next
-    layer's attention half and its router region (router, preprocessing, captured shared
-    experts: ``moe_router_share``), which ends at that layer's sync. The segment after the
-    stage's last sync runs on through the loss rank's heads (``tail_host_*_s``: host launches
-    whose GPU time is in the layers'), the backward of every layer, and the next micro-batch's
-    forward up to its first sync (1F1B alternates them), so what the backward's GPU time hides
-    of those launches is hidden. Without syncs the host runs ahead across passes and
-    micro-batches: max(GPU, host).
+    sync (``DISPATCH_SYNCS`` per MoE layer in the forward; the backward reuses the host
+    splits, §3.3, unless recompute replays the dispatch) empties it, so the micro-batch runs
+    as segments between syncs, each from an empty queue. A MoE layer's forward is three
+    groups in program order: the eager part after its sync (dispatch, experts, combine:
+    ``moe_eager_share`` of its GPU time), then the next layer's attention half and its router
+    region (router, preprocessing, captured shared experts: ``moe_router_share``), which ends
+    at that layer's sync. The segment after the stage's last sync runs on through the loss
+    rank's heads (``tail_host_*_s``: host launches whose GPU time is in the layers'), the
+    backward of every layer, and the next micro-batch's forward up to its first sync (1F1B
+    alternates them), so what the backward's GPU time hides of those launches is hidden.
+    Without syncs the host runs ahead across passes and micro-batches: max(GPU, host).
 
     ``cuda_graphs='partial'``: each layer's captured kernels (attention and router region, or a
     whole dense layer) become one graph launch per pass (§3.4: L_local x m x 2 graphs), whose
@@ -270,6 +278,9 @@ def micro_batch_time(
     static buffers: ``graph_copy_s`` of GPU time [inferred from §3.4: static input/output
     buffers]. The schedule's own per-micro-batch work stays eager (only ``full_iteration``
     captures it).
+
+    ``replay``: what recompute launches again in the backward, and the share of MoE layers
+    whose replayed dispatch syncs again (:mod:`planner.performance.host_segments`).
     """
     if cuda_graphs not in CUDA_GRAPH_CHOICES:
         raise SpecError(
@@ -291,41 +302,46 @@ def micro_batch_time(
             "(drop-and-pad, or HybridEP with --moe-expert-rank-capacity-factor)",
             field="cuda_graphs",
         )
-    passes = _PassCosts(cuda_graphs, costs, graph_copy_s)
-    d_f = passes.group(dense_kernels.capturable_fwd, dense_kernels.eager_fwd, dense_gpu_fwd_s)
-    d_b = passes.group(dense_kernels.capturable_bwd, dense_kernels.eager_bwd, dense_gpu_bwd_s)
-    tail_f = np.asarray(0.0 if passes.captured_all else tail_host_fwd_s, np.float64)
-    tail_b = np.asarray(0.0 if passes.captured_all else tail_host_bwd_s, np.float64)
-    fwd_groups: tuple[KernelGroup, ...] = ()
-    bwd_groups: tuple[KernelGroup, ...] = ()
+    passes = PassCosts(cuda_graphs, costs, graph_copy_s)
+    fwd: Groups = ()
+    before: Groups = ()
+    after: Groups = ()
     if moe_kernels is not None:
-        fwd_groups, bwd_groups = passes.moe_groups(
-            moe_kernels, moe_gpu_fwd_s, moe_gpu_bwd_s, moe_eager_share, moe_router_share
+        fwd, before, after = passes.moe_groups(
+            moe_kernels, moe_gpu_fwd_s, moe_gpu_bwd_s, moe_eager_share, moe_router_share, replay
         )
-    blocks = ((d_f, d_b), nd), ((*fwd_groups, *bwd_groups), nm)
-    host = tail_f + tail_b + sum(_total(gs, "host_s") * n for gs, n in blocks)
-    gpu_with_copies = sum(_total(gs, "gpu_s") * n for gs, n in blocks)
+    # a dense layer's replay: inside its graph where the whole layer is captured
+    whole = np.asarray(dense_kernels.eager_bwd, np.float64) == 0
+    dense_replay = np.where(
+        whole, passes.captured(replay.dense_kernels), passes.host(replay.dense_kernels)
+    )
+    stage = StageGroups(
+        dense_layers=nd,
+        moe_layers=nm,
+        dense_fwd=passes.group(
+            dense_kernels.capturable_fwd, dense_kernels.eager_fwd, dense_gpu_fwd_s
+        ),
+        dense_bwd=KernelGroup(
+            host_s=passes.group(dense_kernels.capturable_bwd, dense_kernels.eager_bwd, 0.0).host_s
+            + dense_replay,
+            gpu_s=np.asarray(dense_gpu_bwd_s, np.float64) + replay.dense_gpu_s + passes.copy(),
+        ),
+        moe_fwd=fwd,
+        moe_bwd_before=before,
+        moe_bwd_after=after,
+        tail_fwd=KernelGroup(host_s=0.0 if passes.captured_all else tail_host_fwd_s, gpu_s=0.0),
+        tail_bwd=KernelGroup(host_s=0.0 if passes.captured_all else tail_host_bwd_s, gpu_s=0.0),
+    )
+    host = stage.host_s()
+    replay_share = np.asarray(replay.sync_share, np.float64)
     if syncs_per_layer and moe_kernels is not None:
-        e_f, a_f, r_f = fwd_groups
-        first = np.minimum(nm, 1.0)  # a stage averaging under one MoE layer: one scaled segment
-        wrap = queue_time(
-            [
-                _scaled(e_f, first),
-                KernelGroup(host_s=tail_f, gpu_s=0.0),
-                KernelGroup(host_s=tail_b, gpu_s=0.0),
-                RepeatedGroups(groups=bwd_groups, count=nm),
-                RepeatedGroups(groups=(d_b,), count=nd),
-                RepeatedGroups(groups=(d_f,), count=nd),
-                _scaled(a_f, first),
-                _scaled(r_f, first),
-            ]
-        )
-        body = np.maximum(nm - 1.0, 0.0) * queue_time([e_f, a_f, r_f]) + wrap
-        body = np.where(nm > 0, body, np.maximum(gpu_with_copies, host))
-    else:
-        body = np.maximum(gpu_with_copies, host)
+        body = stage.segmented_time(replay_share)
+        if not np.all(nm > 0):  # a stage without MoE layers has no sync
+            body = np.where(nm > 0, body, np.maximum(stage.gpu_s(), host))
+    else:  # no sync: the host runs ahead across passes and micro-batches
+        body = np.maximum(stage.gpu_s(), host)
     fixed = costs.per_graph_launch_s if passes.captured_all else costs.per_micro_batch_s
-    syncs = nm * syncs_per_layer
+    syncs = nm * syncs_per_layer * (1.0 + replay_share)
     return MicroBatchHostTime(
         gpu_s=np.asarray(
             nd * (dense_gpu_fwd_s + dense_gpu_bwd_s) + nm * (moe_gpu_fwd_s + moe_gpu_bwd_s),
@@ -334,85 +350,6 @@ def micro_batch_time(
         host_s=np.asarray(host + fixed, np.float64),
         total_s=np.asarray(body + syncs * costs.per_sync_s + fixed, np.float64),
         syncs=np.asarray(syncs, np.float64),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _PassCosts:
-    """Host and GPU seconds of a layer's kernel groups under one ``cuda_graphs`` setting."""
-
-    graphs: CudaGraphs
-    costs: HostCosts
-    copy_s: FloatArray | float
-
-    @property
-    def captured_all(self) -> bool:
-        return self.graphs == "full_iteration"
-
-    def host(self, kernels: FloatArray | float) -> FloatArray:
-        per = 0.0 if self.captured_all else self.costs.per_kernel_s
-        return np.asarray(np.asarray(kernels, np.float64) * per, np.float64)
-
-    def captured(self, kernels: FloatArray | float, *, launch: bool) -> FloatArray:
-        """Host seconds of capturable kernels: eager, or one graph launch per layer and pass."""
-        if self.graphs != "partial":
-            return self.host(kernels)
-        n = np.zeros_like(np.asarray(kernels, np.float64))
-        return n + (self.costs.per_graph_launch_s if launch else 0.0)
-
-    def copy(self) -> FloatArray:
-        return np.asarray(self.copy_s if self.graphs == "partial" else 0.0, np.float64)
-
-    def group(
-        self, capturable: FloatArray, eager: FloatArray, gpu: FloatArray | float
-    ) -> KernelGroup:
-        """A dense layer's pass as one group (its kernels alike to the queue)."""
-        return KernelGroup(
-            host_s=self.captured(capturable, launch=True) + self.host(eager),
-            gpu_s=np.asarray(gpu, np.float64) + self.copy(),
-        )
-
-    def moe_groups(
-        self,
-        k: LayerKernels,
-        gpu_fwd: FloatArray | float,
-        gpu_bwd: FloatArray | float,
-        eager_share: FloatArray | float,
-        router_share: FloatArray | float,
-    ) -> tuple[tuple[KernelGroup, ...], tuple[KernelGroup, ...]]:
-        """Forward (eager after the sync, attention, router region) and backward (eager,
-        router region, attention: the reverse order, one graph over the last two)."""
-        e = np.clip(np.asarray(eager_share, np.float64), 0.0, 1.0)
-        r = np.clip(np.asarray(router_share, np.float64), 0.0, 1.0 - e)
-        f, b = np.asarray(gpu_fwd, np.float64), np.asarray(gpu_bwd, np.float64)
-        attn_f = k.capturable_fwd - k.router_fwd
-        attn_b = k.capturable_bwd - k.router_bwd
-        fwd = (
-            KernelGroup(host_s=self.host(k.eager_fwd), gpu_s=e * f),
-            KernelGroup(
-                host_s=self.captured(attn_f, launch=True), gpu_s=(1 - e - r) * f + self.copy()
-            ),
-            KernelGroup(host_s=self.captured(k.router_fwd, launch=False), gpu_s=r * f),
-        )
-        bwd = (
-            KernelGroup(host_s=self.host(k.eager_bwd), gpu_s=e * b),
-            KernelGroup(host_s=self.captured(k.router_bwd, launch=True), gpu_s=r * b + self.copy()),
-            KernelGroup(host_s=self.captured(attn_b, launch=False), gpu_s=(1 - e - r) * b),
-        )
-        return fwd, bwd
-
-
-def _total(groups: tuple[KernelGroup, ...], field: str) -> FloatArray:
-    return np.asarray(
-        sum((np.asarray(getattr(g, field), np.float64) for g in groups), np.float64(0.0)),
-        np.float64,
-    )
-
-
-def _scaled(g: KernelGroup, factor: FloatArray) -> KernelGroup:
-    return KernelGroup(
-        host_s=np.asarray(g.host_s, np.float64) * factor,
-        gpu_s=np.asarray(g.gpu_s, np.float64) * factor,
     )
 
 

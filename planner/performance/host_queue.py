@@ -63,8 +63,28 @@ def _totals(item: Item) -> tuple[FloatArray, FloatArray]:
     return np.asarray(n * h, np.float64), np.asarray(n * g, np.float64)
 
 
+def _empty(g: KernelGroup) -> bool:
+    """A group that launches nothing and runs nothing (a scalar zero): skipped."""
+    h, t = np.asarray(g.host_s), np.asarray(g.gpu_s)
+    return h.ndim == 0 and t.ndim == 0 and float(h) == 0.0 and float(t) == 0.0
+
+
+def _pruned(items: Sequence[Item]) -> list[Item]:
+    out: list[Item] = []
+    for item in items:
+        if isinstance(item, KernelGroup):
+            if not _empty(item):
+                out.append(item)
+            continue
+        groups = tuple(g for g in item.groups if not _empty(g))
+        if groups and np.any(np.asarray(item.count) > 0):
+            out.append(RepeatedGroups(groups=groups, count=item.count))
+    return out
+
+
 def queue_time(items: Sequence[Item]) -> FloatArray:
     """Seconds from an empty queue to the end of the last kernel of ``items`` (module doc)."""
+    items = _pruned(items)
     totals = [_totals(item) for item in items]
     gpu_total = sum((g for _, g in totals), np.float64(0.0))
     best = np.asarray(gpu_total, np.float64)  # the GPU never waits past the first launch
@@ -85,22 +105,21 @@ def _block_candidates(
     block: RepeatedGroups, host_before: FloatArray, gpu_after: FloatArray
 ) -> FloatArray:
     """The largest boundary term inside a repeated block: for a boundary after group j of copy
-    q+1, H = q copies + groups 1..j of the next, G = the rest of that copy + the copies after;
-    linear in q, so q = 0 or q = count - 1."""
+    q+1, H = q copies + groups 1..j of the next, G = the rest of that copy + the copies after.
+    Linear in q, so q = 0 or q = count - 1: the copies add (count - 1) x max(H_copy, G_copy)
+    to the best boundary inside one copy."""
     n = np.maximum(np.asarray(block.count, np.float64), 0.0)
     one = np.minimum(n, 1.0)  # a fractional block is one scaled copy
     rest = np.maximum(n - 1.0, 0.0)
     hosts = [np.asarray(g.host_s, np.float64) for g in block.groups]
     gpus = [np.asarray(g.gpu_s, np.float64) for g in block.groups]
-    h_copy = np.asarray(sum(hosts, np.float64(0.0)), np.float64)
-    g_copy = np.asarray(sum(gpus, np.float64(0.0)), np.float64)
-    best = np.full_like(np.asarray(host_before + gpu_after, np.float64), -np.inf)
-    h_in = np.zeros_like(h_copy)
-    g_in = g_copy
-    for h, g in zip(hosts, gpus, strict=True):
-        h_in, g_in = h_in + h, g_in - g
-        inner = one * (h_in + g_in)
-        for q in (np.zeros_like(rest), rest):
-            cand = host_before + q * h_copy + inner + (rest - q) * g_copy + gpu_after
-            best = np.maximum(best, cand)
-    return np.where(n > 0, best, -np.inf)
+    h_copy = sum(hosts[1:], hosts[0])
+    g_copy = sum(gpus[1:], gpus[0])
+    # the best boundary inside one copy: H(groups <= j) + G(groups > j)
+    h_in, g_out = hosts[0], g_copy - gpus[0]
+    inner = h_in + g_out
+    for h, g in zip(hosts[1:], gpus[1:], strict=True):
+        h_in, g_out = h_in + h, g_out - g
+        inner = np.maximum(inner, h_in + g_out)
+    best = host_before + gpu_after + one * inner + rest * np.maximum(h_copy, g_copy)
+    return np.asarray(np.where(n > 0, best, -np.inf), np.float64)

@@ -42,3 +42,28 @@ def test_moe_models_graph_attention_only_in_dense_layers(monkeypatch: pytest.Mon
     """§3.4: MoE recipes capture attn moe_router moe_preprocess, so dense MLPs stay eager."""
     seen = _kernels_seen(monkeypatch, [Layout(tp=1, ep=8, dp=8, cuda_graphs="partial")])
     assert all(float(kw["dense_kernels"].eager_fwd[0]) > 0 for kw in seen)
+
+
+def _exposed_with_replay(layout: Layout, gpu_mb: float, recompute_mb: float) -> float:
+    from planner.performance.compute import compute_time
+
+    ctx = ctx_for(MIXTRAL_8X7B, 4096, [layout])
+    parts = compute_time(ctx).replay
+    gpu = np.array([gpu_mb])
+    out = host_term.host_exposed_time(ctx, gpu, replay=(parts, np.array([recompute_mb])))
+    return float(out[0])
+
+
+def test_a_replayed_dispatch_syncs_and_relaunches_in_the_backward() -> None:
+    """Recompute of the MoE block replays router, dispatch, experts and combine (§6.4): the
+    backward launches them again and the dispatch syncs again (§3.3). GPU-bound, only the
+    extra syncs show; host-bound, the replayed launches too."""
+    plain = Layout(tp=1, ep=8, dp=8)
+    moe = Layout(tp=1, ep=8, dp=8, recompute="selective", recompute_modules=("moe",))
+    layers = 32  # Mixtral on one stage: every layer a MoE layer, one alltoall sync each
+    sync = ctx_for(MIXTRAL_8X7B, 4096, [plain]).profile.host_sync_s
+    slow, fast = 2.0, 32 * 100e-6
+    gpu_bound = _exposed_with_replay(moe, slow, 0.1) - _exposed_with_replay(plain, slow, 0.0)
+    assert gpu_bound == pytest.approx(layers * sync, rel=1e-6)
+    host_bound = _exposed_with_replay(moe, fast, 1e-3) - _exposed_with_replay(plain, fast, 0.0)
+    assert host_bound > layers * (sync + 50 * 10e-6)  # + the replayed launches of each layer
