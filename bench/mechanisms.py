@@ -388,10 +388,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
         f"Host costs (models_db/host_costs.json): {data['host_costs']}. Each published pair "
         "differs only in what CUDA graphs capture. The planner's host term prices both runs "
-        "(kernels x host cost per launch; one segment per dispatch sync, in which the GPU "
-        "waits while the host launches the eager experts; one replay and one static-buffer "
-        "copy per captured region); the planner's GPU time is rescaled by one factor (gpu "
-        "scale) so that the second run takes its published time (TFLOP/s, 1F1B bubble). "
+        "(kernels x host cost per launch; a launch queue that starts empty after each dispatch "
+        "sync, priced over a few kernel groups per layer, in which the GPU waits while the host "
+        "launches the eager experts; one replay and one static-buffer copy per captured "
+        "region); the planner's GPU time is rescaled by one factor (gpu scale) so that the "
+        "second run takes its published time (TFLOP/s, 1F1B bubble). "
         "Gain error = predicted gain / published gain - 1. Assumptions per case in "
         "`bench/mechanisms_host.py` and `mechanisms.json`.",
         "",
