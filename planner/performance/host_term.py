@@ -2,9 +2,11 @@
 
 Wires :mod:`planner.performance.host_overhead` (mechanisms-facts §3) into the step time in place
 of the fitted per-layer overhead: every micro-batch runs its stage's layers with the host in the
-loop (segments between the dispatcher's device-to-host syncs, each max(GPU, host)), plus a fixed
-per-micro-batch cost; ``Layout.cuda_graphs`` removes the launches a graph captures (§3.4). The
-host costs are the profile's ``host_*`` priors, from the facts sheets, not fitted per source.
+loop (segments between the dispatcher's device-to-host syncs, each a launch queue that starts
+empty, :mod:`planner.performance.host_queue`; recompute replays launched again,
+:mod:`planner.performance.host_replay`), plus a fixed per-micro-batch cost;
+``Layout.cuda_graphs`` removes the launches a graph captures (§3.4). The host costs are the
+profile's ``host_*`` priors, from the facts sheets, not fitted per source.
 
 Stack decisions (stated, not fitted): expert GEMMs launch as the job's
 ``moe_grouped_gemm_kernel`` says (TE's default: one cuBLAS GEMM per local expert on 4 streams;
