@@ -282,26 +282,9 @@ def micro_batch_time(
     ``replay``: what recompute launches again in the backward, and the share of MoE layers
     whose replayed dispatch syncs again (:mod:`planner.performance.host_segments`).
     """
-    if cuda_graphs not in CUDA_GRAPH_CHOICES:
-        raise SpecError(
-            f"cuda_graphs={cuda_graphs!r} is not one of {', '.join(CUDA_GRAPH_CHOICES)}",
-            field="cuda_graphs",
-        )
-    if dispatcher not in DISPATCH_SYNCS:
-        raise SpecError(
-            f"moe_dispatcher={dispatcher!r} is not one of {', '.join(DISPATCH_SYNCS)}",
-            field="moe_dispatcher",
-        )
     nd = np.asarray(dense_layers, dtype=np.float64)
     nm = np.asarray(moe_layers, dtype=np.float64)
-    syncs_per_layer = DISPATCH_SYNCS[dispatcher] if moe_kernels is not None else 0
-    if cuda_graphs == "full_iteration" and syncs_per_layer and np.any(nm > 0):
-        raise SpecError(
-            f"cuda_graphs='full_iteration' cannot capture the {dispatcher} dispatcher's "
-            "device-to-host sync; use cuda_graphs='partial', or a sync-free dispatcher "
-            "(drop-and-pad, or HybridEP with --moe-expert-rank-capacity-factor)",
-            field="cuda_graphs",
-        )
+    syncs_per_layer = _syncs_per_layer(cuda_graphs, dispatcher, moe_kernels, nm)
     passes = PassCosts(cuda_graphs, costs, graph_copy_s)
     fwd: Groups = ()
     before: Groups = ()
@@ -351,6 +334,31 @@ def micro_batch_time(
         total_s=np.asarray(body + syncs * costs.per_sync_s + fixed, np.float64),
         syncs=np.asarray(syncs, np.float64),
     )
+
+
+def _syncs_per_layer(
+    cuda_graphs: str, dispatcher: str, moe_kernels: LayerKernels | None, nm: FloatArray
+) -> int:
+    """The dispatcher's syncs per MoE layer forward (§3.3), after checking the settings."""
+    if cuda_graphs not in CUDA_GRAPH_CHOICES:
+        raise SpecError(
+            f"cuda_graphs={cuda_graphs!r} is not one of {', '.join(CUDA_GRAPH_CHOICES)}",
+            field="cuda_graphs",
+        )
+    if dispatcher not in DISPATCH_SYNCS:
+        raise SpecError(
+            f"moe_dispatcher={dispatcher!r} is not one of {', '.join(DISPATCH_SYNCS)}",
+            field="moe_dispatcher",
+        )
+    syncs_per_layer = DISPATCH_SYNCS[dispatcher] if moe_kernels is not None else 0
+    if cuda_graphs == "full_iteration" and syncs_per_layer and np.any(nm > 0):
+        raise SpecError(
+            f"cuda_graphs='full_iteration' cannot capture the {dispatcher} dispatcher's "
+            "device-to-host sync; use cuda_graphs='partial', or a sync-free dispatcher "
+            "(drop-and-pad, or HybridEP with --moe-expert-rank-capacity-factor)",
+            field="cuda_graphs",
+        )
+    return syncs_per_layer
 
 
 def step_host_time(*, cuda_graphs: CudaGraphs, costs: HostCosts) -> float:
