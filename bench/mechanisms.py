@@ -33,6 +33,12 @@ import numpy as np
 from bench.mechanisms_cases import cross_entropy_rows, moe_gemm_rows
 from bench.mechanisms_cp import cp_speedups, cp_step_table, cp_variants
 from bench.mechanisms_host import HOST_KERNEL_SWEEP_S, host_rows, kernel_path_rows
+from bench.mechanisms_host_counts import (
+    binding_rows,
+    graph_count_row,
+    host_facts_markdown,
+    kernel_count_rows,
+)
 from models_db.collectives import load_collective_table
 from models_db.host_costs import load_host_costs
 from planner.performance.collective_bandwidth import bus_factor, group_collective_time
@@ -399,10 +405,11 @@ def _host_lines(data: dict[str, Any]) -> list[str]:
         "",
         f"Host costs (models_db/host_costs.json): {data['host_costs']}. Each published pair "
         "differs only in what CUDA graphs capture. The planner's host term prices both runs "
-        "(kernels x host cost per launch; one segment per dispatch sync, in which the GPU "
-        "waits while the host launches the eager experts; one replay and one static-buffer "
-        "copy per captured region); the planner's GPU time is rescaled by one factor (gpu "
-        "scale) so that the second run takes its published time (TFLOP/s, 1F1B bubble). "
+        "(kernels x host cost per launch; a launch queue that starts empty after each dispatch "
+        "sync, priced over a few kernel groups per layer, in which the GPU waits while the host "
+        "launches the eager experts; one replay and one static-buffer copy per captured "
+        "region); the planner's GPU time is rescaled by one factor (gpu scale) so that the "
+        "second run takes its published time (TFLOP/s, 1F1B bubble). "
         "Gain error = predicted gain / published gain - 1. Assumptions per case in "
         "`bench/mechanisms_host.py` and `mechanisms.json`.",
         "",
@@ -424,6 +431,7 @@ def _host_lines(data: dict[str, Any]) -> list[str]:
         ],
     )
     out += _host_reading(data)
+    out += host_facts_markdown(data, _table)
     return out
 
 
@@ -550,6 +558,9 @@ def run() -> dict[str, Any]:
         "cp_variants": cp_variants(),
         "host_costs": load_host_costs(),
         "host": host_rows(),
+        "host_kernel_counts": kernel_count_rows(),
+        "host_graph_count": graph_count_row(),
+        "host_binding": binding_rows(),
         "moe": moe_gemm_rows(),
         "moe_kernel_path": kernel_path_rows(),
         "cross_entropy": cross_entropy_rows(),

@@ -204,6 +204,8 @@ class _Runs:
     gpu_mb: float
     moe_block: float
     ep_mb: float
+    replay: Any
+    """The compute term's replay parts and the recompute seconds (host_term's ``replay``)."""
     measured_mb_s: float | None
     ctx_before: Any
     ctx_after: Any
@@ -235,6 +237,7 @@ def _runs(case: GraphCase, profile: PerformanceProfile | None) -> _Runs:
         gpu_mb=float(g.gpu_mb[0]),
         moe_block=float(g.compute.replay.moe_block[0]),
         ep_mb=float(g.ep_mb[0]),
+        replay=(g.compute.replay, float(g.recompute_mb[0])),
         measured_mb_s=measured,
         ctx_before=ctxs[0],
         ctx_after=ctxs[1],
@@ -249,6 +252,7 @@ def _stage_time(runs: _Runs, scale: float, after: bool, shared_captured: bool) -
         moe_block_fwd=np.array([scale * runs.moe_block]),
         ep_mb=np.array([scale * runs.ep_mb]),
         capture_shared_experts=shared_captured,
+        replay=(runs.replay[0], np.array([scale * runs.replay[1]])),
     )
     return scale * runs.gpu_mb + float(exposed[0])
 

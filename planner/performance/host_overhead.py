@@ -5,10 +5,12 @@ Eager PyTorch/TE launches every kernel from Python: a few microseconds of host t
 (§3.1). While the GPU has queued work the host runs ahead and its time is hidden; it binds when
 the GPU's kernels are shorter than the host's time to launch them. A device-to-host
 synchronisation empties the queue: the host waits for the GPU, then the GPU waits for the host's
-next launches. So a micro-batch whose forward has k syncs runs as k + 1 segments, each taking
-max(GPU time, host time) plus the sync's round trip (§3.1 model, §3.3):
+next launches. So a micro-batch whose forward has k syncs runs as segments, each priced as a
+launch queue that starts empty (:mod:`planner.performance.host_queue`: the largest of host time
+to launch a prefix plus GPU time of the rest, over a few kernel groups per layer), plus the
+syncs' round trips (§3.1 model, §3.3):
 
-    T = sum over segments max(G_seg, H_seg) + syncs x sync_s
+    T = sum over segments max over b (H_groups<=b + G_groups>b) + syncs x sync_s
 
 MoE token dispatch syncs once per MoE layer per forward with the alltoall dispatcher (the split
 sizes of the variable-size all-to-all go to the host, §3.3); the backward reuses them. CUDA
@@ -26,6 +28,14 @@ from typing import Literal
 import numpy as np
 
 from planner.layouts import FloatArray
+from planner.performance.host_queue import KernelGroup
+from planner.performance.host_segments import (
+    NO_REPLAY,
+    Groups,
+    PassCosts,
+    ReplayLaunches,
+    StageGroups,
+)
 from planner.specs import SpecError
 
 CudaGraphs = Literal["none", "partial", "full_iteration"]
@@ -78,7 +88,7 @@ class HostCosts:
                 raise SpecError(f"{name} must be >= 0", field=name)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LayerKernels:
     """Eager kernel launches of one layer per micro-batch, split by what a graph can capture."""
 
@@ -88,8 +98,10 @@ class LayerKernels:
     eager_fwd: FloatArray
     """Kernels that stay eager under ``partial`` graphs (dropless experts, dispatch, permute)."""
     eager_bwd: FloatArray
-    graphs_per_pass: float
-    """Captured regions per layer and pass under ``partial`` (one graph launch each)."""
+    router_fwd: FloatArray | float = 0.0
+    """Of the capturable kernels, those of the router region (router, preprocessing, captured
+    shared experts), which run after the attention half, right before the dispatch sync."""
+    router_bwd: FloatArray | float = 0.0
 
     @property
     def fwd(self) -> FloatArray:
@@ -107,9 +119,13 @@ def dense_layer_kernels(
     sequence_parallel: bool = True,
     fp8: bool = False,
     amax: bool = False,
+    mlp_captured: bool = True,
 ) -> LayerKernels:
     """Kernels of one dense TE layer, forward and backward (mechanisms-facts §3.2). ``amax``:
-    the fp8 recipe is current scaling, one amax kernel before each quantize (§3.2)."""
+    the fp8 recipe is current scaling, one amax kernel before each quantize (§3.2).
+    ``mlp_captured``: a ``partial`` graph takes the whole layer (an empty module list); in a
+    MoE model the dropless recipe's modules (attn, moe_router, moe_preprocess) leave a dense
+    layer's MLP eager (§3.4: ``mlp`` is a module of its own)."""
     t = np.asarray(tp, dtype=np.float64)
     c = np.asarray(cp, dtype=np.float64)
     # no TP: no AG/RS; TP without SP: one all-reduce per half instead of AG + RS
@@ -122,12 +138,16 @@ def dense_layer_kernels(
     # attention call (§3.2); backward: c calls + c-1 send/recv + c dQ accumulations
     cp_fwd = np.where(c > 1, (c - 1.0) + (c - 1.0) + 2.0 * c, 0.0)
     cp_bwd = np.where(c > 1, (c - 1.0) + (c - 1.0) + c, 0.0)
+    # the MLP half: its kernels, its TP collectives, its quantizes (FC2 input; FC1/FC2 grads)
+    mlp_fwd = DENSE_MLP_FWD - drop / 2 + q * FP8_QUANTIZE_FWD / 2
+    mlp_bwd = DENSE_MLP_BWD - drop / 2 + q * FP8_QUANTIZE_BWD / 2
+    eager_fwd = np.zeros_like(c) + (0.0 if mlp_captured else mlp_fwd)
+    eager_bwd = np.zeros_like(c) + (0.0 if mlp_captured else mlp_bwd)
     return LayerKernels(
-        capturable_fwd=np.asarray(fwd + cp_fwd, np.float64),
-        capturable_bwd=np.asarray(bwd + cp_bwd, np.float64),
-        eager_fwd=np.zeros_like(c),
-        eager_bwd=np.zeros_like(c),
-        graphs_per_pass=1.0,
+        capturable_fwd=np.asarray(fwd + cp_fwd - eager_fwd, np.float64),
+        capturable_bwd=np.asarray(bwd + cp_bwd - eager_bwd, np.float64),
+        eager_fwd=np.asarray(eager_fwd, np.float64),
+        eager_bwd=np.asarray(eager_bwd, np.float64),
     )
 
 
@@ -186,36 +206,15 @@ def moe_layer_kernels(
     if not capture_shared_experts:
         eager_fwd, eager_bwd = eager_fwd + shared_fwd, eager_bwd + shared_bwd
         shared_fwd = shared_bwd = 0.0
+    # attention and router are contiguous in program order: one graph per layer and pass
+    # (§3.4: graph count L_local x m x 2)
     return LayerKernels(
         capturable_fwd=np.asarray(attn_fwd + router + shared_fwd, np.float64),
         capturable_bwd=np.asarray(attn_bwd + router_bwd + shared_bwd, np.float64),
         eager_fwd=np.asarray(eager_fwd * np.ones_like(e), np.float64),
         eager_bwd=np.asarray(eager_bwd * np.ones_like(e), np.float64),
-        graphs_per_pass=2.0,  # attention; router + preprocess (+ shared experts)
-    )
-
-
-def _host_time(
-    kernels: LayerKernels, graphs: CudaGraphs, costs: HostCosts
-) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
-    """Host seconds of one layer per micro-batch: ((eager fwd, bwd), (capturable fwd, bwd)).
-
-    The eager part is what no per-layer graph captures (dispatch, experts, combine); the
-    capturable part is one graph launch per captured region under ``partial`` (§3.4).
-    """
-    if graphs == "full_iteration":
-        zero = np.zeros_like(kernels.eager_fwd)
-        return (zero, zero), (zero, zero)
-    eager = (
-        np.asarray(kernels.eager_fwd * costs.per_kernel_s, np.float64),
-        np.asarray(kernels.eager_bwd * costs.per_kernel_s, np.float64),
-    )
-    if graphs == "partial":
-        g = np.full_like(eager[0], kernels.graphs_per_pass * costs.per_graph_launch_s)
-        return eager, (g, g)
-    return eager, (
-        np.asarray(kernels.capturable_fwd * costs.per_kernel_s, np.float64),
-        np.asarray(kernels.capturable_bwd * costs.per_kernel_s, np.float64),
+        router_fwd=np.asarray(router + shared_fwd + np.zeros_like(e), np.float64),
+        router_bwd=np.asarray(router_bwd + shared_bwd + np.zeros_like(e), np.float64),
     )
 
 
@@ -252,30 +251,95 @@ def micro_batch_time(
     dispatcher: DispatchSync,
     costs: HostCosts,
     moe_eager_share: FloatArray | float,
+    moe_router_share: FloatArray | float = 0.0,
     graph_copy_s: FloatArray | float = 0.0,
     tail_host_fwd_s: FloatArray | float = 0.0,
     tail_host_bwd_s: FloatArray | float = 0.0,
+    replay: ReplayLaunches = NO_REPLAY,
 ) -> MicroBatchHostTime:
     """Wall time of one micro-batch's layers on one stage with the host in the loop (§3.1).
 
-    The forward is split into segments at its D2H syncs (``DISPATCH_SYNCS`` per MoE layer,
-    §3.3). A sync empties the GPU's queue, so each segment starts with the host launching into
-    an idle GPU, in program order: first the eager part of the MoE layer that synced (dispatch,
-    experts, combine: ``moe_eager_share`` of its GPU time), then the next layer's capturable
-    part (attention, router, preprocessing), then the next sync. Two in-order stages (host
-    launches, GPU runs) take the two-machine flow-shop time max(G_e + G_c, H_e + G_c,
-    H_e + H_c): the GPU idles while the host launches the eager part, and a host-heavy router
-    right before the sync cannot hide behind anything. Without syncs the host runs ahead and
-    the pass takes max(G, H). The backward has no sync (it reuses the host splits).
+    The host and the GPU form a launch queue (:mod:`planner.performance.host_queue`). A D2H
+    sync (``DISPATCH_SYNCS`` per MoE layer in the forward; the backward reuses the host
+    splits, §3.3, unless recompute replays the dispatch) empties it, so the micro-batch runs
+    as segments between syncs, each from an empty queue. A MoE layer's forward is three
+    groups in program order: the eager part after its sync (dispatch, experts, combine:
+    ``moe_eager_share`` of its GPU time), then the next layer's attention half and its router
+    region (router, preprocessing, captured shared experts: ``moe_router_share``), which ends
+    at that layer's sync. The segment after the stage's last sync runs on through the loss
+    rank's heads (``tail_host_*_s``: host launches whose GPU time is in the layers'), the
+    backward of every layer, and the next micro-batch's forward up to its first sync (1F1B
+    alternates them), so what the backward's GPU time hides of those launches is hidden.
+    Without syncs the host runs ahead across passes and micro-batches: max(GPU, host).
 
-    ``graph_copy_s``: GPU seconds one captured region spends copying its inputs (and in the
-    backward its output gradients) into the graph's static buffers [inferred from §3.4: static
-    input/output buffers], paid per graph launch under ``partial``.
+    ``cuda_graphs='partial'``: each layer's captured kernels (attention and router region, or a
+    whole dense layer) become one graph launch per pass (§3.4: L_local x m x 2 graphs), whose
+    region first copies its inputs (in the backward its output gradients) into the graph's
+    static buffers: ``graph_copy_s`` of GPU time [inferred from §3.4: static input/output
+    buffers]. The schedule's own per-micro-batch work stays eager (only ``full_iteration``
+    captures it).
 
-    ``tail_host_*_s``: host seconds of launches outside the layers (the loss rank's output
-    layers and losses), whose GPU time is already in the layers' GPU time; they follow the last
-    layer in the forward (no sync after it) and lead the backward.
+    ``replay``: what recompute launches again in the backward, and the share of MoE layers
+    whose replayed dispatch syncs again (:mod:`planner.performance.host_segments`).
     """
+    nd = np.asarray(dense_layers, dtype=np.float64)
+    nm = np.asarray(moe_layers, dtype=np.float64)
+    syncs_per_layer = _syncs_per_layer(cuda_graphs, dispatcher, moe_kernels, nm)
+    passes = PassCosts(cuda_graphs, costs, graph_copy_s)
+    fwd: Groups = ()
+    before: Groups = ()
+    after: Groups = ()
+    if moe_kernels is not None:
+        fwd, before, after = passes.moe_groups(
+            moe_kernels, moe_gpu_fwd_s, moe_gpu_bwd_s, moe_eager_share, moe_router_share, replay
+        )
+    # a dense layer's replay: inside its graph where the whole layer is captured
+    whole = np.asarray(dense_kernels.eager_bwd, np.float64) == 0
+    dense_replay = np.where(
+        whole, passes.captured(replay.dense_kernels), passes.host(replay.dense_kernels)
+    )
+    stage = StageGroups(
+        dense_layers=nd,
+        moe_layers=nm,
+        dense_fwd=passes.group(
+            dense_kernels.capturable_fwd, dense_kernels.eager_fwd, dense_gpu_fwd_s
+        ),
+        dense_bwd=KernelGroup(
+            host_s=passes.group(dense_kernels.capturable_bwd, dense_kernels.eager_bwd, 0.0).host_s
+            + dense_replay,
+            gpu_s=np.asarray(dense_gpu_bwd_s, np.float64) + replay.dense_gpu_s + passes.copy(),
+        ),
+        moe_fwd=fwd,
+        moe_bwd_before=before,
+        moe_bwd_after=after,
+        tail_fwd=KernelGroup(host_s=0.0 if passes.captured_all else tail_host_fwd_s, gpu_s=0.0),
+        tail_bwd=KernelGroup(host_s=0.0 if passes.captured_all else tail_host_bwd_s, gpu_s=0.0),
+    )
+    host = stage.host_s()
+    replay_share = np.asarray(replay.sync_share, np.float64)
+    if syncs_per_layer and moe_kernels is not None:
+        body = stage.segmented_time(replay_share)
+        if not np.all(nm > 0):  # a stage without MoE layers has no sync
+            body = np.where(nm > 0, body, np.maximum(stage.gpu_s(), host))
+    else:  # no sync: the host runs ahead across passes and micro-batches
+        body = np.maximum(stage.gpu_s(), host)
+    fixed = costs.per_graph_launch_s if passes.captured_all else costs.per_micro_batch_s
+    syncs = nm * syncs_per_layer * (1.0 + replay_share)
+    return MicroBatchHostTime(
+        gpu_s=np.asarray(
+            nd * (dense_gpu_fwd_s + dense_gpu_bwd_s) + nm * (moe_gpu_fwd_s + moe_gpu_bwd_s),
+            np.float64,
+        ),
+        host_s=np.asarray(host + fixed, np.float64),
+        total_s=np.asarray(body + syncs * costs.per_sync_s + fixed, np.float64),
+        syncs=np.asarray(syncs, np.float64),
+    )
+
+
+def _syncs_per_layer(
+    cuda_graphs: str, dispatcher: str, moe_kernels: LayerKernels | None, nm: FloatArray
+) -> int:
+    """The dispatcher's syncs per MoE layer forward (§3.3), after checking the settings."""
     if cuda_graphs not in CUDA_GRAPH_CHOICES:
         raise SpecError(
             f"cuda_graphs={cuda_graphs!r} is not one of {', '.join(CUDA_GRAPH_CHOICES)}",
@@ -286,8 +350,6 @@ def micro_batch_time(
             f"moe_dispatcher={dispatcher!r} is not one of {', '.join(DISPATCH_SYNCS)}",
             field="moe_dispatcher",
         )
-    nd = np.asarray(dense_layers, dtype=np.float64)
-    nm = np.asarray(moe_layers, dtype=np.float64)
     syncs_per_layer = DISPATCH_SYNCS[dispatcher] if moe_kernels is not None else 0
     if cuda_graphs == "full_iteration" and syncs_per_layer and np.any(nm > 0):
         raise SpecError(
@@ -296,42 +358,7 @@ def micro_batch_time(
             "(drop-and-pad, or HybridEP with --moe-expert-rank-capacity-factor)",
             field="cuda_graphs",
         )
-    share = np.clip(np.asarray(moe_eager_share, np.float64), 0.0, 1.0)
-    (_, _), (dc_f, dc_b) = _host_time(dense_kernels, cuda_graphs, costs)
-    me_f = me_b = mc_f = mc_b = np.zeros_like(nd)
-    copies: FloatArray | float = 0.0
-    if cuda_graphs == "partial":
-        copies = dense_kernels.graphs_per_pass * np.asarray(graph_copy_s, np.float64)
-    moe_copies = copies
-    if moe_kernels is not None:
-        (me_f, me_b), (mc_f, mc_b) = _host_time(moe_kernels, cuda_graphs, costs)
-        if cuda_graphs == "partial":
-            moe_copies = moe_kernels.graphs_per_pass * np.asarray(graph_copy_s, np.float64)
-    # GPU seconds per pass: the eager part of the MoE layers, and everything capturable
-    ge_f = nm * moe_gpu_fwd_s * share
-    gc_f = nd * (dense_gpu_fwd_s + copies) + nm * (moe_gpu_fwd_s * (1.0 - share) + moe_copies)
-    g_bwd = nd * (dense_gpu_bwd_s + copies) + nm * (moe_gpu_bwd_s + moe_copies)
-    he_f = nm * me_f
-    hc_f = nd * dc_f + nm * mc_f + np.asarray(tail_host_fwd_s, np.float64)
-    h_bwd = nd * dc_b + nm * (me_b + mc_b) + np.asarray(tail_host_bwd_s, np.float64)
-    fixed = costs.per_micro_batch_s if cuda_graphs == "none" else costs.per_graph_launch_s
-    syncs = nm * syncs_per_layer
-    if syncs_per_layer:
-        # one segment per MoE layer; the flow shop of each, summed (every segment alike)
-        fwd = np.maximum(np.maximum(ge_f + gc_f, he_f + gc_f), he_f + hc_f)
-        fwd = np.where(nm > 0, fwd, np.maximum(gc_f, hc_f)) + syncs * costs.per_sync_s
-    else:
-        fwd = np.maximum(ge_f + gc_f, he_f + hc_f)
-    bwd = np.maximum(g_bwd, h_bwd)
-    return MicroBatchHostTime(
-        gpu_s=np.asarray(
-            nd * (dense_gpu_fwd_s + dense_gpu_bwd_s) + nm * (moe_gpu_fwd_s + moe_gpu_bwd_s),
-            np.float64,
-        ),
-        host_s=np.asarray(he_f + hc_f + h_bwd + fixed, np.float64),
-        total_s=np.asarray(fwd + bwd + fixed, np.float64),
-        syncs=np.asarray(syncs, np.float64),
-    )
+    return syncs_per_layer
 
 
 def step_host_time(*, cuda_graphs: CudaGraphs, costs: HostCosts) -> float:

@@ -128,7 +128,13 @@ def estimate_performance(
     pp_mb = pp_p2p_time(ctx)
     # host launches, MoE dispatch syncs and CUDA graphs (host_term, mechanisms-facts §3)
     overhead_mb = (
-        host_exposed_time(ctx, gpu_mb, moe_block_fwd=compute.replay.moe_block, ep_mb=ep_mb)
+        host_exposed_time(
+            ctx,
+            gpu_mb,
+            moe_block_fwd=compute.replay.moe_block,
+            ep_mb=ep_mb,
+            replay=(compute.replay, recompute_mb),
+        )
         + (ctx.layers_per_stage + ctx.shapes.mtp_layers) * profile.layer_overhead_s
     )
     stage_mb = gpu_mb + pp_mb + overhead_mb

@@ -128,13 +128,73 @@ def test_a_sync_exposes_the_eager_experts_launches_even_when_the_gpu_is_slower_o
 
 
 def test_graphs_pay_a_static_buffer_copy_per_captured_region() -> None:
-    """GPU-bound layers: graphs remove no visible host time but copy their inputs (§3.4)."""
+    """GPU-bound layers: graphs remove no visible host time but copy their inputs (§3.4);
+    per-layer graphs leave the schedule's per-micro-batch work eager."""
     kw = dict(dense_layers=A([4.0]), moe_layers=A([0.0]), dense_gpu_fwd_s=A([5e-3]),
               dense_gpu_bwd_s=A([1e-2]), moe_gpu_fwd_s=A([0.0]), moe_gpu_bwd_s=A([0.0]),
               dense_kernels=dense_layer_kernels(tp=A([1.0]), cp=A([1.0])), moe_kernels=None,
               dispatcher="alltoall", costs=COSTS, moe_eager_share=0.0)  # fmt: skip
     eager = micro_batch_time(cuda_graphs="none", **kw)  # type: ignore[arg-type]
     graphed = micro_batch_time(cuda_graphs="partial", graph_copy_s=20e-6, **kw)  # type: ignore[arg-type]
-    assert float(graphed.total_s[0]) - float(eager.total_s[0]) == pytest.approx(
-        4 * 2 * 20e-6 - 100e-6 + 10e-6
+    assert float(graphed.total_s[0]) - float(eager.total_s[0]) == pytest.approx(4 * 2 * 20e-6)
+
+
+def _one_moe_layer(graphs: str, *, router_host_heavy: bool = False, bwd_s: float = 10e-3):  # type: ignore[no-untyped-def]
+    moe = moe_layer_kernels(tp=A([2.0]), cp=A([1.0]), local_experts=A([32.0]))
+    return micro_batch_time(
+        dense_layers=A([0.0]),
+        moe_layers=A([1.0]),
+        dense_gpu_fwd_s=A([0.0]),
+        dense_gpu_bwd_s=A([0.0]),
+        moe_gpu_fwd_s=A([1e-3]),
+        moe_gpu_bwd_s=A([bwd_s]),
+        dense_kernels=dense_layer_kernels(tp=A([2.0]), cp=A([1.0])),
+        moe_kernels=moe,
+        cuda_graphs=graphs,  # type: ignore[arg-type]
+        dispatcher="alltoall",
+        costs=HostCosts(per_kernel_s=10e-6 if router_host_heavy else 1e-6),
+        moe_eager_share=0.5,
+        moe_router_share=0.0,
     )
+
+
+def test_partial_graphs_launch_one_graph_per_moe_layer_and_pass() -> None:
+    """§3.4: graph count L_local x m x 2; attention and router are contiguous, one region."""
+    moe = moe_layer_kernels(tp=A([2.0]), cp=A([1.0]), local_experts=A([32.0]))
+    r = _one_moe_layer("partial")
+    eager = float(moe.eager_fwd[0] + moe.eager_bwd[0]) * 1e-6
+    assert float(r.host_s[0]) == pytest.approx(eager + 2 * 10e-6 + 100e-6)
+
+
+def test_the_router_before_the_sync_hides_behind_the_previous_backward() -> None:
+    """1F1B runs a backward between two forwards: the first layer's router launches, the last
+    ones before its sync, queue behind that backward's GPU work; the eager experts after a
+    sync do not."""
+    moe = moe_layer_kernels(tp=A([2.0]), cp=A([1.0]), local_experts=A([32.0]))
+    r = _one_moe_layer("none", router_host_heavy=True)
+    eager_fwd = float(moe.eager_fwd[0]) * 10e-6
+    assert eager_fwd > 0.5e-3  # the experts' launches outlast their GPU time after the sync
+    expected = eager_fwd + 0.5e-3 + 10e-3 + 20e-6 + 100e-6  # + rest of the GPU, sync, fixed
+    assert float(r.total_s[0]) == pytest.approx(expected)
+    short_bwd = _one_moe_layer("none", router_host_heavy=True, bwd_s=0.1e-3)
+    assert float(short_bwd.total_s[0]) == pytest.approx(float(short_bwd.host_s[0]) + 20e-6)
+
+
+def test_dense_layers_of_a_moe_model_keep_their_mlp_eager_under_the_moe_graph_modules() -> None:
+    """§3.4: the dropless recipe captures attn, moe_router, moe_preprocess; `mlp` is not in
+    it, so a dense layer of a MoE model launches its MLP half eagerly."""
+    whole = dense_layer_kernels(tp=A([2.0]), cp=A([1.0]))
+    attn_only = dense_layer_kernels(tp=A([2.0]), cp=A([1.0]), mlp_captured=False)
+    assert float(whole.eager_fwd[0]) == 0.0
+    assert float(attn_only.eager_fwd[0]) == 7  # norm, AG, FC1, SwiGLU, FC2, RS, residual add
+    assert float(attn_only.fwd[0]) == float(whole.fwd[0])
+    assert float(attn_only.bwd[0]) == float(whole.bwd[0])
+
+
+def test_deepep_fuses_router_and_preprocess() -> None:
+    """§3.2: router + EP preprocess with DeepEP's fused layout kernel: 17 kernels."""
+    k = dict(tp=A([1.0]), cp=A([1.0]), local_experts=A([8.0]))
+    flex = moe_layer_kernels(dispatcher="flex_deepep", **k)  # type: ignore[arg-type]
+    a2a = moe_layer_kernels(dispatcher="alltoall", **k)  # type: ignore[arg-type]
+    assert float(np.ravel(flex.router_fwd)[0]) == 17
+    assert float(np.ravel(a2a.router_fwd)[0]) == 72 + 6
