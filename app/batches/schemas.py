@@ -7,11 +7,12 @@ A CSV row, a YAML/JSON object or an element of the API's ``jobs`` list all valid
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.schemas import RequestModel
+from app.core.schemas import Page, RequestModel
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate
 
 MAX_BATCH_JOBS = 2000
@@ -35,3 +36,23 @@ class BatchCreate(RequestModel):
     )
 
     jobs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+
+
+class BatchSummary(BaseModel):
+    """One batch of a listing: its status and job counts (``GET /v1/batches/{id}`` has its jobs)."""
+
+    id: str
+    status: Literal["queued", "running", "finished"]
+    total: int
+    """Jobs in the batch."""
+    finished: int
+    counts: dict[str, int]
+    """Jobs per status: queued, running, succeeded, failed, cancelled."""
+    created_at: datetime
+    names: list[str]
+    """The first three job names, in submission order."""
+    links: dict[str, str]
+
+
+class BatchPage(Page):
+    items: list[BatchSummary]

@@ -125,11 +125,11 @@ class BatchService:
             },
         }
 
-    def recent(self, limit: int = 20) -> tuple[list[dict[str, Any]], int]:
+    def recent(self, limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """The caller's newest batches (an admin: everyone's), each with its status and job
-        counts, and how many batches it has in all (the web's list of past batches)."""
+        counts, and how many batches it has in all (``GET /v1/batches``, the web's list)."""
         owner = self.viewer.owner_filter() if self.viewer is not None else (False, None)
-        batches, total = self.repo.recent(limit, owner)
+        batches, total = self.repo.recent(limit, owner, offset)
         counts = self.repo.status_counts_of([b.id for b in batches])
         items = []
         for batch in batches:
@@ -143,6 +143,7 @@ class BatchService:
                     "counts": {s: found[s] for s in ("queued", "running", *FINISHED)},
                     "created_at": batch.created_at,
                     "names": batch.names["names"][:3],
+                    "links": {"self": f"/v1/batches/{batch.id}"},
                 }
             )
         return items, total
