@@ -19,7 +19,7 @@ from app.batches.schemas import BatchJobCreate
 from app.core.database import utcnow
 from app.core.errors import AppError, ConflictError, NotFoundError
 from app.planning.backend import PlanningBackend
-from app.planning.convert import RequestError, parse_request
+from app.planning.convert import error_text, parse_request
 from app.planning.models import PlanJobRow
 from app.planning.schemas import FINISHED
 from app.planning.service import PlanJobService, request_hash
@@ -56,10 +56,8 @@ class BatchService:
                     row, _ = plan_jobs.submit(
                         parsed.model_dump(mode="json", exclude_none=True, exclude={"name"}), None
                     )
-            except RequestError as exc:
-                error = exc.message
-            except SpecError as exc:
-                error = exc.message + (f" (field {exc.field})" if exc.field else "")
+            except SpecError as exc:  # RequestError too
+                error = error_text(exc)
             except AppError as exc:
                 error = exc.message
             if error is not None:
