@@ -36,7 +36,10 @@ Opt = typer.Option
 
 
 def register(cli: typer.Typer) -> None:
+    from app.cli.batches import batches
+
     cli.command("batch")(batch)
+    cli.command("batches")(batches)  # the batches a service holds
 
 
 def read_jobs(path: Path) -> list[dict[str, Any]]:

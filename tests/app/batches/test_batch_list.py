@@ -1,17 +1,20 @@
 """``GET /v1/batches``: the batches newest first, paged as ``GET /v1/plan-jobs`` is (limit 1-500,
 offset), each with its status, job counts and created time; a key lists only its own batches,
-an admin key every one; the SDK's ``list_batches``."""
+an admin key every one; the SDK's ``list_batches`` and ``planner batches``."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from fastapi.testclient import TestClient
 
-from tests.app.batches.test_batches import GOOD, batch_client, wait_finished
+from tests.app.batches.test_batches import GOOD, batch_client, live_server, wait_finished
 from tests.app.conftest import SLOW_SEED
 from tests.app.keys.test_auth import new_key
 from tests.app.keys.test_auth import secured as secured  # the fixture
 
-__all__ = ["batch_client", "secured"]  # fixtures
+__all__ = ["batch_client", "live_server", "secured"]  # fixtures
 
 
 def _submit(client: TestClient, *names: str, **headers: str) -> str:
@@ -84,3 +87,22 @@ def test_the_sdk_lists_batches(batch_client: TestClient) -> None:
 def test_the_list_is_one_tagged_operation(batch_client: TestClient) -> None:
     operation = batch_client.get("/openapi.json").json()["paths"]["/v1/batches"]["get"]
     assert operation["tags"] == ["batches"] and operation["operationId"] == "list_batches"
+
+
+def test_the_cli_lists_a_servers_batches(live_server: str, tmp_path: Path) -> None:
+    from tests.app.batches.test_batches import run_cli
+
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps([{"name": "listed", **GOOD}]), encoding="utf-8")
+    assert (
+        run_cli("batch", str(jobs), "-o", str(tmp_path / "out.csv"), "--server", live_server)[0]
+        == 0
+    )
+    code, out, err = run_cli("batches", "--server", live_server)
+    assert code == 0, err
+    assert "finished" in out and "1/1" in out and "listed" in out
+    code, out, _ = run_cli("batches", "--server", live_server, "--json", "--limit", "5")
+    page = json.loads(out)
+    assert code == 0 and page["limit"] == 5 and page["items"][0]["names"] == ["listed"]
+    code, _, err = run_cli("batches", "--server", live_server, "--limit", "0")
+    assert code == 2 and "--limit" in err
