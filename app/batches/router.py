@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
 from app.batches.rows import to_csv
-from app.batches.schemas import BatchCreate, BatchPage
+from app.batches.schemas import BatchCounts, BatchCreate, BatchPage
 from app.batches.service import BatchService
 from app.core.deps import FactoryDep, SessionDep
 from app.core.engine import unit_of_work
@@ -28,12 +28,7 @@ class BatchJob(BaseModel):
     error: str | None = None
 
 
-class BatchRead(BaseModel):
-    id: str
-    status: Literal["queued", "running", "finished"]
-    total: int
-    finished: int
-    counts: dict[str, int]
+class BatchRead(BatchCounts):
     progress: float
     created_at: str
     jobs: list[BatchJob]

@@ -38,8 +38,8 @@ class BatchCreate(RequestModel):
     jobs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
 
 
-class BatchSummary(BaseModel):
-    """One batch of a listing: its status and job counts (``GET /v1/batches/{id}`` has its jobs)."""
+class BatchCounts(BaseModel):
+    """A batch's status and how many of its jobs are where (a listing's item, a batch's read)."""
 
     id: str
     status: Literal["queued", "running", "finished"]
@@ -48,6 +48,11 @@ class BatchSummary(BaseModel):
     finished: int
     counts: dict[str, int]
     """Jobs per status: queued, running, succeeded, failed, cancelled."""
+
+
+class BatchSummary(BatchCounts):
+    """One batch of a listing (``GET /v1/batches/{id}`` has its jobs)."""
+
     created_at: datetime
     names: list[str]
     """The first three job names, in submission order."""
