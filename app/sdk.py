@@ -298,6 +298,11 @@ class PlannerClient:
         batch: JSON = self._request("GET", f"/v1/batches/{_seg(batch_id)}")
         return batch
 
+    def list_batches(self, limit: int = 50, offset: int = 0) -> JSON:
+        """``GET /v1/batches``: ``{"items": [...], "total", "limit", "offset"}``, newest first."""
+        page: JSON = self._request("GET", "/v1/batches", params={"limit": limit, "offset": offset})
+        return page
+
     def wait_for_batch(
         self, batch_id: str, timeout: float = 3600.0, poll_s: float = 0.5, on_progress: Any = None
     ) -> JSON:

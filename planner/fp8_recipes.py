@@ -41,6 +41,7 @@ __all__ = [
     "effective_recipe",
     "recipe_gpu_problem",
     "unset_recipe_note",
+    "usable_recipes",
 ]
 
 Fp8Recipe = Literal["delayed", "tensorwise", "blockwise", "mxfp8"]
@@ -78,24 +79,49 @@ def check_recipe(job: TrainingJob) -> None:
             f"{job.precision!r}: set precision='fp8', or remove fp8_recipe",
             field="fp8_recipe",
         )
-    others = [r for r in FP8_RECIPE_CHOICES if r != recipe and not missing(job, "fp8_recipe", r)]
+    # the GPU is not known yet: a recipe that runs on one generation only says which
+    others = _choices(usable_recipes(job, None, but=recipe), None)
     require(job, "fp8_recipe", recipe,
-            fix=f"use {' or '.join(repr(r) for r in others)} (the recipes it has), or leave "
-            "fp8_recipe unset for the planner's choice")  # fmt: skip
+            fix=f"use {others}, which it has, or leave fp8_recipe unset for the planner's "
+            "choice")  # fmt: skip
 
 
-def recipe_gpu_problem(recipe: str | None, gpu: GPUSpec) -> str | None:
-    """Why ``recipe`` cannot run on ``gpu`` (None: it can, or no recipe is named)."""
+def usable_recipes(job: TrainingJob, gpu: GPUSpec | None, *, but: str | None = None) -> list[str]:
+    """The recipes the job's release has and ``gpu`` runs (None: any GPU's), other than
+    ``but``: the planner's choice for that GPU first (:func:`default_recipe`), then the table's
+    order. What every refusal of a recipe suggests, so none suggests one that cannot run."""
+    first = [default_recipe(job, gpu)] if gpu is not None else []
+    return [
+        r
+        for r in dict.fromkeys([*first, *FP8_RECIPE_CHOICES])
+        if r != but
+        and missing(job, "fp8_recipe", r) is None
+        and (gpu is None or r not in _WHERE or gpu.architecture in _WHERE[r][0])
+    ]
+
+
+def _choices(recipes: list[str], gpu: GPUSpec | None) -> str:
+    """``'tensorwise' or 'delayed'``; with no GPU known, a one-generation recipe says which."""
+    shown = [
+        repr(r) + (f" ({_WHERE[r][1]} GPUs only)" if gpu is None and r in _WHERE else "")
+        for r in recipes
+    ]
+    return " or ".join(shown) or "no other recipe"
+
+
+def recipe_gpu_problem(recipe: str | None, gpu: GPUSpec, job: TrainingJob) -> str | None:
+    """Why ``recipe`` cannot run on ``gpu`` (None: it can, or no recipe is named); the recipes
+    it suggests instead are those the GPU runs and the job's release has."""
     if recipe not in _WHERE:
         return None
     archs, name = _WHERE[recipe]
     if gpu.architecture in archs:
         return None
-    other = "mxfp8" if gpu.architecture in BLACKWELL else "tensorwise"
+    others = _choices(usable_recipes(job, gpu, but=recipe), gpu)
     return (
         f"fp8_recipe={recipe!r} runs on {name} GPUs only (megatron-facts §1.8, mechanisms-facts "
-        f"§4.1/§6.1) and {gpu.name} is {gpu.architecture}: use fp8_recipe='{other}' or "
-        "'delayed', or leave it unset for the planner's choice"
+        f"§4.1/§6.1) and {gpu.name} is {gpu.architecture}: use fp8_recipe={others}, or leave "
+        "it unset for the planner's choice"
     )
 
 

@@ -429,6 +429,14 @@ class TrainingJob:
     grows segments in place, so most fragmentation goes (mechanisms-facts §6.7; priced by
     ``MemoryOptions.expandable_fragmentation_fraction``). False (the estimator's default
     assumption, PyTorch's default) leaves the environment as it is."""
+    release_filled: frozenset[tuple[str, Any]] = field(
+        default=frozenset(), repr=False, compare=False
+    )
+    """Not an input: the (setting, value) pairs set from the release's default when the job was
+    built (the setting unstated). ``dataclasses.replace`` carries it, so a replaced job
+    re-resolves those settings for its own release, as a job built anew would
+    (:func:`planner.stack_defaults.fill_release_defaults`); a replace that states one at a
+    value other than the filled one keeps it."""
 
     def __post_init__(self) -> None:
         from planner.stack_settings import check_stack  # it imports this module

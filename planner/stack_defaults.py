@@ -44,7 +44,9 @@ RELEASE_FALLBACKS: Mapping[str, Any] = {
 RECOMMENDED: Mapping[str, Any] = {"cross_entropy_fusion": "native"}
 """The planner's recommended value of each TrainingJob field whose dataclass default is None
 (unstated: resolved per release when the job is built, :func:`fill_release_defaults`)."""
-_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainingJob)} | dict(RECOMMENDED)
+_DEFAULTS = {
+    f.name: f.default for f in dataclasses.fields(TrainingJob) if f.name != "release_filled"
+} | dict(RECOMMENDED)
 
 
 def job_defaults() -> dict[str, Any]:
@@ -89,14 +91,22 @@ def fill_release_defaults(job: TrainingJob) -> None:
     """Set the job's unstated (None) floored settings to what its release has, as the API's
     :func:`release_defaults` does for a request: ``TrainingJob(megatron_core_version="0.7")``
     gets cross_entropy_fusion='unfused', not a refusal of a default it never chose. Called from
-    ``TrainingJob.__post_init__`` (the job is frozen: the checks run on the filled values)."""
-    names = [n for n in floored_defaults() if getattr(job, n) is None]
-    if not names:
-        return
+    ``TrainingJob.__post_init__`` (the job is frozen: the checks run on the filled values).
+
+    A setting filled when the job it was replaced from was built (``job.release_filled``, still
+    at the filled value) counts as unstated too: ``dataclasses.replace(job,
+    megatron_core_version="0.7")`` is then the job built anew with 0.7, not a refusal of the
+    'native' its first release got. Which values were filled is recorded on the job."""
+    names = [
+        n
+        for n in floored_defaults()
+        if getattr(job, n) is None or (n, getattr(job, n)) in job.release_filled
+    ]
     stated = {n: getattr(job, n) for n in ("megatron_core_version", "te_version")}
-    filled = release_defaults({**stated, **dict.fromkeys(names)})
+    filled = release_defaults({**stated, **dict.fromkeys(names)}) if names else {}
     for name in names:
         object.__setattr__(job, name, filled[name])
+    object.__setattr__(job, "release_filled", frozenset((n, filled[n]) for n in names))
 
 
 def lowered_notes(job: TrainingJob) -> list[str]:

@@ -35,15 +35,17 @@ class BatchRepository:
         )
         return {status: int(n) for status, n in self.session.execute(stmt)}
 
-    def recent(self, limit: int, owner: tuple[bool, str | None]) -> tuple[list[BatchRow], int]:
-        """The newest batches first (at most ``limit``) and how many there are in all; with
-        ``owner`` = (True, key id) only that key's (a non-admin's listing)."""
+    def recent(
+        self, limit: int, owner: tuple[bool, str | None], offset: int = 0
+    ) -> tuple[list[BatchRow], int]:
+        """The newest batches first (at most ``limit``, after skipping ``offset``) and how many
+        there are in all; with ``owner`` = (True, key id) only that key's (a non-admin's)."""
         stmt = select(BatchRow)
         count = select(func.count()).select_from(BatchRow)
         if owner[0]:
             stmt = stmt.where(BatchRow.owner_key_id == owner[1])
             count = count.where(BatchRow.owner_key_id == owner[1])
-        stmt = stmt.order_by(BatchRow.created_at.desc(), BatchRow.id).limit(limit)
+        stmt = stmt.order_by(BatchRow.created_at.desc(), BatchRow.id).limit(limit).offset(offset)
         return list(self.session.scalars(stmt)), int(self.session.scalar(count) or 0)
 
     def status_counts_of(self, batch_ids: list[str]) -> dict[str, dict[str, int]]:

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
 from app.batches.rows import to_csv
-from app.batches.schemas import BatchCreate
+from app.batches.schemas import BatchCounts, BatchCreate, BatchPage
 from app.batches.service import BatchService
 from app.core.deps import FactoryDep, SessionDep
 from app.core.engine import unit_of_work
@@ -28,12 +28,7 @@ class BatchJob(BaseModel):
     error: str | None = None
 
 
-class BatchRead(BaseModel):
-    id: str
-    status: Literal["queued", "running", "finished"]
-    total: int
-    finished: int
-    counts: dict[str, int]
+class BatchRead(BatchCounts):
     progress: float
     created_at: str
     jobs: list[BatchJob]
@@ -75,6 +70,26 @@ def submit(
         read = BatchService(session, backend).read(batch.id)
     return JSONResponse(
         read, status_code=status.HTTP_202_ACCEPTED, headers={"Location": read["links"]["self"]}
+    )
+
+
+@router.get(
+    "",
+    response_model=BatchPage,
+    responses=problem_responses(422),
+    summary="List batches, newest first (a key sees its own; an admin key, every one)",
+    operation_id="list_batches",
+)
+def list_batches(
+    session: SessionDep,
+    backend: BackendDep,
+    viewer: ViewerDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> BatchPage:
+    items, total = BatchService(session, backend, viewer).recent(limit, offset)
+    return BatchPage.model_validate(
+        {"items": items, "total": total, "limit": limit, "offset": offset}
     )
 
 

@@ -129,7 +129,24 @@ def _input_cells(request: Mapping[str, Any]) -> dict[str, Any]:
     """The job's own cells on a row without a plan (an error, nothing fits), so the output read
     back as jobs asks the same question; an inline model or cluster object has no cell."""
     inputs = set(OUTPUT_COLUMNS) - set(RESULT_COLUMNS) - {"name"}
-    return {k: _cell(v) for k, v in request.items() if k in inputs and not isinstance(v, dict)}
+    stored = as_stored(request)
+    return {k: _cell(v) for k, v in stored.items() if k in inputs and not isinstance(v, dict)}
+
+
+def as_stored(request: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The job as the service stores it (parsed, its defaults filled: PlanJobService.submit),
+    so a local row and the service's row of one job have the same cells: the raw job of
+    ``planner batch`` (CSV text, defaults left out) and the stored request both come out so.
+    A job that does not parse is kept as written (its row says why it failed)."""
+    from app.batches.schemas import BatchJobCreate
+    from app.planning.convert import expand_text_lists, parse_request
+    from planner import SpecError
+
+    try:
+        parsed = parse_request(BatchJobCreate, expand_text_lists(request))
+    except SpecError:  # RequestError too
+        return request
+    return parsed.model_dump(mode="json", exclude_none=True, exclude={"name"})
 
 
 def _run_cells(run: RunRead | None, request: Mapping[str, Any]) -> dict[str, Any]:

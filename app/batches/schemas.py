@@ -7,11 +7,12 @@ A CSV row, a YAML/JSON object or an element of the API's ``jobs`` list all valid
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.schemas import RequestModel
+from app.core.schemas import Page, RequestModel
 from app.planning.schemas import PLAN_EXAMPLE, PlanJobCreate
 
 MAX_BATCH_JOBS = 2000
@@ -35,3 +36,28 @@ class BatchCreate(RequestModel):
     )
 
     jobs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+
+
+class BatchCounts(BaseModel):
+    """A batch's status and how many of its jobs are where (a listing's item, a batch's read)."""
+
+    id: str
+    status: Literal["queued", "running", "finished"]
+    total: int
+    """Jobs in the batch."""
+    finished: int
+    counts: dict[str, int]
+    """Jobs per status: queued, running, succeeded, failed, cancelled."""
+
+
+class BatchSummary(BatchCounts):
+    """One batch of a listing (``GET /v1/batches/{id}`` has its jobs)."""
+
+    created_at: datetime
+    names: list[str]
+    """The first three job names, in submission order."""
+    links: dict[str, str]
+
+
+class BatchPage(Page):
+    items: list[BatchSummary]

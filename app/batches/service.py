@@ -19,7 +19,7 @@ from app.batches.schemas import BatchJobCreate
 from app.core.database import utcnow
 from app.core.errors import AppError, ConflictError, NotFoundError
 from app.planning.backend import PlanningBackend
-from app.planning.convert import RequestError, parse_request
+from app.planning.convert import error_text, parse_request
 from app.planning.models import PlanJobRow
 from app.planning.schemas import FINISHED
 from app.planning.service import PlanJobService, request_hash
@@ -56,10 +56,8 @@ class BatchService:
                     row, _ = plan_jobs.submit(
                         parsed.model_dump(mode="json", exclude_none=True, exclude={"name"}), None
                     )
-            except RequestError as exc:
-                error = exc.message
-            except SpecError as exc:
-                error = exc.message + (f" (field {exc.field})" if exc.field else "")
+            except SpecError as exc:  # RequestError too
+                error = error_text(exc)
             except AppError as exc:
                 error = exc.message
             if error is not None:
@@ -125,11 +123,11 @@ class BatchService:
             },
         }
 
-    def recent(self, limit: int = 20) -> tuple[list[dict[str, Any]], int]:
+    def recent(self, limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """The caller's newest batches (an admin: everyone's), each with its status and job
-        counts, and how many batches it has in all (the web's list of past batches)."""
+        counts, and how many batches it has in all (``GET /v1/batches``, the web's list)."""
         owner = self.viewer.owner_filter() if self.viewer is not None else (False, None)
-        batches, total = self.repo.recent(limit, owner)
+        batches, total = self.repo.recent(limit, owner, offset)
         counts = self.repo.status_counts_of([b.id for b in batches])
         items = []
         for batch in batches:
@@ -143,6 +141,7 @@ class BatchService:
                     "counts": {s: found[s] for s in ("queued", "running", *FINISHED)},
                     "created_at": batch.created_at,
                     "names": batch.names["names"][:3],
+                    "links": {"self": f"/v1/batches/{batch.id}"},
                 }
             )
         return items, total

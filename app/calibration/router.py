@@ -136,6 +136,7 @@ def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> C
     status_code=status.HTTP_204_NO_CONTENT,
     responses=problem_responses(404, 422),
     summary="Delete a cluster's measurements and, with them, its calibrations",
+    description="Deletes the collection: 204 also when it is already empty (404: no cluster).",
     operation_id="delete_measurements",
     tags=TAGS,
 )
@@ -150,6 +151,7 @@ def delete_measurements(slug: Slug, session: SessionDep, backend: BackendDep) ->
     responses=problem_responses(404, 409, 422),
     tags=["catalog"],
     summary="Delete a user-defined cluster (409 while it has measurements, unless purge=true)",
+    description="404 once it is gone: a second DELETE, or the later of two at once.",
     operation_id="delete_cluster",
 )
 def delete_cluster(

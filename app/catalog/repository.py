@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.catalog.models import CatalogEntryRow, CatalogVersionRow
-from app.core.database import utcnow
+from app.core.database import rowcount, utcnow
 
 
 class CatalogRepository:
@@ -71,6 +71,12 @@ class CatalogRepository:
         self.session.flush()
         return version
 
-    def delete(self, entry: CatalogEntryRow) -> None:
-        self.session.delete(entry)
+    def delete(self, entry: CatalogEntryRow) -> bool:
+        """Delete the entry and its versions; False when another request deleted it between
+        this session's read and now (its DELETE matched no row: the caller answers 404)."""
+        versions = delete(CatalogVersionRow).where(CatalogVersionRow.entry_id == entry.id)
+        self.session.execute(versions)
+        stmt = delete(CatalogEntryRow).where(CatalogEntryRow.id == entry.id)
+        deleted = rowcount(self.session.execute(stmt)) == 1
         self.session.flush()
+        return deleted

@@ -103,6 +103,7 @@ def catalog_router(kind: str) -> APIRouter:
             status_code=status.HTTP_204_NO_CONTENT,
             responses=problem_responses(404, 409, 422),
             summary=f"Delete a user-defined {kind}",
+            description="404 once it is gone: a second DELETE, or the later of two at once.",
             operation_id=f"delete_{kind}",
         )
         def delete_entry(slug: Slug, session: SessionDep) -> Response:

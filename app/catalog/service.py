@@ -236,7 +236,8 @@ class CatalogService:
                 f"GPU {slug!r} is used by cluster(s) {', '.join(users)}; delete them first "
                 f"(DELETE /v1/clusters/SLUG) or point them at another GPU (PUT /v1/clusters/SLUG)"
             )
-        self.repo.delete(row)
+        if not self.repo.delete(row):  # a DELETE at the same time won: one 204, then 404s
+            raise NotFoundError(f"{KIND_NAMES[kind]} {slug!r} was deleted by another request")
 
     def import_hf(self, slug: str, config: dict[str, Any]) -> CatalogEntryRead:
         from planner.model.hf_config import model_from_hf_config

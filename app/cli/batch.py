@@ -36,7 +36,10 @@ Opt = typer.Option
 
 
 def register(cli: typer.Typer) -> None:
+    from app.cli.batches import batches
+
     cli.command("batch")(batch)
+    cli.command("batches")(batches)  # the batches a service holds
 
 
 def read_jobs(path: Path) -> list[dict[str, Any]]:
@@ -64,7 +67,7 @@ def _plan_one(
     from app.cli.common import inline_model_file
     from app.cli.requests import load_profile_file, with_server_cluster
     from app.planning.compute import plan_request
-    from app.planning.convert import column_label, expand_text_lists, parse_request
+    from app.planning.convert import column_label, error_text, expand_text_lists, parse_request
     from planner import SpecError
 
     try:
@@ -77,8 +80,7 @@ def _plan_one(
             profile = load_profile_file(profile_file, request)
         return index, plan_request(request, profile=profile)
     except SpecError as exc:
-        where = f" (field {exc.field})" if exc.field and exc.field not in exc.message else ""
-        return index, f"{exc.message}{where}"
+        return index, error_text(exc)
     except SystemExit:  # a model file that cannot be read: inline_model_file said why
         return index, f"cannot read the model file {job.get('model')!r} (field model)"
     except Exception as exc:  # one bad job must never sink the batch

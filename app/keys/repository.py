@@ -34,6 +34,18 @@ class ApiKeyRepository:
     def by_id_or_prefix(self, key_id_or_prefix: str) -> ApiKeyRow | None:
         return self.session.get(ApiKeyRow, key_id_or_prefix) or self.by_prefix(key_id_or_prefix)
 
+    def mark_revoked(self, row: ApiKeyRow) -> bool:
+        """Revoke the key unless it already is; False when another request revoked it first
+        (its time is kept). ``row`` is re-read either way."""
+        result = self.session.execute(
+            update(ApiKeyRow)
+            .where(ApiKeyRow.id == row.id, ApiKeyRow.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+        self.session.refresh(row)
+        return int(getattr(result, "rowcount", 0) or 0) == 1
+
     def flush(self) -> None:
         self.session.flush()
 

@@ -49,6 +49,8 @@ def list_keys(session: SessionDep) -> ApiKeyList:
     response_model=ApiKeyRead,
     responses=problem_responses(404, 422),
     summary="Revoke an API key (it stops working at once here, within 5 s elsewhere)",
+    description="Idempotent: the key stays, listed as revoked; revoking it again (or twice at "
+    "once) answers it as the first revocation left it.",
     operation_id="revoke_api_key",
 )
 def revoke_key(key_id: KeyId, factory: FactoryDep, request: Request) -> ApiKeyRead:

@@ -129,8 +129,9 @@ class ApiKeyStore:
         row = self.repo.by_id_or_prefix(key_id_or_prefix)
         if row is None:
             raise NotFoundError(f"no API key {key_id_or_prefix!r}; `planner keys list` shows them")
-        if row.revoked_at is None:
-            row.revoked_at = utcnow()
+        # idempotent (the key stays, listed as revoked): a second revoke, also one racing this
+        # one, answers the key with the first revocation's time
+        if row.revoked_at is None and self.repo.mark_revoked(row):
             WebSessionStore(self.repo.session).revoke_for_key(row.id)  # its sign-ins end with it
             self.repo.flush()
         return _info(row)

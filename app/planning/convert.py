@@ -59,6 +59,14 @@ class RequestError(SpecError):
         self.errors = errors
 
 
+def error_text(exc: SpecError) -> str:
+    """A job's error as its row (and the batch's job) shows it, local or on the service: the
+    message, and the field where the message does not name it already."""
+    if isinstance(exc, RequestError) or not exc.field or exc.field in exc.message:
+        return exc.message
+    return f"{exc.message} (field {exc.field})"
+
+
 def parse_request(schema: type[Request], data: Any, *, label: Label | None = None) -> Request:
     """``data`` as the typed request ``schema``; RequestError naming each bad field."""
     if isinstance(data, schema):

@@ -30,6 +30,7 @@ from app.core.logging_config import job_context
 from app.core.settings import Settings
 from app.planning import fanout, optuna_store
 from app.planning.backend import PlanningBackend
+from app.planning.convert import error_text
 from app.planning.repository import PlanJobRepository
 from app.planning.schemas import FINISHED
 from planner.specs import SpecError
@@ -226,7 +227,7 @@ class WorkerPool:
             else:
                 values = {"status": "cancelled"}
         except SpecError as exc:
-            values = {"status": "failed", "error": exc.message}
+            values = {"status": "failed", "error": error_text(exc)}
         except Exception as exc:
             log.exception("plan job %s failed", job_id)
             values = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}

@@ -71,6 +71,6 @@ def check_settings(
                 "then uses a grouped kernel only where one exists)",
                 field="moe_grouped_gemm_kernel",
             )
-    problem = recipe_gpu_problem(job.fp8_recipe, cluster.gpu)
+    problem = recipe_gpu_problem(job.fp8_recipe, cluster.gpu, job)
     if job.precision == "fp8" and problem is not None:
         raise SpecError(problem, field="fp8_recipe")

@@ -205,12 +205,15 @@ def _kernel_explain(ctx: Ctx, i: int) -> str:
 
 
 def _recipe_check(ctx: Ctx) -> BoolArray:
-    bad = recipe_gpu_problem(ctx.job.fp8_recipe, ctx.cluster.gpu) is not None
+    bad = recipe_gpu_problem(ctx.job.fp8_recipe, ctx.cluster.gpu, ctx.job) is not None
     return np.full(len(ctx.batch), bad and ctx.job.precision == "fp8", dtype=np.bool_)
 
 
 def _recipe_explain(ctx: Ctx, i: int) -> str:
-    return recipe_gpu_problem(ctx.job.fp8_recipe, ctx.cluster.gpu) or "fp8_recipe is not valid here"
+    return (
+        recipe_gpu_problem(ctx.job.fp8_recipe, ctx.cluster.gpu, ctx.job)
+        or "fp8_recipe is not valid here"
+    )
 
 
 def lacks(job: TrainingJob, setting: str, value: str) -> bool:

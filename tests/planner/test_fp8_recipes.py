@@ -4,6 +4,7 @@ memory (planner.memory.fp8_saved)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -71,7 +72,7 @@ def test_a_bf16_job_leaves_the_recipe_unset() -> None:
 @pytest.mark.parametrize(
     ("gpu", "recipe", "other"),
     [(H100, "mxfp8", "'tensorwise'"), (B200, "blockwise", "'mxfp8'"),
-     (replace(H100, architecture="ampere"), "mxfp8", "'tensorwise'")],
+     (replace(H100, architecture="ampere"), "mxfp8", "'delayed' or 'tensorwise'")],
 )  # fmt: skip
 def test_a_recipe_off_its_gpu_is_refused_up_front_and_per_layout(
     gpu: Any, recipe: str, other: str
@@ -82,6 +83,41 @@ def test_a_recipe_off_its_gpu_is_refused_up_front_and_per_layout(
     assert err.value.field == "fp8_recipe"
     found = violations(LLAMA_8B, cluster(gpu), j, LAYOUT)
     assert any("fp8_recipe=" in v and "GPUs only" in v for v in found)
+
+
+def test_a_recipe_off_its_gpu_suggests_only_what_the_release_has_too() -> None:
+    """Hopper with TE 2.1 has no current scaling (TE 2.2): mxfp8 there was told to use
+    'tensorwise', which the release then refused; now only 'delayed' is suggested."""
+    j = job(fp8_recipe="mxfp8", te_version="2.1")
+    with pytest.raises(SpecError, match="use fp8_recipe='delayed', or leave it unset") as err:
+        check_settings(LLAMA_8B, cluster(H100), j, {})
+    assert "tensorwise" not in str(err.value)
+
+
+def test_a_recipe_the_release_lacks_marks_the_one_generation_suggestions() -> None:
+    """The job's own check runs before any GPU is known: a suggested recipe that runs on one
+    GPU generation only says so ('mxfp8' was offered to a Hopper job as if it could run)."""
+    with pytest.raises(SpecError, match=r"Transformer Engine >= 2\.2") as err:
+        job(fp8_recipe="tensorwise", te_version="2.1")
+    assert "use 'delayed' or 'mxfp8' (Blackwell GPUs only), which it has" in str(err.value)
+
+
+@pytest.mark.parametrize("gpu", [H100, B200])
+@pytest.mark.parametrize("te", ["1.14", "2.0", "2.1", "2.2", "2.3"])
+@pytest.mark.parametrize("recipe", ["mxfp8", "blockwise"])
+def test_every_suggested_recipe_runs_on_the_gpu_and_release(gpu: Any, te: str, recipe: str) -> None:
+    from planner.fp8_recipes import recipe_gpu_problem
+
+    try:
+        j = job(fp8_recipe=recipe, te_version=te)
+    except SpecError:
+        return  # the release lacks it: the job's own check (the test above)
+    problem = recipe_gpu_problem(recipe, gpu, j)
+    if problem is None:
+        return
+    for suggested in re.findall(r"'(\w+)'", problem.split(": use ")[1]):
+        fixed = replace(j, fp8_recipe=suggested)  # the release has it: no SpecError
+        assert recipe_gpu_problem(suggested, gpu, fixed) is None, (suggested, problem)
 
 
 @pytest.mark.parametrize(("gpu", "recipe"), [(H100, "blockwise"), (B200, "mxfp8"),

@@ -85,3 +85,24 @@ def test_the_recommended_default_is_what_the_forms_show() -> None:
     assert defaults["cross_entropy_fusion"] is None  # unstated: resolved per release
     assert job_defaults()["cross_entropy_fusion"] == "native"
     assert TrainingJob(seq_length=2048, global_batch_size=8).cross_entropy_fusion == "native"
+
+
+def test_a_replaced_release_re_resolves_the_unstated_default() -> None:
+    """``dataclasses.replace(job, megatron_core_version="0.7")`` kept the 'native' the first
+    release filled in and was refused; it is now the job built anew with 0.7."""
+    job = TrainingJob(seq_length=2048, global_batch_size=8)
+    older = dataclasses.replace(job, megatron_core_version="0.7")
+    assert older.cross_entropy_fusion == "unfused"
+    assert older == TrainingJob(seq_length=2048, global_batch_size=8, megatron_core_version="0.7")
+    newer = dataclasses.replace(older, megatron_core_version="0.12")
+    assert newer.cross_entropy_fusion == "native"  # the newer release's default again
+
+
+def test_a_replace_keeps_a_stated_setting_and_refuses_it_where_the_release_lacks_it() -> None:
+    stated = TrainingJob(seq_length=2048, global_batch_size=8, cross_entropy_fusion="native")
+    with pytest.raises(SpecError, match=r"needs Megatron-Core >= 0\.8.*'unfused'"):
+        dataclasses.replace(stated, megatron_core_version="0.7")
+    job = TrainingJob(seq_length=2048, global_batch_size=8)
+    te = dataclasses.replace(job, cross_entropy_fusion="te", megatron_core_version="0.12")
+    assert te.cross_entropy_fusion == "te"  # stated anew in the replace: kept
+    assert dataclasses.replace(te, megatron_core_version="0.13").cross_entropy_fusion == "te"

@@ -35,10 +35,18 @@ def test_failed_job_reads_back_to_the_same_error(tmp_path: Path) -> None:
 
 
 def test_error_rows_keep_only_input_columns() -> None:
+    """The job's cells as the service stores it (its defaults filled, so a local row and the
+    service's are the same: test_local_remote_rows.py); no result column but the error."""
+    from app.batches.rows import RESULT_COLUMNS
+
     request = {"model": {"name": "inline"}, "num_gpus": 16, "top_k": 3, "recompute": "full"}
     (row,) = rows_for("x", "some error", request)
-    assert row == {"name": "x", "rank": "", "error": "some error", "num_gpus": 16,
-                   "recompute": "full"}  # fmt: skip
+    assert {k: row[k] for k in ("name", "rank", "error", "num_gpus", "recompute")} == {
+        "name": "x", "rank": "", "error": "some error", "num_gpus": 16, "recompute": "full"
+    }  # fmt: skip
+    assert "model" not in row and "top_k" not in row  # an inline object, not an output column
+    assert row["precision"] == "bf16"  # a default, as the service's row has it
+    assert not set(row) & (set(RESULT_COLUMNS) - {"rank", "error"})
 
 
 def test_stored_error_keeps_the_request_cells() -> None:
