@@ -135,3 +135,16 @@ def test_ctrl_c_during_a_batch_keeps_the_jobs_already_planned(
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
     assert {r["name"] for r in rows if r["rank"] == "1"} == {"first"}
     assert [r["error"] for r in rows if r["name"] == "second"] == [batch_cli.INTERRUPTED]
+
+
+def test_plan_help_gives_the_units() -> None:
+    code, out, _ = run("plan", "--help")
+    text = " ".join(out.replace("│", " ").split())
+    assert code == 0
+    for words in (
+        "Tokens per sequence",
+        "GPU-hour in USD",
+        "share of GPU memory",
+        "Tokens to train",
+    ):
+        assert words in text, words
