@@ -148,3 +148,25 @@ def test_plan_help_gives_the_units() -> None:
         "Tokens to train",
     ):
         assert words in text, words
+
+
+def test_a_worker_waiting_for_the_schema_says_how_to_get_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    from app.cli import worker as worker_cli
+    from app.core.settings import Settings
+
+    class OneWait(threading.Event):  # the first wait ends the loop: one retry, logged
+        def wait(self, timeout: float | None = None) -> bool:
+            self.set()
+            return True
+
+    monkeypatch.setattr(worker_cli.threading, "Event", OneWait)
+    monkeypatch.setattr(worker_cli.signal, "signal", lambda *args: None)  # pytest keeps Ctrl-C
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/empty.db", data_dir=tmp_path)
+    with caplog.at_level("WARNING", logger="app.cli.worker"):
+        worker_cli.run_worker(settings)
+    [message] = [r.getMessage() for r in caplog.records if "not ready" in r.getMessage()]
+    assert "no such table" in message and "--migrate" in message and "planner serve" in message
