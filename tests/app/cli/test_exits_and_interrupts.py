@@ -153,6 +153,7 @@ def test_plan_help_gives_the_units() -> None:
 def test_a_worker_waiting_for_the_schema_says_how_to_get_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    import signal
     import threading
 
     from app.cli import worker as worker_cli
@@ -163,8 +164,8 @@ def test_a_worker_waiting_for_the_schema_says_how_to_get_one(
             self.set()
             return True
 
-    monkeypatch.setattr(worker_cli.threading, "Event", OneWait)
-    monkeypatch.setattr(worker_cli.signal, "signal", lambda *args: None)  # pytest keeps Ctrl-C
+    monkeypatch.setattr(threading, "Event", OneWait)  # as app.cli.worker sees it
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # pytest keeps Ctrl-C
     settings = Settings(database_url=f"sqlite:///{tmp_path}/empty.db", data_dir=tmp_path)
     with caplog.at_level("WARNING", logger="app.cli.worker"):
         worker_cli.run_worker(settings)
