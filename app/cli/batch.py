@@ -158,11 +158,20 @@ def _remote(
     ):
         submitted = client.submit_batch(items)
         task = bar.add_task(f"batch {submitted['id'][:8]}", total=submitted["total"])
-        done = client.wait_for_batch(
-            submitted["id"],
-            timeout=timeout,
-            on_progress=lambda b: bar.update(task, completed=b["finished"]),
-        )
+        try:
+            done = client.wait_for_batch(
+                submitted["id"],
+                timeout=timeout,
+                on_progress=lambda b: bar.update(task, completed=b["finished"]),
+            )
+        except KeyboardInterrupt:  # the server keeps running it: say where its rows will be
+            where = f"{server.rstrip('/')}/v1/batches/{submitted['id']}"
+            err_console.print(
+                f"interrupted; batch {submitted['id']} goes on at the server: its rows at "
+                f"{where}/results?format=csv (or the web page /batches)",
+                highlight=False,
+            )
+            raise SystemExit(EXIT_INTERRUPTED) from None
         rows: list[dict[str, Any]] = client.get_batch_results(done["id"], format="json")
     for job in done["jobs"]:
         if job["status"] != "succeeded":

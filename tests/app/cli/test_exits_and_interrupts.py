@@ -171,3 +171,27 @@ def test_a_worker_waiting_for_the_schema_says_how_to_get_one(
         worker_cli.run_worker(settings)
     [message] = [r.getMessage() for r in caplog.records if "not ready" in r.getMessage()]
     assert "no such table" in message and "--migrate" in message and "planner serve" in message
+
+
+def test_ctrl_c_while_following_a_server_batch_names_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(
+        "name,model,gpu,num_gpus,seq_length,global_batch_size\n"
+        "first,llama3.1-8b,h100-sxm-80gb,8,4096,64\n",
+        encoding="utf-8",
+    )
+
+    def ctrl_c(self: PlannerClient, batch_id: str, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(
+        PlannerClient, "submit_batch", lambda self, items: {"id": "b-7", "total": 1}
+    )
+    monkeypatch.setattr(PlannerClient, "wait_for_batch", ctrl_c)
+    out = tmp_path / "plans.csv"
+    code, _, err = run("batch", str(jobs), "-o", str(out), "--server", "http://127.0.0.1:9")
+    assert code == 130
+    assert "batch b-7 goes on" in " ".join(err.split())
+    assert "http://127.0.0.1:9/v1/batches/b-7/results?format=csv" in err.replace("\n", "")
