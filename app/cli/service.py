@@ -141,8 +141,9 @@ def _build_submit() -> Any:
 
 def _submit(options: dict[str, Any]) -> None:
     from app.cli.common import EXIT_NOTHING_FEASIBLE, print_json
+    from app.cli.errors import EXIT_INTERRUPTED
     from app.cli.requests import build_request
-    from app.cli.result import print_queued
+    from app.cli.result import fetch_command, print_queued
     from app.planning.schemas import PlanJobCreate
     from app.sdk import PlannerClient
 
@@ -162,7 +163,16 @@ def _submit(options: dict[str, Any]) -> None:
         if not wait:
             print_json(job) if json_output else print_queued(job, server, api_key)
             return
-        job = client.wait_for_job(job["id"], timeout=wait_timeout)
+        try:
+            job = client.wait_for_job(job["id"], timeout=wait_timeout)
+        except KeyboardInterrupt:  # the job goes on at the server: say how to fetch it later
+            command = fetch_command(job["id"], server, api_key)
+            err_console.print(
+                f"interrupted; plan job {job['id']} goes on at the server: {command} --wait",
+                highlight=False,
+                markup=False,
+            )
+            raise SystemExit(EXIT_INTERRUPTED) from None
         if job["status"] != "succeeded":  # the request was valid (checked above): 1, as `result`
             fail(f"plan job {job['id']} {job['status']}: {job.get('error') or ''}".strip(), code=1)
         result = client.get_plans(job["id"]).raw

@@ -195,3 +195,17 @@ def test_ctrl_c_while_following_a_server_batch_names_the_batch(
     assert code == 130
     assert "batch b-7 goes on" in " ".join(err.split())
     assert "http://127.0.0.1:9/v1/batches/b-7/results?format=csv" in err.replace("\n", "")
+
+
+def test_ctrl_c_while_submit_waits_names_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    def ctrl_c(self: PlannerClient, job_id: str, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PlannerClient, "submit_plan", lambda self, request, **kw: {"id": "j-5"})
+    monkeypatch.setattr(PlannerClient, "wait_for_job", ctrl_c)
+    code, _, err = run("submit", *JOB, "--wait", "--server", "http://127.0.0.1:9")
+    assert code == 130
+    text = " ".join(err.split())
+    assert (
+        "plan job j-5 goes on" in text and "planner result j-5 --server http://127.0.0.1:9" in text
+    )
