@@ -209,3 +209,9 @@ def test_ctrl_c_while_submit_waits_names_the_job(monkeypatch: pytest.MonkeyPatch
     assert (
         "plan job j-5 goes on" in text and "planner result j-5 --server http://127.0.0.1:9" in text
     )
+
+
+def test_a_bad_value_in_a_list_flag_is_counted_from_one() -> None:
+    code, _, err = run("plan", *JOB, "--recompute", "none,bogus")
+    assert code == 2
+    assert "--recompute (value 2 of the list): Input should be 'none'" in " ".join(err.split())
