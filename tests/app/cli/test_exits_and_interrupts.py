@@ -112,16 +112,19 @@ def test_an_empty_key_list_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "no API keys" in err and "planner keys create" in err
 
 
+def _jobs_file(folder: Path, *names_and_gpus: str) -> Path:
+    """A jobs CSV of Llama 3.1 8B jobs, one per ``name,num_gpus``."""
+    jobs = folder / "jobs.csv"
+    rows = "".join(f"{row.split(',')[0]},llama3.1-8b,h100-sxm-80gb,{row.split(',')[1]},4096,64\n"
+                   for row in names_and_gpus)  # fmt: skip
+    jobs.write_text(f"name,model,gpu,num_gpus,seq_length,global_batch_size\n{rows}", "utf-8")
+    return jobs
+
+
 def test_ctrl_c_during_a_batch_keeps_the_jobs_already_planned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    jobs = tmp_path / "jobs.csv"
-    jobs.write_text(
-        "name,model,gpu,num_gpus,seq_length,global_batch_size\n"
-        "first,llama3.1-8b,h100-sxm-80gb,8,4096,64\n"
-        "second,llama3.1-8b,h100-sxm-80gb,16,4096,64\n",
-        encoding="utf-8",
-    )
+    jobs = _jobs_file(tmp_path, "first,8", "second,16")
 
     def first_then_ctrl_c(futures: list[Future[Any]]) -> Iterator[Future[Any]]:
         yield futures[0]
@@ -176,12 +179,7 @@ def test_a_worker_waiting_for_the_schema_says_how_to_get_one(
 def test_ctrl_c_while_following_a_server_batch_names_the_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    jobs = tmp_path / "jobs.csv"
-    jobs.write_text(
-        "name,model,gpu,num_gpus,seq_length,global_batch_size\n"
-        "first,llama3.1-8b,h100-sxm-80gb,8,4096,64\n",
-        encoding="utf-8",
-    )
+    jobs = _jobs_file(tmp_path, "first,8")
 
     def ctrl_c(self: PlannerClient, batch_id: str, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
