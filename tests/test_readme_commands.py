@@ -24,7 +24,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README_URL = "http://127.0.0.1:8000"
-FENCE = re.compile(r"^```(?:bash|sh|console)?\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
+# every fenced block with its language (pairing the fences of python blocks too), shell ones kept
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
+SHELL = ("", "bash", "sh", "console")
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +34,9 @@ pytestmark = pytest.mark.slow
 def readme_commands(text: str) -> list[list[str]]:
     """The ``planner ...`` commands of the README's code blocks, as argv lists."""
     commands: list[list[str]] = []
-    for block in FENCE.findall(text):
+    for language, block in FENCE.findall(text):
+        if language not in SHELL:
+            continue
         for line in block.replace("\\\n", " ").splitlines():
             for part in line.split(";"):
                 argv = shlex.split(part, comments=True)
@@ -151,3 +155,39 @@ def test_readme_command_runs_as_written(
     assert "Traceback" not in done.stderr, shown
     if args[:2] == ["keys", "create"] and "--json" in args:
         STATE["key_id"] = json.loads(done.stdout)["id"]
+
+
+SCRIPTS = [
+    block
+    for language, block in FENCE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    if language == "python"
+]
+
+
+def _run_script(code: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_the_readme_library_batch_script_plans_each_job_and_reports_the_bad_one(
+    env: dict[str, str],
+) -> None:
+    [script] = [s for s in SCRIPTS if "from planner import" in s]
+    lines = _run_script(script, env).splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].startswith("llama3.1-8b 16 {") and lines[1].startswith("llama3.1-70b 64 {")
+    assert lines[2].startswith("llama3.1-8b 16 error:") and "global_batch_size" in lines[2]
+
+
+def test_the_readme_sdk_batch_script_gets_a_row_per_job_and_rank(
+    env: dict[str, str], server: str
+) -> None:
+    [script] = [s for s in SCRIPTS if "PlannerClient" in s]
+    assert README_URL in script
+    lines = _run_script(script.replace(README_URL, server), env).splitlines()
+    assert {line.split()[0] for line in lines} == {"llama8b-8", "llama8b-16", "llama8b-32"}
+    assert any(line.split()[1] == "1" for line in lines)

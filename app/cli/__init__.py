@@ -6,10 +6,29 @@ Heavy imports (numpy models, optuna, the web stack) happen inside the commands, 
 
 from __future__ import annotations
 
-import typer
+import sys
 
-from app.cli import batch, calibrate, catalog, evaluate, keys, plan, result, scale, service, worker
-from app.cli.group import PlannerGroup
+from app.cli.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED
+
+try:  # Ctrl-C while these load (about a second: numpy, pydantic, optuna) ends as any other does
+    import typer
+
+    from app.cli import (
+        batch,
+        calibrate,
+        catalog,
+        evaluate,
+        keys,
+        plan,
+        result,
+        scale,
+        service,
+        worker,
+    )
+    from app.cli.group import PlannerGroup
+except KeyboardInterrupt:
+    sys.stderr.write("error: interrupted\n")
+    raise SystemExit(EXIT_INTERRUPTED) from None
 
 cli = typer.Typer(
     name="planner",
@@ -18,6 +37,7 @@ cli = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=PlannerGroup,  # readable --help, one-line errors (app/cli/errors.py)
+    epilog=EXIT_CODES_HELP,
 )
 evaluate.register(cli)
 plan.register(cli)
@@ -35,4 +55,8 @@ def main() -> None:
     import logging
 
     logging.getLogger("optuna").setLevel(logging.WARNING)  # no "A new study created" chatter
-    cli()
+    try:
+        cli()
+    except KeyboardInterrupt:  # while click parses, before a command's own handler is on
+        sys.stderr.write("error: interrupted\n")
+        raise SystemExit(EXIT_INTERRUPTED) from None

@@ -26,6 +26,7 @@ from app.batches.rows import (
     rows_for,
 )
 from app.cli.common import ClusterOpt, ProfileOpt, err_console, fail
+from app.cli.errors import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from app.planning.reports import PlanAnswer
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["LAYOUT_COLUMNS", "OUTPUT_COLUMNS", "batch", "read_jobs", "register", "rows_for"]
 
 Opt = typer.Option
+INTERRUPTED = "interrupted (Ctrl-C) before this job was planned; run it again"
 
 
 def register(cli: typer.Typer) -> None:
@@ -158,11 +160,20 @@ def _remote(
     ):
         submitted = client.submit_batch(items)
         task = bar.add_task(f"batch {submitted['id'][:8]}", total=submitted["total"])
-        done = client.wait_for_batch(
-            submitted["id"],
-            timeout=timeout,
-            on_progress=lambda b: bar.update(task, completed=b["finished"]),
-        )
+        try:
+            done = client.wait_for_batch(
+                submitted["id"],
+                timeout=timeout,
+                on_progress=lambda b: bar.update(task, completed=b["finished"]),
+            )
+        except KeyboardInterrupt:  # the server keeps running it: say where its rows will be
+            where = f"{server.rstrip('/')}/v1/batches/{submitted['id']}"
+            err_console.print(
+                f"interrupted; batch {submitted['id']} goes on at the server: its rows at "
+                f"{where}/results?format=csv (or the web page /batches)",
+                highlight=False,
+            )
+            raise SystemExit(EXIT_INTERRUPTED) from None
         rows: list[dict[str, Any]] = client.get_batch_results(done["id"], format="json")
     for job in done["jobs"]:
         if job["status"] != "succeeded":
@@ -184,9 +195,11 @@ def _local(
     names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(items)]
     results: list[PlanAnswer | str] = [""] * len(items)
     processes = workers or os.cpu_count() or 1
+    interrupted = False
     with Progress(disable=not sys.stderr.isatty(), console=err_console) as bar:
         task = bar.add_task("planning", total=len(items))
-        with ProcessPoolExecutor(max_workers=min(processes, len(items))) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(processes, len(items)))
+        try:
             futures = [pool.submit(_plan_one, i, job, profile) for i, job in enumerate(items)]
             for future in as_completed(futures):
                 index, result = future.result()
@@ -194,6 +207,11 @@ def _local(
                 if isinstance(result, str):
                     err_console.print(f"[red]{names[index]}:[/] {result}", highlight=False)
                 bar.advance(task)
+        except KeyboardInterrupt:  # Ctrl-C: keep the jobs already planned (a batch takes hours)
+            interrupted = True
+            results = [r if not (isinstance(r, str) and not r) else INTERRUPTED for r in results]
+        finally:
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
     rows = [
         row
         for name, result, job in zip(names, results, items, strict=True)
@@ -202,5 +220,13 @@ def _local(
     _write(rows, output)
     counts = outcome_counts(rows)
     err_console.print(f"{outcome_line(counts)}; wrote {output}", highlight=False)
+    if interrupted:
+        done = sum(not (isinstance(r, str) and r == INTERRUPTED) for r in results)
+        err_console.print(
+            f"interrupted: {done} of {len(items)} jobs finished; the others have the error "
+            f"{INTERRUPTED!r} in {output}",
+            highlight=False,
+        )
+        raise SystemExit(EXIT_INTERRUPTED)
     if counts["failed"] == len(items):
         raise SystemExit(1)

@@ -107,9 +107,12 @@ ProfileOpt = Annotated[
 ]
 GpusPerNodeOpt = Annotated[int | None, typer.Option(help="GPUs per node (default: preset's).")]
 GpuMemoryOpt = Annotated[float | None, typer.Option(help="Override GPU memory (GiB).")]
-SeqLengthOpt = Annotated[int | None, typer.Option(help="Sequence length.")]
+SeqLengthOpt = Annotated[int | None, typer.Option(help="Tokens per sequence, e.g. 8192.")]
 PrecisionOpt = Annotated[str | None, typer.Option(help="bf16, fp8 or fp16.")]
-ThresholdOpt = Annotated[float | None, typer.Option(help="Feasibility threshold (0.8).")]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option(help="Largest share of GPU memory a layout's estimate may use, 0-1 (0.8)."),
+]
 DispatcherOpt = Annotated[
     str | None,
     typer.Option(help="MoE dispatcher: alltoall or flex (DeepEP); default: flex across nodes."),

@@ -17,6 +17,14 @@ from typing import Any
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+# `planner --help` prints this; app/cli/common.py has the other two (bad input 2, nothing
+# feasible 3), so every command exits with one of these
+EXIT_CODES_HELP = (
+    "Exit codes: 0 done; 1 failed (the service or database failed, every job of a batch "
+    "failed, or the layout `evaluate` checked breaks a rule or does not fit); 2 bad input (the "
+    "message names the flag or file to fix); 3 nothing feasible (plan, submit --wait, result, "
+    "scale); 130 interrupted (Ctrl-C)."
+)
 
 HOW_TO_START = "start one with `planner serve` (or `bash scripts/run`), or pass --server URL"
 

@@ -70,6 +70,12 @@ def list_keys(
     if json_output:
         print_json({"items": [i.to_dict() for i in infos]})
         return
+    if not infos:  # an empty listing looked like a failure, or the wrong database
+        typer.echo(
+            "no API keys in this database (PLANNER_DATABASE_URL); create one with "
+            "`planner keys create --scopes plan`",
+            err=True,
+        )
     for info in infos:
         state = f"revoked {info.revoked_at}" if info.revoked_at else "active"
         typer.echo(

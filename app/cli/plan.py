@@ -88,9 +88,15 @@ def plan(
     auto_pipeline_layout: AutoLayoutOpt = False,
     maximize: MaximizeOpt = None,
     minimize: MinimizeOpt = None,
-    objective: Annotated[str | None, Opt(help="throughput, time_to_train or cost.")] = None,
-    token_budget: Annotated[float | None, Opt(help="Tokens to train (time/cost).")] = None,
-    usd_per_gpu_hour: Annotated[float | None, Opt(help="Price for the cost objective.")] = None,
+    objective: Annotated[
+        str | None, Opt(help="Rank by throughput (tokens/s), time_to_train or cost.")
+    ] = None,
+    token_budget: Annotated[
+        float | None, Opt(help="Tokens to train, e.g. 15e12 (time_to_train, cost).")
+    ] = None,
+    usd_per_gpu_hour: Annotated[
+        float | None, Opt(help="Price of one GPU-hour in USD (cost).")
+    ] = None,
     memory_threshold: ThresholdOpt = None,
     top_k: Annotated[int | None, Opt(help="Plans to return (10).")] = None,
     seed: Annotated[int | None, Opt(help="Seed of the sampled search (0).")] = None,

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli.common import err_console, log_levels
+from app.cli.common import err_console, fail, log_levels
 
 Opt = typer.Option
 
@@ -42,6 +42,7 @@ def serve(
     from app.main import prepare_database
     from app.security.transport import HEADER_TIMEOUT_ENV, MAX_HEAD_BYTES, DeadlineH11Protocol
 
+    _check_port_free(host, port)  # before migrating: a clash was a JSON log line and exit 3
     settings = Settings()
     prepare_database(settings)  # once, before the worker processes start
     # the worker processes read the header deadline from the environment they inherit
@@ -65,6 +66,28 @@ def serve(
         # a head still arriving; DeadlineH11Protocol caps one that comes whole at the same size
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Fail naming --port when another process listens there (another server, say)."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        fail(f"cannot listen on {host!r}: {exc.strerror}; give an address like 127.0.0.1",
+             field="--host")  # fmt: skip
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return  # uvicorn reports the rest (no permission, an address not ours)
+            fail(f"port {port} on {host} is in use (another server?): pick a free one with "
+                 f"--port N (PORT=N bash scripts/run)", field="--port")  # fmt: skip
 
 
 def migrate() -> None:
@@ -117,9 +140,10 @@ def _build_submit() -> Any:
 
 
 def _submit(options: dict[str, Any]) -> None:
-    from app.cli.common import fail, print_json
+    from app.cli.common import EXIT_NOTHING_FEASIBLE, print_json
+    from app.cli.errors import EXIT_INTERRUPTED
     from app.cli.requests import build_request
-    from app.cli.result import print_queued
+    from app.cli.result import fetch_command, print_queued
     from app.planning.schemas import PlanJobCreate
     from app.sdk import PlannerClient
 
@@ -139,11 +163,22 @@ def _submit(options: dict[str, Any]) -> None:
         if not wait:
             print_json(job) if json_output else print_queued(job, server, api_key)
             return
-        job = client.wait_for_job(job["id"], timeout=wait_timeout)
-        if job["status"] != "succeeded":
-            fail(f"plan job {job['id']} {job['status']}: {job.get('error') or ''}".strip())
+        try:
+            job = client.wait_for_job(job["id"], timeout=wait_timeout)
+        except KeyboardInterrupt:  # the job goes on at the server: say how to fetch it later
+            command = fetch_command(job["id"], server, api_key)
+            err_console.print(
+                f"interrupted; plan job {job['id']} goes on at the server: {command} --wait",
+                highlight=False,
+                markup=False,
+            )
+            raise SystemExit(EXIT_INTERRUPTED) from None
+        if job["status"] != "succeeded":  # the request was valid (checked above): 1, as `result`
+            fail(f"plan job {job['id']} {job['status']}: {job.get('error') or ''}".strip(), code=1)
         result = client.get_plans(job["id"]).raw
     if json_output:
         print_json(result)
     else:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    if not result.get("plans"):  # as `planner plan` and `planner result` do
+        raise SystemExit(EXIT_NOTHING_FEASIBLE)

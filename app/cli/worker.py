@@ -77,7 +77,11 @@ def run_worker(
             pool.requeue_stale()
             break
         except Exception as exc:
-            log.warning("database not ready (%s); retrying", type(exc).__name__)
+            log.warning(
+                "database not ready (%s); retrying every 2 s until `planner serve` (or "
+                "`planner migrate`) creates the schema, or start this with --migrate",
+                _first_line(exc),
+            )
             stop.wait(2.0)
     if stop.is_set():
         engine.dispose()
@@ -95,6 +99,14 @@ def run_worker(
     finally:
         pool.stop(timeout_s=30.0)
         engine.dispose()
+
+
+def _first_line(exc: Exception) -> str:
+    """The error's first line, passwords masked (a URL in it could carry one)."""
+    from app.core.logging_config import mask_secrets
+
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return f"{type(exc).__name__}: {mask_secrets(text[0])}" if text else type(exc).__name__
 
 
 if __name__ == "__main__":  # ``python -m app.cli.worker`` works before the CLI wires it in

@@ -145,6 +145,8 @@ def flag_label(field: str) -> str:
         if head == many:
             head = one
     flag = "--" + head.replace("_", "-")
+    if rest.isdigit():  # a list's item: --recompute none,bogus -> "value 2 of the list"
+        return f"{flag} (value {int(rest) + 1} of the list)"
     return f"{flag} ({rest})" if rest else flag
 
 
