@@ -40,6 +40,7 @@ import numpy as np
 
 from app.calibration.honest import calibrate_gpu_rows
 from bench.accuracy import RESULTS, _clean, coefficients_for, commit, data_path, load
+from models_db.intervals import cluster_level_noise
 from planner.calibration import fit as _fit
 from planner.calibration.measurements import Measurement, read_rows
 from planner.calibration.regularised import FIT_ROW_LOG_SD, FIT_SHARED_LOG_SD
@@ -215,7 +216,11 @@ def suggested_ids(
     """``--suggest 5`` for the campaign's representative plan, each run mapped to its nearest
     measured row of the campaign not yet taken."""
     plan = representative(group)
-    sugg = suggest_runs(plan.model, plan.cluster, plan.job, plan.layout, start, k=UPLOAD)
+    # the prior sd of the cluster's offset: the level's, as `planner calibrate --suggest` passes
+    shared = cluster_level_noise().shared_log_sd
+    sugg = suggest_runs(
+        plan.model, plan.cluster, plan.job, plan.layout, start, k=UPLOAD, shared_noise=shared
+    )
     taken: list[str] = []
     mapping = []
     for run in sugg.runs:

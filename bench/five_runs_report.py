@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from models_db.intervals import cluster_level_noise
 from planner.calibration.level import level_posterior
-from planner.calibration.regularised import NOISE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -454,7 +454,7 @@ def markdown(res: dict[str, Any]) -> str:
 def _reading(res: dict[str, Any]) -> list[str]:
     """What the numbers say, computed from them (so a re-run after a merge stays true)."""
     out = ["## Reading", ""]
-    lv = level_posterior(np.zeros(res["upload"]), NOISE)
+    lv = level_posterior(np.zeros(res["upload"]), cluster_level_noise())
     for key, c in res["campaigns"].items():
         r, h = c["random"], c["random_gpu_out"]
         out.append(
@@ -474,7 +474,8 @@ def _reading(res: dict[str, Any]) -> list[str]:
         "the issue's 'about 30 %' refers to, so these campaigns cannot show the gain of an "
         "upload from there. The level is the cluster's mean offset, shrunk by the noise model "
         f"({lv.n_rows} rows: {lv.shrinkage:.2f} of the rows' mean log error, posterior sd "
-        f"{100 * lv.log_sd:.1f} % against {100 * lv.prior_log_sd:.1f} % before): "
+        f"{100 * lv.log_sd:.1f} % against {100 * lv.prior_log_sd:.1f} % before, the "
+        "between-campaign sd of campaigns the fit never saw that the prediction band uses): "
         "it lowers the squared error where a campaign's errors share a sign, but where most "
         "scored rows already sit near zero and a few far off (a skewed campaign), shifting all "
         "of them by the mean moves the near ones away and the median error rises while the p90 "

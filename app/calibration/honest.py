@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from models_db.intervals import cluster_level_noise
 from planner.calibration.fit import ErrorStats
 from planner.calibration.honest_cv import HonestCV, cross_validate_prepared
 from planner.calibration.level import prepared_level, with_level
@@ -61,7 +62,9 @@ def calibrate_gpu_rows(
         # the rows, never shrunk again on top of itself
         prior = prior.with_coefficients(cluster_step_scale=1.0)
     prepared = prepare(rows, prior)
-    level = prepared_level(prepared)
+    # the level's prior sd is the band's between-campaign tau (one source: the interval table)
+    level_noise = cluster_level_noise()
+    level = prepared_level(prepared, noise=level_noise)
     levelled = with_level(prepared, level) if fit_level else prepared
     fit = fit_prepared(levelled)
     if progress is not None:
@@ -73,7 +76,12 @@ def calibrate_gpu_rows(
 
     keys = [group_key(m, group_by) for m in prepared.rows]
     cv = cross_validate_prepared(
-        prepared, keys, group_name=group_by, progress=fold_progress, fit_level=fit_level
+        prepared,
+        keys,
+        group_name=group_by,
+        progress=fold_progress,
+        fit_level=fit_level,
+        level_noise=level_noise,
     )
     decision = fit_decision(cv)
     kept = decision["kept_prior"]
