@@ -419,7 +419,9 @@ def markdown(res: dict[str, Any]) -> str:
         f"uploads {res['upload']} of its rows and calibrates through `planner calibrate`'s code "
         "path (`app.calibration.honest.calibrate_gpu_rows`: the cluster's level first, as the "
         "posterior mean of its shared offset under the noise model, "
-        "`planner.calibration.level`; then the regularised coefficient fit on what is left, CV "
+        "`planner.calibration.level`, whose prior sd is the between-campaign tau of the "
+        "prediction band, here re-estimated without the campaign "
+        f"({_taus(res)}); then the regularised coefficient fit on what is left, CV "
         "by sweep, `fit_decision` keeps the level alone when the fit's CV is worse). *Without "
         "the level*: the same uploads calibrated as before the level existed (regularised fit, "
         "kept when its CV beats the prior's). Scored: the campaign's "
@@ -449,6 +451,14 @@ def markdown(res: dict[str, Any]) -> str:
     for key, c in res["campaigns"].items():
         lines += _campaign_lines(key, c, res["upload"])
     return "\n".join(lines) + "\n"
+
+
+def _taus(res: dict[str, Any]) -> str:
+    """The level's prior sd each campaign's uploads used (bench.five_runs.level_noise_without)."""
+    taus = [c.get("level_prior_log_sd") for c in res["campaigns"].values()]
+    if any(t is None for t in taus):
+        return "not recorded"
+    return f"{min(taus):.3f} - {max(taus):.3f} over the campaigns"
 
 
 def _reading(res: dict[str, Any]) -> list[str]:
