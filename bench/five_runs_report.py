@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from models_db.intervals import cluster_level_noise
+from models_db.intervals import cluster_level_noise, load_interval_table
 from planner.calibration.level import level_posterior
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -491,10 +491,33 @@ def _reading(res: dict[str, Any]) -> list[str]:
         "of them by the mean moves the near ones away and the median error rises while the p90 "
         "falls. With the level always applied every seed changes, so fewer seeds are "
         "'unchanged' than before: compare the medians, not only the counts.",
+        *_prior_line(lv.within_log_sd, lv.n_rows),
         "",
         *_moved_line(res),
     ]
     return out
+
+
+def _prior_line(within: float, n: int) -> list[str]:
+    """Why the prior tau is wide for these four campaigns: their own held-out offsets (the
+    transfer block's shared campaigns) against tau and the location's own noise."""
+    table = load_interval_table()
+    spread = None if table is None else table.transfer
+    shared = [] if spread is None else [c for c in spread.campaigns if c.kind == "shared"]
+    if spread is None or not shared:
+        return []
+    offsets = [abs(c.mean_log_deviation) for c in shared]
+    return [
+        "",
+        f"The level's prior sd tau ({spread.log_sd:.3f}) is the spread of campaigns the fit "
+        f"never saw, {spread.published_campaigns} of them published; the {len(shared)} campaigns "
+        f"here are the ones the model was built around, their own held-out offsets "
+        f"{min(offsets):.3f} - {max(offsets):.3f} in log, of the order of the noise of {n} rows' "
+        f"location (sigma_w / sqrt({n}) = {within / n**0.5:.3f}). Under tau the level credits nearly all "
+        "of that location to the cluster, so on these campaigns it moves predictions by the "
+        "rows' noise more than by an offset, as measured above; on a cluster as far off as "
+        "the new campaigns it is the rule the band already states (not tuned to these four).",
+    ]
 
 
 def _moved_line(res: dict[str, Any]) -> list[str]:
