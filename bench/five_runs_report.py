@@ -512,10 +512,11 @@ def _prior_line(within: float, n: int) -> list[str]:
         f"The level's prior sd tau ({spread.log_sd:.3f}) is the spread of campaigns the fit "
         f"never saw, {spread.published_campaigns} of them published; the {len(shared)} campaigns "
         f"here are the ones the model was built around, their own held-out offsets "
-        f"{min(offsets):.3f} - {max(offsets):.3f} in log, of the order of the noise of {n} rows' "
-        f"location (sigma_w / sqrt({n}) = {within / n**0.5:.3f}). Under tau the level credits nearly all "
-        "of that location to the cluster, so on these campaigns it moves predictions by the "
-        "rows' noise more than by an offset, as measured above; on a cluster as far off as "
+        f"{min(offsets):.3f} - {max(offsets):.3f} in log, of the order of the noise of {n} "
+        f"rows' location (sigma_w / sqrt({n}) = {within / n**0.5:.3f}). Under tau the level "
+        "credits nearly all of that location to the cluster, so on these campaigns it moves "
+        "predictions by the rows' noise more than by an offset, as measured above; on a "
+        "cluster as far off as "
         "the new campaigns it is the rule the band already states (not tuned to these four).",
     ]
 
