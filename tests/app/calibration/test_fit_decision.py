@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from app.calibration.honest import calibrate_gpu_rows, fit_decision
+from models_db.intervals import cluster_level_noise
 from planner.calibration.fit import ErrorStats
 from planner.calibration.honest_cv import HonestCV
-from models_db.intervals import cluster_level_noise
 from planner.performance.step_time import default_profile
 from tests.planner.calibration.test_fit import synthetic
 from tests.planner.fixtures import H100, LLAMA_8B, LLAMA_70B
