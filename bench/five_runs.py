@@ -40,8 +40,13 @@ import numpy as np
 
 from app.calibration.honest import calibrate_gpu_rows
 from bench.accuracy import RESULTS, _clean, coefficients_for, commit, data_path, load
+from models_db.intervals import load_interval_table
 from planner.calibration import fit as _fit
+from planner.calibration.campaign_spread import estimate
+from planner.calibration.level import new_cluster_noise
 from planner.calibration.measurements import Measurement, read_rows
+from planner.calibration.noise import NoiseModel
+from planner.calibration.noise import campaign_key as noise_campaign_key
 from planner.calibration.regularised import FIT_ROW_LOG_SD, FIT_SHARED_LOG_SD
 from planner.calibration.suggest import MAX_NODES, SuggestedRun, suggest_runs
 from planner.performance.profile import PerformanceProfile
@@ -116,12 +121,31 @@ def starting_profile(gpu: GPUSpec, train: Sequence[Measurement]) -> PerformanceP
     )
 
 
+def level_noise_without(campaign: Measurement) -> NoiseModel:
+    """The level's prior for ``campaign``'s uploads: the shipped table's transfer spread with tau
+    re-estimated without that campaign (``campaign_spread.estimate(leave_out=...)``, as
+    ``bench.calibration``'s nested coverage does), so the simulated user's cluster never informs
+    its own prior; the shipped prior where the table has no transfer block."""
+    table = load_interval_table()
+    spread = None if table is None else table.transfer
+    key = noise_campaign_key(campaign)
+    if spread is not None and any(c.campaign == key for c in spread.campaigns):
+        spread = estimate(spread.campaigns, spread.within_log_sd, leave_out=key)
+    return new_cluster_noise(spread)
+
+
 def upload(
     uploaded: Sequence[Measurement], start: PerformanceProfile, *, fit_level: bool = True
 ) -> tuple[PerformanceProfile, dict[str, Any]]:
     """The user's calibration (planner calibrate / POST calibrations), starting from ``start``;
     ``fit_level=False``: the calibration as it was before the cluster's level."""
-    return calibrate_gpu_rows(list(uploaded), start, group_by="sweep", fit_level=fit_level)
+    return calibrate_gpu_rows(
+        list(uploaded),
+        start,
+        group_by="sweep",
+        fit_level=fit_level,
+        level_noise=level_noise_without(uploaded[0]),
+    )
 
 
 def score(rows: Sequence[Measurement], profile: PerformanceProfile) -> dict[str, Any]:
@@ -215,7 +239,12 @@ def suggested_ids(
     """``--suggest 5`` for the campaign's representative plan, each run mapped to its nearest
     measured row of the campaign not yet taken."""
     plan = representative(group)
-    sugg = suggest_runs(plan.model, plan.cluster, plan.job, plan.layout, start, k=UPLOAD)
+    # the prior sd of the cluster's offset: the level's, as `planner calibrate --suggest` passes
+    # it (tau without the campaign, as its uploads use)
+    shared = level_noise_without(plan).shared_log_sd
+    sugg = suggest_runs(
+        plan.model, plan.cluster, plan.job, plan.layout, start, k=UPLOAD, shared_noise=shared
+    )
     taken: list[str] = []
     mapping = []
     for run in sugg.runs:
@@ -336,6 +365,7 @@ def campaign_result(
         "random_no_level": summarise(old[:SEEDS]),
         "random_gpu_out_no_level": summarise(old[SEEDS:]),
         "gpu_out_start": str(hard.provenance.get("kind", "?")),
+        "level_prior_log_sd": level_noise_without(group[0]).shared_log_sd,
         "suggest": {**info, **simulate(make_split(rows, key, ids), start)},
     }
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from models_db.intervals import cluster_level_noise, load_interval_table
 from planner.calibration.level import level_posterior
-from planner.calibration.regularised import NOISE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -419,7 +419,9 @@ def markdown(res: dict[str, Any]) -> str:
         f"uploads {res['upload']} of its rows and calibrates through `planner calibrate`'s code "
         "path (`app.calibration.honest.calibrate_gpu_rows`: the cluster's level first, as the "
         "posterior mean of its shared offset under the noise model, "
-        "`planner.calibration.level`; then the regularised coefficient fit on what is left, CV "
+        "`planner.calibration.level`, whose prior sd is the between-campaign tau of the "
+        "prediction band, here re-estimated without the campaign "
+        f"({_taus(res)}); then the regularised coefficient fit on what is left, CV "
         "by sweep, `fit_decision` keeps the level alone when the fit's CV is worse). *Without "
         "the level*: the same uploads calibrated as before the level existed (regularised fit, "
         "kept when its CV beats the prior's). Scored: the campaign's "
@@ -451,10 +453,18 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _taus(res: dict[str, Any]) -> str:
+    """The level's prior sd each campaign's uploads used (bench.five_runs.level_noise_without)."""
+    taus = [c.get("level_prior_log_sd") for c in res["campaigns"].values()]
+    if any(t is None for t in taus):
+        return "not recorded"
+    return f"{min(taus):.3f} - {max(taus):.3f} over the campaigns"
+
+
 def _reading(res: dict[str, Any]) -> list[str]:
     """What the numbers say, computed from them (so a re-run after a merge stays true)."""
     out = ["## Reading", ""]
-    lv = level_posterior(np.zeros(res["upload"]), NOISE)
+    lv = level_posterior(np.zeros(res["upload"]), cluster_level_noise())
     for key, c in res["campaigns"].items():
         r, h = c["random"], c["random_gpu_out"]
         out.append(
@@ -474,16 +484,41 @@ def _reading(res: dict[str, Any]) -> list[str]:
         "the issue's 'about 30 %' refers to, so these campaigns cannot show the gain of an "
         "upload from there. The level is the cluster's mean offset, shrunk by the noise model "
         f"({lv.n_rows} rows: {lv.shrinkage:.2f} of the rows' mean log error, posterior sd "
-        f"{100 * lv.log_sd:.1f} % against {100 * lv.prior_log_sd:.1f} % before): "
+        f"{100 * lv.log_sd:.1f} % against {100 * lv.prior_log_sd:.1f} % before, the "
+        "between-campaign sd of campaigns the fit never saw that the prediction band uses): "
         "it lowers the squared error where a campaign's errors share a sign, but where most "
         "scored rows already sit near zero and a few far off (a skewed campaign), shifting all "
         "of them by the mean moves the near ones away and the median error rises while the p90 "
         "falls. With the level always applied every seed changes, so fewer seeds are "
         "'unchanged' than before: compare the medians, not only the counts.",
+        *_prior_line(lv.within_log_sd, lv.n_rows),
         "",
         *_moved_line(res),
     ]
     return out
+
+
+def _prior_line(within: float, n: int) -> list[str]:
+    """Why the prior tau is wide for these four campaigns: their own held-out offsets (the
+    transfer block's shared campaigns) against tau and the location's own noise."""
+    table = load_interval_table()
+    spread = None if table is None else table.transfer
+    shared = [] if spread is None else [c for c in spread.campaigns if c.kind == "shared"]
+    if spread is None or not shared:
+        return []
+    offsets = [abs(c.mean_log_deviation) for c in shared]
+    return [
+        "",
+        f"The level's prior sd tau ({spread.log_sd:.3f}) is the spread of campaigns the fit "
+        f"never saw, {spread.published_campaigns} of them published; the {len(shared)} campaigns "
+        f"here are the ones the model was built around, their own held-out offsets "
+        f"{min(offsets):.3f} - {max(offsets):.3f} in log, of the order of the noise of {n} "
+        f"rows' location (sigma_w / sqrt({n}) = {within / n**0.5:.3f}). Under tau the level "
+        "credits nearly all of that location to the cluster, so on these campaigns it moves "
+        "predictions by the rows' noise more than by an offset, as measured above; on a "
+        "cluster as far off as "
+        "the new campaigns it is the rule the band already states (not tuned to these four).",
+    ]
 
 
 def _moved_line(res: dict[str, Any]) -> list[str]:

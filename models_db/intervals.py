@@ -12,8 +12,10 @@ import json
 from importlib import resources
 
 from planner.calibration.intervals import IntervalTable
+from planner.calibration.level import new_cluster_noise
+from planner.calibration.noise import NoiseModel
 
-__all__ = ["load_interval_table"]
+__all__ = ["cluster_level_noise", "load_interval_table"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -22,3 +24,11 @@ def load_interval_table() -> IntervalTable | None:
     if not path.is_file():
         return None
     return IntervalTable.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def cluster_level_noise() -> NoiseModel:
+    """The prior of a new cluster's level (the calibration's and ``--suggest``'s): its sigma_b
+    is the shipped table's tau, the between-campaign sd its band uses for a campaign the fit
+    never saw (``planner.calibration.level.new_cluster_noise``; the REML sigma_b without one)."""
+    table = load_interval_table()
+    return new_cluster_noise(None if table is None else table.transfer)

@@ -9,10 +9,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from models_db.intervals import cluster_level_noise
 from planner.calibration.fit import ErrorStats
 from planner.calibration.honest_cv import HonestCV, cross_validate_prepared
 from planner.calibration.level import prepared_level, with_level
 from planner.calibration.measurements import Measurement
+from planner.calibration.noise import NoiseModel
 from planner.calibration.regularised import RegularisedFit, fit_prepared, prepare
 from planner.performance.profile import PerformanceProfile
 
@@ -45,12 +47,15 @@ def calibrate_gpu_rows(
     progress: Progress | None = None,
     label: str = "",
     fit_level: bool = True,
+    level_noise: NoiseModel | None = None,
 ) -> tuple[PerformanceProfile, dict[str, Any]]:
     """Fit ``prior`` to the rows of one GPU type; (profile, report).
 
     The rows are one cluster: its level first (``fit_level``; planner.calibration.level), then
     the regularised coefficient fit on what the level leaves, kept by ``fit_decision``.
     ``fit_level=False``: the calibration without a level (what ``bench.five_runs`` compares).
+    ``level_noise``: the level's prior (None: the shipped table's, ``cluster_level_noise``;
+    ``bench.five_runs`` passes tau estimated without the campaign it uploads).
     A ``prior`` that already carries a level (a calibrated profile) has it re-estimated from
     ``rows``, not composed with it."""
     if progress is not None:
@@ -61,7 +66,9 @@ def calibrate_gpu_rows(
         # the rows, never shrunk again on top of itself
         prior = prior.with_coefficients(cluster_step_scale=1.0)
     prepared = prepare(rows, prior)
-    level = prepared_level(prepared)
+    # the level's prior sd is the band's between-campaign tau (one source: the interval table)
+    level_noise = cluster_level_noise() if level_noise is None else level_noise
+    level = prepared_level(prepared, noise=level_noise)
     levelled = with_level(prepared, level) if fit_level else prepared
     fit = fit_prepared(levelled)
     if progress is not None:
@@ -73,7 +80,12 @@ def calibrate_gpu_rows(
 
     keys = [group_key(m, group_by) for m in prepared.rows]
     cv = cross_validate_prepared(
-        prepared, keys, group_name=group_by, progress=fold_progress, fit_level=fit_level
+        prepared,
+        keys,
+        group_name=group_by,
+        progress=fold_progress,
+        fit_level=fit_level,
+        level_noise=level_noise,
     )
     decision = fit_decision(cv)
     kept = decision["kept_prior"]

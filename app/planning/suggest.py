@@ -14,6 +14,7 @@ from app.core.schemas import RequestModel
 from app.planning.compute import profile_for
 from app.planning.convert import parse_request, resolve_model, to_evaluation
 from app.planning.schemas import MAX_GPUS, EvaluationRequest, PlanJobCreate
+from models_db.intervals import cluster_level_noise
 from planner import PerformanceProfile, SpecError
 from planner.calibration.suggest import suggest_runs
 
@@ -101,6 +102,8 @@ def suggest(
         measured=measured,
         threshold=threshold,
         max_nodes=req.max_nodes,
+        # the prior sd of the cluster's offset is the level's (the band's tau)
+        shared_noise=cluster_level_noise().shared_log_sd,
     )
     return {
         "plan": {

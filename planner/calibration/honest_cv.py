@@ -18,6 +18,7 @@ import numpy as np
 from planner.calibration.fit import ErrorStats, predict_tokens_per_s
 from planner.calibration.level import prepared_level, with_level
 from planner.calibration.measurements import Measurement
+from planner.calibration.noise import NoiseModel
 from planner.calibration.regularised import ITERATIONS, Prepared, fit_prepared
 from planner.layouts import FloatArray
 
@@ -70,12 +71,16 @@ def cross_validate_prepared(
     iterations: int = ITERATIONS,
     progress: Progress | None = None,
     fit_level: bool = False,
+    level_noise: NoiseModel | None = None,
 ) -> HonestCV | None:
     """Held-out error of the regularised fit on ``prepared``'s rows; None below MIN_ROWS.
 
     ``fit_level``: each fold first fits the cluster's level on its training rows
     (:mod:`planner.calibration.level`), then the coefficients on what is left, as the
-    calibration does; ``level_only`` is then the held-out error of the level alone."""
+    calibration does; ``level_only`` is then the held-out error of the level alone.
+    ``level_noise``: the level's noise model (``level.new_cluster_noise``), required with it."""
+    if fit_level and level_noise is None:
+        raise ValueError("fit_level needs level_noise (level.new_cluster_noise of the table)")
     n = len(prepared.rows)
     if n < MIN_ROWS:
         return None
@@ -89,7 +94,8 @@ def cross_validate_prepared(
         train = [i for i in range(n) if i not in out]
         fold = prepared
         if fit_level:
-            level = prepared_level(prepared, train)
+            assert level_noise is not None  # checked above
+            level = prepared_level(prepared, train, noise=level_noise)
             fold = with_level(prepared, level)
             levelled[held] = fold.base_pred[held]
         fitted = fit_prepared(fold, train, iterations=iterations).profile

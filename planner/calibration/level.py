@@ -17,9 +17,18 @@ and stores it as the profile's ``cluster_step_scale`` (step time x exp(-E[b]): r
 the rows' contrasts, their common shift being the level's (``Prepared.centred``), so a cluster
 uniformly slower moves the level and no coefficient, and a coefficient every row depends on
 alike (a GEMM plateau on compute-bound rows) is not identified apart from the level.
-Every constant is the prediction noise's (``regularised.NOISE``: REML on held-out residuals,
-``bench/results/noise.md``; not the fit weighting, which is a ridge strength); nothing is
-tuned per campaign. The rows of one calibration are taken as one cluster.
+The constants (:func:`new_cluster_noise`): sigma_b is the between-campaign sd of campaigns the
+fit never saw, tau of the interval table's transfer block (:mod:`.campaign_spread`: ML on the
+shared rows' four campaigns and the published campaigns never fitted), the same number the
+prediction band of an uncalibrated cluster uses, so the level's prior and the band agree on how
+far a new cluster sits from the prediction; the REML sigma_b of the four shared campaigns
+(``regularised.NOISE_SHARED_LOG_SD``, 0.022) understates it (campaigns the fit never saw shift by
+~0.1 in log) and is only the fallback of a table without a transfer block. sigma_w is the
+prediction noise's (``regularised.NOISE_LOG_SD``: REML on held-out residuals,
+``bench/results/noise.md``). Neither is the fit weighting (``regularised.FIT_NOISE``): that is
+the ridge's strength, a hyperparameter chosen by cross-validation of the coefficient fit, not a
+statement about a cluster's offset, and the level leaves it alone. Nothing is tuned per campaign.
+The rows of one calibration are taken as one cluster.
 
 A prediction's tokens/s is ``global batch x sequence / (step x GPUs)``, so the level divides every
 prediction by the scale exactly and leaves d log(prediction) / d coefficient unchanged: the
@@ -33,9 +42,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from planner.calibration.campaign_spread import TransferSpread
 from planner.calibration.identify import Coordinates
 from planner.calibration.noise import NoiseModel
-from planner.calibration.regularised import NOISE, Prepared
+from planner.calibration.regularised import NOISE_LOG_SD, NOISE_SHARED_LOG_SD, Prepared
 from planner.layouts import FloatArray
 
 
@@ -55,7 +65,8 @@ class ClusterLevel:
     log_sd: float
     """sd[b | rows]: what is left of the between-cluster spread sigma_b after the rows."""
     prior_log_sd: float
-    """sigma_b: the spread of b before any row (one cluster against another)."""
+    """sigma_b: the spread of b before any row (one cluster against another; tau of the band's
+    transfer spread, :func:`new_cluster_noise`)."""
     within_log_sd: float
     """sigma_w: a row's own error around the cluster's offset."""
 
@@ -109,6 +120,15 @@ def huber_location(r: FloatArray, scale: float, c: float = HUBER_C) -> float:
     return mu
 
 
+def new_cluster_noise(spread: TransferSpread | None) -> NoiseModel:
+    """The noise model of a new cluster's level: sigma_b the prior sd of its offset, tau of the
+    interval table's transfer block (``IntervalTable.transfer``, what the band of a campaign the
+    fit never saw uses; module docstring), ``NOISE_SHARED_LOG_SD`` where the table has none;
+    sigma_w the prediction noise's."""
+    shared = NOISE_SHARED_LOG_SD if spread is None else spread.log_sd
+    return NoiseModel(within_log_sd=NOISE_LOG_SD, shared_log_sd=shared)
+
+
 def level_posterior(log_residuals: FloatArray, noise: NoiseModel) -> ClusterLevel:
     """The posterior of the shared offset b from the rows' log(measured / predicted)."""
     r = np.asarray(log_residuals, dtype=np.float64)
@@ -131,14 +151,19 @@ def level_posterior(log_residuals: FloatArray, noise: NoiseModel) -> ClusterLeve
 
 
 def prepared_level(
-    prepared: Prepared, subset: FloatArray | list[int] | None = None
+    prepared: Prepared,
+    subset: FloatArray | list[int] | None = None,
+    *,
+    noise: NoiseModel,
 ) -> ClusterLevel:
-    """The level from ``prepared``'s rows (or a cross-validation fold's ``subset`` of them)."""
+    """The level from ``prepared``'s rows (or a cross-validation fold's ``subset`` of them).
+    ``noise``: :func:`new_cluster_noise` of the interval table's transfer spread (required, so
+    that no caller falls back to another sigma_b unnoticed)."""
     idx = np.arange(len(prepared.rows)) if subset is None else np.asarray(subset, dtype=np.intp)
     resid = np.log(prepared.measured[idx] / np.maximum(prepared.base_pred[idx], 1e-12))
-    # the prediction noise, not the fit's weighting (prepared.noise_model): the level is a
-    # statement about how far this cluster sits from the prediction (regularised.NOISE)
-    return level_posterior(resid, NOISE)
+    # the new-cluster prior, not the fit's weighting (prepared.noise_model): the level is a
+    # statement about how far this cluster sits from the prediction
+    return level_posterior(resid, noise)
 
 
 def with_level(prepared: Prepared, level: ClusterLevel) -> Prepared:

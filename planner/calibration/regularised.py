@@ -62,7 +62,8 @@ leave-one-source-out log residuals of the shipped fit (weighted by ``FIT_NOISE``
 usable shared rows (4 campaigns): sigma_w 0.0505 (95 % profile-likelihood CI 0.044-0.058),
 sigma_b 0.0217 (CI 0.006-0.072: three between-campaign degrees of freedom), rho 0.16; rounded
 to 3 decimals. ``tests/bench/test_noise_estimate.py`` fails if they drift from the rule's
-output. One value for every campaign."""
+output. One value for every campaign. A new cluster's level and ``--suggest`` take the band's
+between-campaign tau instead (``level.new_cluster_noise``); this is their fallback."""
 NOISE = NoiseModel(within_log_sd=NOISE_LOG_SD, shared_log_sd=NOISE_SHARED_LOG_SD)
 """The prediction noise: statements about how far a new campaign's rows fall from a prediction."""
 FIT_ROW_LOG_SD = 0.104

@@ -17,7 +17,13 @@ Rows are not independent: a campaign's rows share an error (:mod:`planner.calibr
 W weighs each measured row as the fit does, 1 / (sigma^2 (1 + (n_g - 1) rho)) (Kish's design
 effect over its campaign of n_g rows), and the K suggested runs, one upload from one cluster,
 are one campaign of K rows: s^2 = sigma^2 (1 + (K - 1) rho), so K runs of one cluster reduce the
-plan's variance less than K independent rows would.
+plan's variance less than K independent rows would. sigma_b there is the prior sd of a new
+cluster's offset, the same as the calibration's level uses (``level.new_cluster_noise``: tau of
+the interval table's transfer block, what the band of an uncalibrated cluster uses; callers pass
+``models_db.intervals.cluster_level_noise()``); the default, the four shared campaigns' REML
+sigma_b, is the fallback of a table without one. A larger sigma_b makes the K runs' common shift
+less informative (rho 0.82 with tau 0.107 against 0.16): what they share is the cluster's offset,
+which the level absorbs, not the coefficients.
 """
 
 from __future__ import annotations
@@ -263,7 +269,8 @@ def suggest_runs(
     max_nodes: int | None = None,
 ) -> Suggestions:
     """The ``k`` runs that most reduce the plan's prediction variance, best first. ``noise`` and
-    ``shared_noise``: sigma_w and sigma_b of the campaign noise model (0: independent rows);
+    ``shared_noise``: sigma_w and sigma_b of the campaign noise model (0: independent rows;
+    sigma_b as the level's prior, ``models_db.intervals.cluster_level_noise``);
     ``max_nodes``: the most nodes one run may use (None: the cluster's)."""
     if k < 1:
         raise ValueError(f"k={k} must be at least 1")

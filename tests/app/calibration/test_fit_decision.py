@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from app.calibration.honest import calibrate_gpu_rows, fit_decision
+from models_db.intervals import cluster_level_noise
 from planner.calibration.fit import ErrorStats
 from planner.calibration.honest_cv import HonestCV
-from planner.calibration.regularised import NOISE
 from planner.performance.step_time import default_profile
 from tests.planner.calibration.test_fit import synthetic
 from tests.planner.fixtures import H100, LLAMA_8B, LLAMA_70B
@@ -31,7 +31,8 @@ def test_five_rows_ten_percent_slower_move_the_level_and_nothing_else() -> None:
     rows = synthetic(prior, "a", LLAMA_8B, scale=0.9)
     assert len(rows) == 5
     profile, report = calibrate_gpu_rows(rows, prior)
-    n, sb2, sw2 = 5, NOISE.shared_log_sd**2, NOISE.within_log_sd**2
+    noise = cluster_level_noise()  # the band's tau as the prior sd of the cluster's offset
+    n, sb2, sw2 = 5, noise.shared_log_sd**2, noise.within_log_sd**2
     k = n * sb2 / (n * sb2 + sw2)
     assert 0.9 < 1 / profile.cluster_step_scale < 1.0
     assert profile.cluster_step_scale == pytest.approx(0.9**-k)
@@ -51,8 +52,9 @@ def test_a_cluster_slower_everywhere_moves_the_level_not_the_coefficients() -> N
     rows = _two_sweeps(0.8, 0.8)
     profile, report = calibrate_gpu_rows(rows, prior)
     assert report["moved"] == []
-    # the level is 0.8 shrunk by the prediction noise (level.py): k = n sb^2 / (n sb^2 + sw^2)
-    n, sb2, sw2 = len(rows), NOISE.shared_log_sd**2, NOISE.within_log_sd**2
+    # the level is 0.8 shrunk by its prior (level.py): k = n sb^2 / (n sb^2 + sw^2), sb = tau
+    noise = cluster_level_noise()
+    n, sb2, sw2 = len(rows), noise.shared_log_sd**2, noise.within_log_sd**2
     k = n * sb2 / (n * sb2 + sw2)
     assert 0.8 < report["level"]["throughput_factor"] < 0.9
     assert report["level"]["throughput_factor"] == pytest.approx(0.8**k, abs=1e-4)

@@ -53,7 +53,7 @@ def test_no_row_leaves_the_prior_and_many_rows_trust_the_rows() -> None:
 def test_the_level_divides_predictions_and_keeps_the_jacobian() -> None:
     prior = default_profile(H100)
     prepared = prepare(synthetic(prior, "a", LLAMA_8B, scale=0.9), prior)
-    level = prepared_level(prepared)
+    level = prepared_level(prepared, noise=NOISE)
     assert level.n_rows == 5 and level.mean_log_residual == pytest.approx(math.log(0.9))
     levelled = with_level(prepared, level)
     assert levelled.centred and not prepared.centred
