@@ -377,4 +377,13 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.five_runs",
+        __doc__,
+        writes="bench/results/five_runs.{json,md}",
+        runtime="RT_five_runs",
+    )
+    parser.parse_args()
     raise SystemExit(main())
