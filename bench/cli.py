@@ -30,12 +30,16 @@ def bench_parser(
     if not writes or not runtime:
         raise ValueError(f"{module}: say what the bench writes and roughly how long it runs")
     epilog = "\n".join(
-        textwrap.fill(line, WIDTH, subsequent_indent="  ")
-        for line in (f"writes: {writes}", f"runs: {runtime}", f"the method: python -m pydoc {module}")
+        textwrap.fill(line, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+        for line in (
+            f"writes: {writes}",
+            f"runs: {runtime}",
+            f"the method: python -m pydoc {module}",
+        )
     )
     return argparse.ArgumentParser(
         prog=f"python -m {module}",
-        description=textwrap.fill(first_paragraph(doc), WIDTH),
+        description=textwrap.fill(first_paragraph(doc), WIDTH, break_on_hyphens=False),
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

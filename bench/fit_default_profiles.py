@@ -174,7 +174,7 @@ if __name__ == "__main__":
         "bench.fit_default_profiles",
         __doc__,
         writes="models_db/profiles/*.json and models_db/profiles/FIT_REPORT.md",
-        runtime="RT_fit_default_profiles",
+        runtime="about 15 seconds",
     )
     parser.parse_args()
     raise SystemExit(main())

@@ -445,7 +445,7 @@ if __name__ == "__main__":
         "bench.published_check",
         __doc__,
         writes="bench/results/published_check.{json,md}",
-        runtime="RT_published_check",
+        runtime="a few minutes (about 5 on a busy two-core machine)",
     )
     parser.parse_args()
     raise SystemExit(main())

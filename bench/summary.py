@@ -231,7 +231,7 @@ if __name__ == "__main__":
         "bench.summary",
         __doc__,
         writes="README.md (the section between the BENCHMARKS markers)",
-        runtime="seconds to half a minute (reads the committed results only)",
+        runtime="under a minute (it reads the committed results only)",
     )
     parser.parse_args()
     main()

@@ -1,15 +1,19 @@
 """Every runnable bench answers ``--help`` (exit 0, nothing written) and refuses an unknown
-argument (argparse's exit 2), run as ``python -m bench.X`` in a subprocess.
+argument (argparse's exit 2).
 
-The subprocesses run in parallel in one module-scoped fixture (each pays the planner's import,
-seconds on two shared cores); the parametrised tests read their outcome. The files a bench
-writes (``bench/results``, ``models_db``, README.md) are compared by mtime before and after.
+``python -m bench.X --help`` runs in a subprocess per module, in parallel, in one module-scoped
+fixture (each pays the planner's import, seconds on two shared cores); the unknown argument is
+tried on every module in ONE further subprocess that runs each as ``__main__`` (``runpy``, what
+``-m`` does) so the imports are paid once. The parametrised tests read the outcomes. The files a
+bench writes (``bench/results``, ``models_db``, README.md) are compared by mtime before and after.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -21,11 +25,28 @@ from bench.cli import bench_parser, first_paragraph
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
-MAIN = 'if __name__ == "__main__":'
-MODULES = sorted(p.stem for p in BENCH.glob("*.py") if MAIN in p.read_text(encoding="utf-8"))
+MAIN = re.compile(r'^if __name__ == "__main__":$', flags=re.MULTILINE)
+MODULES = sorted(p.stem for p in BENCH.glob("*.py") if MAIN.search(p.read_text(encoding="utf-8")))
 WATCHED = (ROOT / "bench" / "results", ROOT / "models_db", ROOT / "README.md")
 UNKNOWN = "--no-such-flag"
-CASES = [(m, a) for m in MODULES for a in ("--help", UNKNOWN)]
+TIMEOUT_S = 150  # a bench that ignores its arguments runs for minutes
+# Runs each module as __main__ with UNKNOWN; prints {module: [exit code, stderr]} as JSON.
+UNKNOWN_DRIVER = f"""
+import contextlib, io, json, runpy, sys, warnings
+warnings.simplefilter("ignore", RuntimeWarning)  # runpy: module already imported by another
+out = {{}}
+for m in sys.argv[1:]:
+    sys.argv = [m, {UNKNOWN!r}]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            runpy.run_module("bench." + m, run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    out[m] = [code, err.getvalue()]
+print(json.dumps(out))
+"""
 
 pytestmark = pytest.mark.slow
 
@@ -37,27 +58,26 @@ def _mtimes() -> dict[str, int]:
     return {str(p.relative_to(ROOT)): p.stat().st_mtime_ns for p in files}
 
 
-def _run(case: tuple[str, str]) -> Run:
-    module, arg = case
+def _run(argv: list[str]) -> Run:
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", f"bench.{module}", arg],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,  # a bench that ignores the argument runs for minutes
-        )
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return -1, "", f"still running after 120 s: bench.{module} ignored {arg}"
+        return -1, "", f"still running after {TIMEOUT_S} s (it ignored its arguments?): {argv}"
     return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture(scope="module")
 def runs() -> tuple[dict[tuple[str, str], Run], list[str]]:
     before = _mtimes()
+    jobs = [[sys.executable, "-m", f"bench.{m}", "--help"] for m in MODULES]
+    jobs.append([sys.executable, "-c", UNKNOWN_DRIVER, *MODULES])
     with ThreadPoolExecutor(max_workers=min(8, 2 * (os.cpu_count() or 1))) as pool:
-        results = dict(zip(CASES, pool.map(_run, CASES), strict=True))
+        done = list(pool.map(_run, jobs))
     after = _mtimes()
+    results = {(m, "--help"): r for m, r in zip(MODULES, done, strict=False)}
+    rc, out, err = done[-1]
+    unknown = json.loads(out) if rc == 0 else {m: [rc, err] for m in MODULES}
+    results |= {(m, UNKNOWN): (code, "", text) for m, (code, text) in unknown.items()}
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     return results, changed
 
