@@ -689,7 +689,7 @@ if __name__ == "__main__":
         "bench.accuracy",
         __doc__,
         writes="bench/results/accuracy.{json,md}",
-        runtime="RT_accuracy",
+        runtime="a minute or two on two cores (4.5 on a busy machine)",
     )
     parser.parse_args()
     raise SystemExit(main())

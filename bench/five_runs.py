@@ -383,7 +383,7 @@ if __name__ == "__main__":
         "bench.five_runs",
         __doc__,
         writes="bench/results/five_runs.{json,md}",
-        runtime="RT_five_runs",
+        runtime="several minutes on two cores (over 15 on a busy machine)",
     )
     parser.parse_args()
     raise SystemExit(main())
