@@ -683,4 +683,13 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.accuracy",
+        __doc__,
+        writes="bench/results/accuracy.{json,md}",
+        runtime="a minute or two on two cores (4.5 on a busy machine)",
+    )
+    parser.parse_args()
     raise SystemExit(main())

@@ -662,8 +662,8 @@ def markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    result = run(intervals_only="--intervals-only" in sys.argv[1:])
+def main(*, intervals_only: bool = False) -> None:
+    result = run(intervals_only=intervals_only)
     RESULTS.joinpath("calibration.json").write_text(
         json.dumps(result, indent=1, default=float) + "\n", encoding="utf-8"
     )
@@ -672,4 +672,19 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.calibration",
+        __doc__,
+        writes="models_db/intervals/throughput.json, bench/results/calibration.{json,md}",
+        runtime="about 4 minutes on two cores (the old free fit it compares with is most of it);"
+        " --intervals-only about half a minute",
+    )
+    parser.add_argument(
+        "--intervals-only",
+        action="store_true",
+        help="rebuild the interval table and its coverage only; keep the previous run's "
+        "free-fit vs regularised comparison (the minutes-long part)",
+    )
+    main(intervals_only=parser.parse_args().intervals_only)

@@ -15,7 +15,6 @@ the calibration's shipped noise read from the code (:mod:`bench.noise_text`);
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,4 +118,23 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.fidelity",
+        __doc__,
+        writes="bench/results/fidelity.{json,md}",
+        runtime="a few seconds (it only tabulates accuracy.json files)",
+    )
+    parser.add_argument(
+        "variants", nargs="*", metavar="NAME=accuracy.json", help="one bench.accuracy result"
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="start from the variants already in fidelity.json"
+    )
+    parser.add_argument("--notes", metavar="FILE", help="append this reading to the page")
+    args = parser.parse_args()
+    if not args.variants and not args.keep:
+        parser.error("give at least one NAME=accuracy.json, or --keep to rewrite the page")
+    argv = [*args.variants, *(["--keep"] if args.keep else [])]
+    raise SystemExit(main(argv + (["--notes", args.notes] if args.notes else [])))

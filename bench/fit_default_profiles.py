@@ -168,4 +168,13 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.fit_default_profiles",
+        __doc__,
+        writes="models_db/profiles/*.json and models_db/profiles/FIT_REPORT.md",
+        runtime="about 15 seconds",
+    )
+    parser.parse_args()
     raise SystemExit(main())

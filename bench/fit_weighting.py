@@ -210,4 +210,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.fit_weighting",
+        __doc__,
+        writes="bench/results/fit_weighting.{json,md}",
+        runtime="about 3 minutes on two cores (167 s in the committed run)",
+    )
+    parser.parse_args()
     main()

@@ -407,4 +407,13 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.five_runs",
+        __doc__,
+        writes="bench/results/five_runs.{json,md}",
+        runtime="several minutes on two cores (over 15 on a busy machine)",
+    )
+    parser.parse_args()
     raise SystemExit(main())

@@ -155,4 +155,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.noise",
+        __doc__,
+        writes="bench/results/noise.json and the numbers section of bench/results/noise.md",
+        runtime="about 10 seconds",
+    )
+    parser.parse_args()
     main()

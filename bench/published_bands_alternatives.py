@@ -147,4 +147,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.published_bands_alternatives",
+        __doc__,
+        writes="bench/results/published_bands_alternatives.json (and a table on stdout)",
+        runtime="about 15 seconds",
+    )
+    parser.parse_args()
     main()

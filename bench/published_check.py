@@ -439,4 +439,13 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.published_check",
+        __doc__,
+        writes="bench/results/published_check.{json,md}",
+        runtime="a few minutes (about 5 on a busy two-core machine)",
+    )
+    parser.parse_args()
     raise SystemExit(main())

@@ -321,4 +321,13 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.search_bench",
+        __doc__,
+        writes="bench/results/search.{json,md}",
+        runtime="about 3 minutes on two cores",
+    )
+    parser.parse_args()
     raise SystemExit(main())

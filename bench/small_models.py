@@ -13,7 +13,6 @@ not price are sized from the facts sheets in their own columns (never added to t
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -282,4 +281,19 @@ def markdown(res: dict[str, Any]) -> list[str]:
 READING = fill((Path(__file__).parent / "small_models_reading.md").read_text().splitlines())
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.small_models",
+        __doc__,
+        writes="bench/results/small_models.{json,md}",
+        runtime="about 10 seconds",
+    )
+    parser.add_argument(
+        "--before",
+        metavar="OLD_accuracy.json",
+        help="accuracy run of the code before the change (default: the before kept in "
+        "small_models.json)",
+    )
+    before = parser.parse_args().before
+    raise SystemExit(main(["--before", before] if before else []))

@@ -225,4 +225,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.summary",
+        __doc__,
+        writes="README.md (the section between the BENCHMARKS markers)",
+        runtime="under a minute (it reads the committed results only)",
+    )
+    parser.parse_args()
     main()

@@ -218,4 +218,14 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))  # run as a script, bench/ is on the path, not the root
+    from bench.cli import bench_parser
+
+    parser = bench_parser(
+        "bench.worker_throughput",
+        __doc__,
+        writes="bench/results/worker_throughput.{json,md}",
+        runtime="about 2 minutes (8 timed runs of 5-15 s plus worker start-up)",
+    )
+    parser.parse_args()
     main()
