@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.core.megatron_names import unknown_field_hint
-from app.core.schemas import BOOL_NOT_NUMBER, SLUG_PATTERN
+from app.core.schemas import BOOL_NOT_NUMBER, NUMBER_NOT_TEXT, SLUG_PATTERN
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie"}
 _TYPE_TAGS = {
@@ -28,6 +28,7 @@ _TYPE_MISMATCHES = {
     "bool_parsing", "bool_type", "bytes_type", "dict_type", "float_parsing", "float_type",
     "int_parsing", "int_type", "is_instance_of", "list_type", "model_attributes_type",
     "model_type", "none_required", "string_type", "tuple_type", "set_type", BOOL_NOT_NUMBER,
+    NUMBER_NOT_TEXT,
 }  # fmt: skip
 # what a union-typed field accepts, where the generic wording ("a string or an object") is vague
 _ACCEPTED = {
