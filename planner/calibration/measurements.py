@@ -155,6 +155,20 @@ def _float(row: Mapping[str, str], key: str) -> float | None:
     return number
 
 
+def cell_problem(key: str, text: str) -> str | None:
+    """Why ``text`` cannot be the value of the number column ``key`` ('1_0', '٨', 'inf',
+    'eight'), naming the column and the accepted form; None where it can (or ``key`` is not a
+    number column). Uploads refuse such a row outright rather than store it to skip later."""
+    try:
+        if key in WHOLE_NUMBER_COLUMNS:
+            _int({key: text}, key)
+        elif key in NUMBER_COLUMNS:
+            _float({key: text}, key)
+    except (_Skip, ValueError) as exc:
+        return str(exc)
+    return None
+
+
 def _positive(row: Mapping[str, str], key: str) -> float | None:
     """A speed column: missing, or a finite number > 0 (a zero, negative or NaN speed has no
     log, and would make the cluster's level and the fit NaN)."""
