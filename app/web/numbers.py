@@ -6,7 +6,8 @@ A form that shows '٣' back while planning with 3, or stores 1000 from '1_000', 
 and does another; so every numeric input of every page goes through :func:`read_whole` or
 :func:`read_decimal`, which take ASCII digits only (a decimal may carry a sign, a point and an
 ASCII exponent), and :func:`refusal` words the message that names the field and the accepted
-form.
+form. The reading itself is planner's (:mod:`planner.plain_numbers`), shared with measurement
+files and the number text of API bodies, so every door takes the same numbers.
 """
 
 from __future__ import annotations

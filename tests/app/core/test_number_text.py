@@ -14,15 +14,9 @@ from pydantic import ValidationError
 from app.batches.schemas import BatchJobCreate
 from app.planning.convert import parse_request
 from app.planning.schemas import PlanJobCreate
+from tests.app.catalog.test_api import SMALL
 from tests.app.conftest import JOB_70B, LAYOUT_70B
 
-SMALL = {
-    "num_layers": 4,
-    "hidden_size": 512,
-    "ffn_hidden_size": 2048,
-    "num_attention_heads": 8,
-    "vocab_size": 32000,
-}
 TEXTS = ["1_6", "٣", "1e309", "inf", "NaN", "0x10", "²", "16 GPUs"]
 
 
