@@ -52,14 +52,16 @@ def number_text(value: str, kind: str) -> str:
     text): plain ASCII decimal only (:mod:`planner.plain_numbers`), else a clash of types."""
     if read_decimal(value) is not None:
         return value
-    finite = (
-        " finite" if too_large(value) or value.strip().lower().lstrip("+-") in _NON_FINITE else ""
-    )
+    finite = too_large(value) or value.strip().lower().lstrip("+-") in _NON_FINITE
     raise PydanticCustomError(
         NUMBER_NOT_TEXT,
-        "got the text {value}: a{finite} JSON number is expected ({expected}; text is read "
-        "only as plain ASCII digits with an optional sign, '.' and exponent)",
-        {"value": repr(value[:40]), "finite": finite, "expected": _NUMBER_WORDS[kind]},
+        "got the text {value}{why}: a JSON number is expected ({expected}; text is read only "
+        "as plain ASCII digits with an optional sign, '.' and exponent)",
+        {
+            "value": repr(value[:40]),
+            "why": ", which is not a finite number" if finite else "",
+            "expected": _NUMBER_WORDS[kind],
+        },
     )
 
 
