@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from planner.calibration.measurements import parse_rows
+from planner.megatron.parsing import parse_int
 from planner.plain_numbers import read_decimal, read_whole
 from tests.planner.calibration.test_measurements import GPUS, rows
 
@@ -49,3 +50,9 @@ def test_a_number_column_names_the_column_and_the_form(column: str, text: str) -
 def test_a_whole_number_with_a_zero_fraction_still_reads() -> None:
     ms, skipped = parse_rows([{**rows()[0], "tp": "1.0", "seq_length": "8192"}], GPUS.__getitem__)
     assert skipped == [] and ms[0].layout.tp == 1
+
+
+def test_a_megatron_log_integer_is_ascii_only() -> None:
+    """Megatron prints Python ints in ASCII; a regex's \\d would also take '٨' as 8."""
+    assert parse_int("٨") is None and parse_int("1_0") is None
+    assert parse_int(" -12 ") == -12
