@@ -122,7 +122,9 @@ def _message(field: str, err: dict[str, Any]) -> str:
         return f"the request must be a JSON object of its fields (got {_shown(given)})"
     given = err.get("input")
     several = (kind == "int_type" and isinstance(given, list)) or (
-        kind == "int_parsing" and isinstance(given, str) and any(c in given for c in ",-")
+        kind in ("int_parsing", NUMBER_NOT_TEXT)
+        and isinstance(given, str)
+        and any(c in given for c in ",-")
     )  # a list, or the CLI's text forms '64,128' / '64-512'
     if several and field in _OPTION_LISTS:
         return (  # "a valid integer" does not say where several values go
