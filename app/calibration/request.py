@@ -26,6 +26,7 @@ from planner.calibration.measurements import (
     NUMBER_COLUMNS,
     NUMBER_EXAMPLES,
     WHOLE_NUMBER_COLUMNS,
+    cell_problem,
 )
 from planner.specs import SpecError
 
@@ -254,7 +255,17 @@ def _clean_row(row: dict[str, Any], field: str) -> dict[str, str]:
             text = "true" if value else "false"
         else:
             text = str(value)
+            if (problem := cell_problem(key, text)) is not None:  # '1_0', '٨', 'inf'
+                row_id = row.get("row_id")
+                name = row_id if isinstance(row_id, str) and row_id else _position(field)
+                raise SpecError(f"{name}: {problem}", field=f"{field}.{key}")
         out[key] = text[:MAX_CELL]
     if not out:
         raise SpecError("the row is empty", field=field)
     return out
+
+
+def _position(field: str) -> str:
+    """'row 4' for the field ``rows.3`` / ``csv.0.3`` (as :func:`parse_rows` names a row)."""
+    last = field.rsplit(".", 1)[-1]
+    return f"row {int(last) + 1}" if last.isdigit() else "the row"

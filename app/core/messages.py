@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.core.megatron_names import unknown_field_hint
-from app.core.schemas import BOOL_NOT_NUMBER, SLUG_PATTERN
+from app.core.schemas import BOOL_NOT_NUMBER, NUMBER_NOT_TEXT, SLUG_PATTERN
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie"}
 _TYPE_TAGS = {
@@ -28,6 +28,7 @@ _TYPE_MISMATCHES = {
     "bool_parsing", "bool_type", "bytes_type", "dict_type", "float_parsing", "float_type",
     "int_parsing", "int_type", "is_instance_of", "list_type", "model_attributes_type",
     "model_type", "none_required", "string_type", "tuple_type", "set_type", BOOL_NOT_NUMBER,
+    NUMBER_NOT_TEXT,
 }  # fmt: skip
 # what a union-typed field accepts, where the generic wording ("a string or an object") is vague
 _ACCEPTED = {
@@ -121,7 +122,9 @@ def _message(field: str, err: dict[str, Any]) -> str:
         return f"the request must be a JSON object of its fields (got {_shown(given)})"
     given = err.get("input")
     several = (kind == "int_type" and isinstance(given, list)) or (
-        kind == "int_parsing" and isinstance(given, str) and any(c in given for c in ",-")
+        kind in ("int_parsing", NUMBER_NOT_TEXT)
+        and isinstance(given, str)
+        and any(c in given for c in ",-")
     )  # a list, or the CLI's text forms '64,128' / '64-512'
     if several and field in _OPTION_LISTS:
         return (  # "a valid integer" does not say where several values go

@@ -7,6 +7,8 @@ from typing import Annotated, Any, cast
 from pydantic import BaseModel, BeforeValidator, Field, GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, SchemaValidator, ValidationError, core_schema
 
+from planner.plain_numbers import read_decimal, too_large
+
 PROBLEM_REF = "#/components/schemas/Problem"
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
 
@@ -24,6 +26,9 @@ SlugRef = Annotated[str, Field(pattern=SLUG_PATTERN), BeforeValidator(normalize_
 
 BOOL_NOT_NUMBER = "bool_not_number"
 """Error type of a boolean sent for a number (``app.core.messages`` treats it as a type clash)."""
+NUMBER_NOT_TEXT = "number_not_text"
+"""Error type of text that is not plain ASCII decimal ('1_6', '٣', 'inf') sent for a number."""
+_NON_FINITE = frozenset({"nan", "inf", "infinity"})
 _NUMBER_WORDS = {"int": "a whole number such as 8", "float": "a number such as 0.8"}
 
 
@@ -35,9 +40,29 @@ def _refuse_bool(kind: str) -> core_schema.NoInfoValidatorFunction:
                 "got {value}: true/false is not a number; send {expected}",
                 {"value": "true" if value else "false", "expected": _NUMBER_WORDS[kind]},
             )
+        if isinstance(value, str):  # lax mode reads "1_6" as 16 and "٣" as 3
+            return number_text(value, kind)
         return value
 
     return check
+
+
+def number_text(value: str, kind: str) -> str:
+    """A number sent as text (web forms, CLI flags and batch rows build these models from
+    text): plain ASCII decimal only (:mod:`planner.plain_numbers`), else a clash of types."""
+    if read_decimal(value) is not None:
+        return value
+    finite = too_large(value) or value.strip().lower().lstrip("+-") in _NON_FINITE
+    raise PydanticCustomError(
+        NUMBER_NOT_TEXT,
+        "got the text {value}{why}: a JSON number is expected ({expected}; text is read only "
+        "as plain ASCII digits with an optional sign, '.' and exponent)",
+        {
+            "value": repr(value[:40]),
+            "why": ", which is not a finite number" if finite else "",
+            "expected": _NUMBER_WORDS[kind],
+        },
+    )
 
 
 _MARK = "refuses_bool"
@@ -138,7 +163,8 @@ def _numbers_refuse_bool(
 class RequestModel(BaseModel):
     """Base of every request body (API, web form, CLI, batch rows): a boolean is never a count
     or a size, so ``true`` in an integer or float field is a 422 naming the field (pydantic's
-    lax mode would read it as 1). Numeric text (``"8"``) is still accepted: the web form, CLI
+    lax mode would read it as 1). Numeric text (``"8"``) is still accepted, as plain ASCII decimal
+    only (``"1_6"``, ``"٣"`` and ``"inf"`` are a 422: :func:`number_text`): the web form, CLI
     flags and CSV/YAML batch rows build these same models from text."""
 
     @classmethod

@@ -6,40 +6,30 @@ A form that shows '٣' back while planning with 3, or stores 1000 from '1_000', 
 and does another; so every numeric input of every page goes through :func:`read_whole` or
 :func:`read_decimal`, which take ASCII digits only (a decimal may carry a sign, a point and an
 ASCII exponent), and :func:`refusal` words the message that names the field and the accepted
-form.
+form. The reading itself is planner's (:mod:`planner.plain_numbers`), shared with measurement
+files and the number text of API bodies, so every door takes the same numbers.
 """
 
 from __future__ import annotations
 
 import re
 
-WHOLE = re.compile(r"[0-9]+")
-"""A whole number: ASCII digits only (no sign, no '_' separator, no other script's digits)."""
-DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-"""A decimal: ASCII digits with an optional sign, point and exponent (50, 0.5, 50e9, 1.5E-3)."""
-WHOLE_FORM = "ASCII digits 0-9 only, such as 8"
-DECIMAL_FORM = "ASCII digits with an optional '.' and exponent, such as 50, 0.5 or 50e9"
+from planner.plain_numbers import (
+    DECIMAL,
+    DECIMAL_FORM,
+    WHOLE,
+    WHOLE_FORM,
+    read_decimal,
+    read_whole,
+    too_large,
+)
 
-
-def read_whole(text: str) -> int | None:
-    """The whole number ``text`` spells in ASCII digits; None for anything else."""
-    text = text.strip()
-    return int(text) if WHOLE.fullmatch(text) else None
-
-
-def read_decimal(text: str) -> float | None:
-    """The finite number ``text`` spells in ASCII decimal; None for anything else (also for
-    '1e999', which would read as infinity)."""
-    text = text.strip()
-    if not DECIMAL.fullmatch(text):
-        return None
-    value = float(text)
-    return value if value not in (float("inf"), float("-inf")) else None
+__all__ = ["DECIMAL", "DECIMAL_FORM", "WHOLE", "WHOLE_FORM", "read_decimal", "read_whole"]
 
 
 def refusal(label: str, text: str, *, whole: bool) -> str:
     """'Label must be a whole number (ASCII digits 0-9 only, such as 8); you typed '٣'.'"""
-    if DECIMAL.fullmatch(text.strip()) and read_decimal(text) is None:  # past the largest float
+    if too_large(text):  # past the largest float
         return f"{label} must be a finite number; you typed {text.strip()!r}."
     kind = f"a whole number ({WHOLE_FORM})" if whole else f"a number ({DECIMAL_FORM})"
     return f"{label} must be {kind}; you typed {text.strip()!r}."

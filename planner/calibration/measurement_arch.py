@@ -18,11 +18,11 @@ from a guess. Three sourced completions are allowed, each recorded in the measur
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from planner.plain_numbers import IN_WHOLE_DIGITS, read_decimal
 from planner.specs import ModelSpec
 
 BLOOM_VOCAB = 250_880  # BigScience BLOOM tokenizer (tr11-176B-ml: vocab 250,680 padded 250,880)
@@ -54,17 +54,15 @@ class ArchSkip(Exception):
 
 def whole_number(row: Mapping[str, str], key: str) -> int | None:
     """The column as a whole number (None where empty); a ValueError naming the column and
-    what to send otherwise ("8.0" is 8, "8.5" and "true" are errors)."""
+    what to send otherwise ("8.0" is 8; "8.5", "true", "1_0" and "٨" are errors)."""
     value = (row.get(key) or "").strip()
     if not value:
         return None
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not number.is_integer():  # NaN and inf are not integers either
+    number = read_decimal(value)  # ASCII only: float() reads '1_0' as 10 and '٨' as 8
+    if number is None or not number.is_integer():
         raise ValueError(
-            f"{key}={value!r} is not a whole number: send one such as 8, or leave it empty"
+            f"{key}={value!r} is not a whole number: send one such as 8 {IN_WHOLE_DIGITS}, "
+            "or leave it empty"
         )
     return int(number)
 
@@ -130,11 +128,8 @@ def _log_flags(row: Mapping[str, str]) -> dict[str, str]:
 
 def _fraction(text: str | None, default: float) -> float:
     """A dropout flag as logged, or ``default`` where absent or not a number in [0, 1)."""
-    try:
-        value = float(text) if text is not None else default
-    except ValueError:
-        return default
-    return value if 0.0 <= value < 1.0 else default
+    value = read_decimal(text) if text is not None else default  # ASCII decimal, as elsewhere
+    return value if value is not None and 0.0 <= value < 1.0 else default
 
 
 def _true(text: str) -> bool:

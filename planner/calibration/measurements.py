@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ from typing import Any
 
 from planner.calibration.measurement_arch import ArchSkip, row_model
 from planner.calibration.measurement_arch import whole_number as _int
+from planner.plain_numbers import IN_DECIMAL_DIGITS, read_decimal, too_large
 from planner.specs import ClusterSpec, GPUSpec, Layout, ModelSpec, SpecError, TrainingJob
 from planner.stack_settings import STACK_FIELDS
 
@@ -131,6 +133,10 @@ NUMBER_EXAMPLES = {"moe_imbalance": "a decimal >= 1.0 such as 1.2 (1.0 is balanc
 """What to send in a number column, where "one such as 0.8" would be wrong."""
 
 
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+"""What float() reads as NaN or infinity: a measurement is finite."""
+
+
 class _Skip(Exception):
     pass
 
@@ -139,11 +145,28 @@ def _float(row: Mapping[str, str], key: str) -> float | None:
     value = (row.get(key) or "").strip()
     if not value:
         return None
-    try:
-        return float(value)
-    except ValueError:
+    number = read_decimal(value)  # not float(): it reads '1_0' as 10, '٨' as 8, 'inf'
+    if number is None:
         example = NUMBER_EXAMPLES.get(key, "one such as 0.8")
-        raise _Skip(f"{key}={value!r} is not a number: send {example}, or leave it empty") from None
+        what = "a finite number" if too_large(value) or _NON_FINITE.fullmatch(value) else "a number"
+        raise _Skip(
+            f"{key}={value!r} is not {what}: send {example} {IN_DECIMAL_DIGITS}, or leave it empty"
+        )
+    return number
+
+
+def cell_problem(key: str, text: str) -> str | None:
+    """Why ``text`` cannot be the value of the number column ``key`` ('1_0', '٨', 'inf',
+    'eight'), naming the column and the accepted form; None where it can (or ``key`` is not a
+    number column). Uploads refuse such a row outright rather than store it to skip later."""
+    try:
+        if key in WHOLE_NUMBER_COLUMNS:
+            _int({key: text}, key)
+        elif key in NUMBER_COLUMNS:
+            _float({key: text}, key)
+    except (_Skip, ValueError) as exc:
+        return str(exc)
+    return None
 
 
 def _positive(row: Mapping[str, str], key: str) -> float | None:

@@ -11,7 +11,7 @@ import re
 
 def parse_int(value: str | None) -> int | None:
     """An integer as Megatron prints it, or None (absent, 'None' or not a number)."""
-    if value is None or not re.fullmatch(r"-?\d+", value.strip()):
+    if value is None or not re.fullmatch(r"-?[0-9]+", value.strip()):  # \d takes "٨"
         return None
     return int(value)
 
