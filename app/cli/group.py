@@ -12,9 +12,11 @@ from typer.core import TyperGroup
 
 from app.cli.errors import CleanErrors
 from app.cli.help import make_help_readable
+from app.cli.number_types import plain_numbers
 
 
 class PlannerGroup(CleanErrors, TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         make_help_readable(self)
+        plain_numbers(self)  # '1_6' and 'inf' are not numbers (app/cli/number_types.py)

@@ -55,8 +55,8 @@ def number_text(value: str, kind: str) -> str:
     finite = too_large(value) or value.strip().lower().lstrip("+-") in _NON_FINITE
     raise PydanticCustomError(
         NUMBER_NOT_TEXT,
-        "got the text {value}{why}: a JSON number is expected ({expected}; text is read only "
-        "as plain ASCII digits with an optional sign, '.' and exponent)",
+        "got the text {value}{why}: a number is expected ({expected}; a JSON number, or text "
+        "in plain ASCII digits with an optional sign, '.' and exponent)",
         {
             "value": repr(value[:40]),
             "why": ", which is not a finite number" if finite else "",
