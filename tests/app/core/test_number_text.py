@@ -54,8 +54,8 @@ def test_the_message_says_finite_for_an_overflow(client: TestClient) -> None:
     error = _only_error(client.post("/v1/plan-jobs", json={**JOB_70B, "token_budget": "1e309"}))
     assert error["field"] == "token_budget"
     assert error["message"] == (
-        "token_budget: got the text '1e309', which is not a finite number: a JSON number is "
-        "expected (a number such as 0.8; text is read only as plain ASCII digits with an "
+        "token_budget: got the text '1e309', which is not a finite number: a number is "
+        "expected (a number such as 0.8; a JSON number, or text in plain ASCII digits with an "
         "optional sign, '.' and exponent)"
     )
 
