@@ -85,13 +85,19 @@ def test_prediction_is_read_only_when_present() -> None:
         "extrapolation": [],
         "regime": None,
         "fallback": None,
+        "rule": None,
     }
     doc = plan_doc()
     doc["performance"] |= {"step_time_interval_s": [1.0, 2.0], "extrapolation": ["beyond the data"]}
-    doc["performance"]["interval"] = {"regime": "all", "fallback": "moe has 1.7 effective rows"}
+    doc["performance"]["interval"] = {
+        "regime": "all",
+        "fallback": "moe has 1.7 effective rows",
+        "band": "80 % predictive band widened for a campaign the fit never saw",
+    }
     shown = insight.prediction(RankedPlan.model_validate(doc))
     assert shown["step"] == (1.0, 2.0) and shown["extrapolation"] == ["beyond the data"]
     assert shown["regime"] == "all" and shown["fallback"] == "moe has 1.7 effective rows"
+    assert shown["rule"] == "80 % predictive band widened for a campaign the fit never saw"
 
 
 def test_infeasible_points_are_hollow_and_bring_the_limit() -> None:
