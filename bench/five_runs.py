@@ -241,9 +241,9 @@ def suggested_ids(
     plan = representative(group)
     # the prior sd of the cluster's offset: the level's, as `planner calibrate --suggest` passes
     # it (tau without the campaign, as its uploads use)
-    shared = level_noise_without(plan).shared_log_sd
+    noise = level_noise_without(plan)
     sugg = suggest_runs(
-        plan.model, plan.cluster, plan.job, plan.layout, start, k=UPLOAD, shared_noise=shared
+        plan.model, plan.cluster, plan.job, plan.layout, start, k=UPLOAD, noise=noise
     )
     taken: list[str] = []
     mapping = []

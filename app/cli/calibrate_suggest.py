@@ -64,8 +64,8 @@ def print_suggestions(result: dict[str, Any]) -> None:
     plan = result["plan"]
     console.print(
         f"Plan: {plan['model']} on {plan['num_gpus']} x {plan['gpu']}; its prediction's "
-        f"uncertainty from the coefficients: ±{result['plan_uncertainty_pct_before']:.1f}% "
-        f"now, ±{result['plan_uncertainty_pct_after']:.1f}% once these runs are measured "
+        f"uncertainty: {uncertainty_words(result['uncertainty_before'])} now, "
+        f"{uncertainty_words(result['uncertainty_after'])} once these runs are measured "
         f"({result['candidates_considered']} candidates considered).",
         highlight=False,
     )
@@ -92,4 +92,12 @@ def print_suggestions(result: dict[str, Any]) -> None:
         "\nUpload each run's Megatron-LM log (`planner calibrate --log FILE --gpu-type ...`, or "
         "POST /v1/clusters/{slug}/measurements) to calibrate.",
         highlight=False,
+    )
+
+
+def uncertainty_words(u: dict[str, Any]) -> str:
+    """'±14.9% (coefficients ±12.6%, the cluster's level ±11.4% from 0 rows)'."""
+    return (
+        f"±{u['total_pct']:.1f}% (coefficients ±{u['coefficients_pct']:.1f}%, the cluster's "
+        f"level ±{u['cluster_level_pct']:.1f}% from {u['cluster_level_rows']} of its runs)"
     )

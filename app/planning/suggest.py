@@ -103,7 +103,7 @@ def suggest(
         threshold=threshold,
         max_nodes=req.max_nodes,
         # the prior sd of the cluster's offset is the level's (the band's tau)
-        shared_noise=cluster_level_noise().shared_log_sd,
+        noise=cluster_level_noise(),
     )
     return {
         "plan": {

@@ -19,11 +19,15 @@ effect over its campaign of n_g rows), and the K suggested runs, one upload from
 are one campaign of K rows: s^2 = sigma^2 (1 + (K - 1) rho), so K runs of one cluster reduce the
 plan's variance less than K independent rows would. sigma_b there is the prior sd of a new
 cluster's offset, the same as the calibration's level uses (``level.new_cluster_noise``: tau of
-the interval table's transfer block, what the band of an uncalibrated cluster uses; callers pass
-``models_db.intervals.cluster_level_noise()``); the default, the four shared campaigns' REML
-sigma_b, is the fallback of a table without one. A larger sigma_b makes the K runs' common shift
-less informative (rho 0.82 with tau 0.107 against 0.16): what they share is the cluster's offset,
-which the level absorbs, not the coefficients.
+the interval table's transfer block, what the band of an uncalibrated cluster uses). The noise
+model is a required argument (callers pass ``models_db.intervals.cluster_level_noise()``), so
+that no caller gets another sigma_b than the band's unnoticed (the four shared campaigns' REML
+sigma_b, 0.022, understates a new cluster's shift). A larger sigma_b makes the K runs' common
+shift less informative (rho 0.82 with tau 0.107 against 0.16): what they share is the cluster's
+offset, which the level absorbs, not the coefficients. That offset is itself part of the plan's
+uncertainty on a cluster not yet calibrated, and every run on the cluster informs it: the plan's
+uncertainty before and after adds the level's error to the coefficients'
+(:mod:`planner.calibration.suggest_level`, the band's formula), and each run's share counts both.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ from planner.calibration import fit as _fit
 from planner.calibration.identify import Coordinates, sensitivity
 from planner.calibration.measurements import Measurement
 from planner.calibration.noise import NoiseModel, campaign_index, campaign_key
-from planner.calibration.regularised import (
-    NOISE_LOG_SD,
-    NOISE_SHARED_LOG_SD,
-    default_candidates,
+from planner.calibration.regularised import default_candidates
+from planner.calibration.suggest_level import (
+    PlanUncertainty,
+    level_before,
+    level_log_sd,
+    run_shares,
 )
 from planner.calibration.suggest_proxy import (
     SHORT_RUN_NODES,
@@ -78,7 +84,8 @@ class SuggestedRun:
     minutes: float
     """Wall time of the run: start-up plus RUN_ITERATIONS steps."""
     variance_reduction: float
-    """Share of the plan's prediction variance (in log tokens/s) this run removes."""
+    """Share of the plan's prediction variance (in log tokens/s, the coefficients' and the
+    cluster level's) this run removes."""
     informs: tuple[str, ...]
     """Coefficients this run pins down that the plan's prediction depends on."""
     change: str
@@ -109,9 +116,9 @@ class SuggestedRun:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Suggestions:
     runs: tuple[SuggestedRun, ...]
-    plan_sd_before: float
-    """Standard deviation of the plan's log tokens/s from the coefficients, before the runs."""
-    plan_sd_after: float
+    before: PlanUncertainty
+    """The plan's uncertainty (coefficients and the cluster's level) before the runs."""
+    after: PlanUncertainty
     """The same once the suggested runs are measured (as predicted by the design)."""
     candidates: int
     sensitive_to: tuple[str, ...]
@@ -119,12 +126,23 @@ class Suggestions:
     note: str | None = None
     """Why no run was proposed, or what the runs stand in for (a replica larger than them)."""
 
+    @property
+    def plan_sd_before(self) -> float:
+        """sd of the plan's log tokens/s before the runs: coefficients and level."""
+        return self.before.log_sd
+
+    @property
+    def plan_sd_after(self) -> float:
+        return self.after.log_sd
+
     def to_dict(self) -> dict[str, object]:
         return {
             "runs": [r.to_dict() for r in self.runs],
             "note": self.note,
             "plan_uncertainty_pct_before": round(100 * float(np.expm1(self.plan_sd_before)), 2),
             "plan_uncertainty_pct_after": round(100 * float(np.expm1(self.plan_sd_after)), 2),
+            "uncertainty_before": self.before.to_dict(),
+            "uncertainty_after": self.after.to_dict(),
             "candidates_considered": self.candidates,
             "sensitive_to": list(self.sensitive_to),
         }
@@ -262,21 +280,20 @@ def suggest_runs(
     profile: PerformanceProfile,
     *,
     k: int,
+    noise: NoiseModel,
     measured: Sequence[Measurement] = (),
-    noise: float = NOISE_LOG_SD,
-    shared_noise: float = NOISE_SHARED_LOG_SD,
     threshold: float = 0.8,
     max_nodes: int | None = None,
 ) -> Suggestions:
-    """The ``k`` runs that most reduce the plan's prediction variance, best first. ``noise`` and
-    ``shared_noise``: sigma_w and sigma_b of the campaign noise model (0: independent rows;
-    sigma_b as the level's prior, ``models_db.intervals.cluster_level_noise``);
-    ``max_nodes``: the most nodes one run may use (None: the cluster's)."""
+    """The ``k`` runs that most reduce the plan's prediction variance, best first. ``noise``:
+    the campaign noise model, sigma_b the prior sd of the cluster's offset (the level's and the
+    band's tau: ``models_db.intervals.cluster_level_noise()``), sigma_w a row's own error;
+    ``measured``: rows already measured on this cluster; ``max_nodes``: the most nodes one run
+    may use (None: the cluster's)."""
     if k < 1:
         raise ValueError(f"k={k} must be at least 1")
     if max_nodes is not None and max_nodes < 1:
         raise ValueError(f"max_nodes={max_nodes} must be at least 1")
-    model_noise = NoiseModel(within_log_sd=noise, shared_log_sd=shared_noise)
     coords = Coordinates(profile, default_candidates())
     _, g_row = sensitivity(_fit._Groups([unmeasured_row(model, cluster, job, layout)]), coords)
     g = g_row[0]
@@ -285,29 +302,33 @@ def suggest_runs(
     if rows:
         _, jm = sensitivity(_fit._Groups(rows), coords)
         groups = campaign_index([campaign_key(m) for m in rows])
-        white = model_noise.whiten(jm, groups)
+        white = noise.whiten(jm, groups)
         precision += white.T @ white
     cov = np.linalg.inv(precision)
     var_before = float(g @ cov @ g)
+    level = level_before(len(rows), noise, profile.provenance.get("cluster_level"))
+    before = PlanUncertainty(
+        coefficient_log_sd=float(np.sqrt(var_before)), level_log_sd=level[1], level_rows=level[0]
+    )
     cands = candidate_runs(model, cluster, job, layout, threshold=threshold, max_nodes=max_nodes)
     if not cands:
         return Suggestions(
             runs=(),
-            plan_sd_before=np.sqrt(var_before),
-            plan_sd_after=np.sqrt(var_before),
+            before=before,
+            after=before,
             candidates=0,
             sensitive_to=_top(coords.names, g),
             note=no_run_reason(model, cluster, layout, max_nodes),
         )
     # the suggested runs: one campaign of min(k, candidates) rows (noise.NoiseModel.weights)
-    run_var = 1.0 / float(model_noise.weights(np.zeros(min(k, len(cands)), dtype=np.intp))[0])
+    run_var = 1.0 / float(noise.weights(np.zeros(min(k, len(cands)), dtype=np.intp))[0])
     pseudo = [unmeasured_row(*c[1:]) for c in cands]
     pred, jac = sensitivity(_fit._Groups(pseudo), coords)
-    chosen: list[SuggestedRun] = []
-    used: set[int] = set()
+    picked: list[tuple[int, float]] = []
     for _ in range(min(k, len(cands))):
+        taken = {i for i, _ in picked}
         gains = [
-            -1.0 if i in used else float((g @ cov @ j) ** 2 / (run_var + j @ cov @ j))
+            -1.0 if i in taken else float((g @ cov @ j) ** 2 / (run_var + j @ cov @ j))
             for i, j in enumerate(jac)
         ]
         # the largest reduction, to 1 % of the plan's variance; then the fewest GPUs
@@ -315,19 +336,28 @@ def suggest_runs(
             range(len(cands)),
             key=lambda i: (round(gains[i] / max(var_before, 1e-30), 2), -cands[i][2].num_gpus),
         )
-        best_gain = gains[best]
-        if best_gain <= 1e-9 * max(var_before, 1e-30):
+        # a run that teaches the coefficients nothing still informs the cluster's level
+        if gains[best] <= 1e-9 * max(var_before, 1e-30) and noise.shared_log_sd == 0:
             break
-        used.add(best)
-        j = jac[best]
-        cj = cov @ j
-        cov = cov - np.outer(cj, cj) / (run_var + j @ cj)
-        chosen.append(_run(cands[best], float(pred[best]), best_gain / var_before, coords, g, j))
+        picked.append((best, max(gains[best], 0.0)))
+        cj = cov @ jac[best]
+        cov = cov - np.outer(cj, cj) / (run_var + jac[best] @ cj)
+    shares = run_shares([gain for _, gain in picked], level, noise, before.variance)
+    chosen = [
+        _run(cands[i], float(pred[i]), share, coords, g, jac[i])
+        for (i, _), share in zip(picked, shares, strict=True)
+    ]
     var_after = float(g @ cov @ g)
+    after_rows = level[0] + len(chosen)
+    after = PlanUncertainty(
+        coefficient_log_sd=float(np.sqrt(max(var_after, 0.0))),
+        level_log_sd=level_log_sd(after_rows, noise) if chosen else level[1],
+        level_rows=after_rows,
+    )
     return Suggestions(
         runs=tuple(chosen),
-        plan_sd_before=float(np.sqrt(var_before)),
-        plan_sd_after=float(np.sqrt(max(var_after, 0.0))),
+        before=before,
+        after=after,
         candidates=len(cands),
         sensitive_to=_top(coords.names, g),
         note=_note(model, cluster, layout, max_nodes, [c[4] for c in cands]),

@@ -84,4 +84,5 @@ def test_suggest_weighs_its_runs_with_the_levels_prior(
     monkeypatch.setattr(service, "suggest_runs", spy)
     r = client.post("/v1/calibration-suggestions", json={"evaluation": LAYOUT_70B, "k": 2})
     assert r.status_code == 200, r.text
-    assert seen and seen[0]["shared_noise"] == _tau()
+    assert seen and seen[0]["noise"] == cluster_level_noise()
+    assert seen[0]["noise"].shared_log_sd == _tau()

@@ -101,3 +101,7 @@ def test_the_page_uses_the_clusters_calibration_and_rows_as_the_api_does(
     assert web.status_code == 200, web.text[:500]
     before, after = api["plan_uncertainty_pct_before"], api["plan_uncertainty_pct_after"]
     assert f"±{before:.1f} % now and ±{after:.1f} % once" in web.text
+    # the cluster's level: fitted on its 8 stored rows, then on those and the runs
+    ub, ua = api["uncertainty_before"], api["uncertainty_after"]
+    assert ub["cluster_level_rows"] == 8 and ua["cluster_level_rows"] == 8 + len(api["runs"])
+    assert f"±{ub['cluster_level_pct']:.1f} % from 8 of its runs now" in web.text

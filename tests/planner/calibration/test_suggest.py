@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import pytest
 
+from models_db.intervals import cluster_level_noise
 from planner.calibration.fit import predict_tokens_per_s
-from planner.calibration.regularised import NOISE_LOG_SD, NOISE_SHARED_LOG_SD
+from planner.calibration.noise import NoiseModel
 from planner.calibration.suggest import (
     RUN_ITERATIONS,
     candidate_runs,
@@ -22,10 +22,11 @@ from tests.planner.fixtures import H100, LLAMA_70B
 CLUSTER = ClusterSpec(name="c", gpu=H100, num_gpus=64)
 JOB = TrainingJob(seq_length=8192, global_batch_size=128)
 PLAN = Layout(tp=4, pp=4, vpp=5, cp=1, dp=4)
+NOISE = cluster_level_noise()
 
 
 def test_runs_are_small_feasible_variations_with_a_launch_command() -> None:
-    result = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=3)
+    result = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=3, noise=NOISE)
     assert 1 <= len(result.runs) <= 3
     assert result.plan_sd_after < result.plan_sd_before
     shares = [r.variance_reduction for r in result.runs]
@@ -48,42 +49,42 @@ def test_every_candidate_fits_in_memory_on_its_nodes() -> None:
 
 def test_rows_already_measured_leave_less_to_learn() -> None:
     prior = default_profile(H100)
-    fresh = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1)
+    fresh = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, noise=NOISE)
     best = fresh.runs[0]
     row = unmeasured_row(best.model, best.cluster, best.job, best.layout)
     row = replace(row, tokens_per_s_per_gpu=float(predict_tokens_per_s([row], prior)[0]))
-    informed = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, measured=[row])
+    informed = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, noise=NOISE, measured=[row])
     assert informed.plan_sd_before < fresh.plan_sd_before
 
 
 def test_k_must_be_positive() -> None:
     with pytest.raises(ValueError, match="k=0"):
-        suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=0)
+        suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=0, noise=NOISE)
 
 
 def test_runs_of_one_cluster_count_as_one_campaign() -> None:
     """Suggested runs share their cluster's error (noise.NoiseModel): with the same total row
-    noise, one run is worth as much as an independent row, several runs less than as many."""
+    noise, one run teaches the coefficients as much as an independent row, several runs less
+    than as many."""
     prior = default_profile(H100)
-    total = math.hypot(NOISE_LOG_SD, NOISE_SHARED_LOG_SD)  # the shared default is shipped
+    total = NOISE.total_log_sd
+    indep_noise = NoiseModel(within_log_sd=total, shared_log_sd=0.0)
     for k, same in ((1, True), (3, False)):
-        shared = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=NOISE_LOG_SD)
-        indep = suggest_runs(
-            LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=total, shared_noise=0.0
-        )
+        shared = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=NOISE).after
+        indep = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=k, noise=indep_noise).after
         if same:
-            assert shared.plan_sd_after == pytest.approx(indep.plan_sd_after)
+            assert shared.coefficient_log_sd == pytest.approx(indep.coefficient_log_sd)
         else:
-            assert shared.plan_sd_after > indep.plan_sd_after * 1.01
+            assert shared.coefficient_log_sd > indep.coefficient_log_sd * 1.01
 
 
 def test_measured_rows_of_one_campaign_weigh_less_than_independent_ones() -> None:
     prior = default_profile(H100)
-    best = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1).runs[0]
+    best = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, noise=NOISE).runs[0]
     row = unmeasured_row(best.model, best.cluster, best.job, best.layout)
     row = replace(row, tokens_per_s_per_gpu=float(predict_tokens_per_s([row], prior)[0]))
     one = [replace(row, row_id=f"r{i}", source_id="one") for i in range(4)]
     many = [replace(row, row_id=f"r{i}", source_id=f"s{i}") for i in range(4)]
-    sd_one = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, measured=one)
-    sd_many = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, measured=many)
+    sd_one = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, noise=NOISE, measured=one)
+    sd_many = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, noise=NOISE, measured=many)
     assert sd_one.plan_sd_before > sd_many.plan_sd_before

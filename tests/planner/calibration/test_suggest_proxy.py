@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from models_db.intervals import cluster_level_noise
 from planner.calibration.suggest import candidate_runs, suggest_runs
 from planner.calibration.suggest_proxy import fewest_nodes, fit_stages, node_counts
 from planner.performance.step_time import default_profile
@@ -27,10 +28,11 @@ PLAN = Layout(tp=8, pp=35, cp=1, dp=8, micro_batch_size=1)
 """Its training layout (Smith et al. 2022 §3: tp 8 x pp 35 = 280 GPUs per replica)."""
 CLUSTER = ClusterSpec(name="c", gpu=H100, num_gpus=2240)
 JOB = TrainingJob(seq_length=2048, global_batch_size=1920)
+NOISE = cluster_level_noise()
 
 
 def test_a_replica_larger_than_four_nodes_gets_stage_reduced_proxies() -> None:
-    result = suggest_runs(MT_NLG, CLUSTER, JOB, PLAN, default_profile(H100), k=3)
+    result = suggest_runs(MT_NLG, CLUSTER, JOB, PLAN, default_profile(H100), k=3, noise=NOISE)
     assert len(result.runs) == 3
     assert result.note is not None and "280 GPUs" in result.note
     same = [r for r in result.runs if r.change.startswith("same layout")]
@@ -77,7 +79,7 @@ def test_the_fewest_nodes_grow_with_tp_times_cp() -> None:
 def test_a_proxy_larger_than_the_cluster_is_said_not_silently_empty() -> None:
     plan = replace(PLAN, pp=5, cp=2, dp=1)  # tp 8 x cp 2 x 2 stages: 4 nodes; every variant 2
     one_node = replace(CLUSTER, num_gpus=8)
-    result = suggest_runs(MT_NLG, one_node, JOB, plan, default_profile(H100), k=3)
+    result = suggest_runs(MT_NLG, one_node, JOB, plan, default_profile(H100), k=3, noise=NOISE)
     assert result.runs == ()
     assert result.note is not None
     assert "needs 4 node(s)" in result.note and "the cluster's 1" in result.note
@@ -87,7 +89,7 @@ def test_a_proxy_larger_than_the_cluster_is_said_not_silently_empty() -> None:
 def test_runs_that_miss_the_plans_groups_say_why() -> None:
     wide = replace(PLAN, cp=8, dp=1)  # tp 8 x cp 8 x 2 stages = 16 nodes, the cluster has 8
     result = suggest_runs(
-        MT_NLG, replace(CLUSTER, num_gpus=64), JOB, wide, default_profile(H100), k=3
+        MT_NLG, replace(CLUSTER, num_gpus=64), JOB, wide, default_profile(H100), k=3, noise=NOISE
     )
     assert result.runs and all(r.layout.cp < 8 or r.layout.tp < 8 for r in result.runs)
     assert result.note is not None
@@ -96,17 +98,23 @@ def test_runs_that_miss_the_plans_groups_say_why() -> None:
 
 def test_a_proxy_larger_than_the_budget_says_how_many_nodes_to_allow() -> None:
     wide = replace(PLAN, cp=4, dp=1)  # tp 8 x cp 4 x 2 stages = 8 nodes
-    result = suggest_runs(MT_NLG, CLUSTER, JOB, wide, default_profile(H100), k=2, max_nodes=4)
+    result = suggest_runs(
+        MT_NLG, CLUSTER, JOB, wide, default_profile(H100), k=2, noise=NOISE, max_nodes=4
+    )
     assert result.runs and all(r.cluster.num_nodes <= 4 for r in result.runs)
     assert result.note is not None
     assert "budget of 4 node(s) per run: allow at least 8" in result.note
-    allowed = suggest_runs(MT_NLG, CLUSTER, JOB, wide, default_profile(H100), k=2, max_nodes=8)
+    allowed = suggest_runs(
+        MT_NLG, CLUSTER, JOB, wide, default_profile(H100), k=2, noise=NOISE, max_nodes=8
+    )
     assert allowed.note is not None and "measure proxies" in allowed.note
 
 
 def test_max_nodes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_nodes=0"):
-        suggest_runs(MT_NLG, CLUSTER, JOB, PLAN, default_profile(H100), k=1, max_nodes=0)
+        suggest_runs(
+            MT_NLG, CLUSTER, JOB, PLAN, default_profile(H100), k=1, noise=NOISE, max_nodes=0
+        )
 
 
 def test_a_cluster_smaller_than_one_node_gets_runs_on_its_own_gpus() -> None:
@@ -123,7 +131,7 @@ def test_a_cluster_smaller_than_one_node_gets_runs_on_its_own_gpus() -> None:
     )
     plan = Layout(tp=1, pp=1, cp=1, dp=1, micro_batch_size=1)
     job = TrainingJob(seq_length=2048, global_batch_size=8)
-    result = suggest_runs(small, one, job, plan, default_profile(H100), k=3)
+    result = suggest_runs(small, one, job, plan, default_profile(H100), k=3, noise=NOISE)
     assert result.runs
     assert all(r.cluster.num_gpus == 1 for r in result.runs), [
         r.cluster.num_gpus for r in result.runs
