@@ -275,16 +275,25 @@ def group_key(m: Measurement, group_by: str) -> str:
     if group_by == "gpu":
         return m.cluster.gpu.name
     if group_by == "stack":
-        j, lay = m.job, m.layout
-        return (
-            f"tp_overlap={j.tp_comm_overlap} attn={j.attention_backend} "
-            f"ce={j.cross_entropy_fusion} graphs={lay.cuda_graphs} grads={lay.grad_reduce_dtype}"
-        )
+        return stack_key(m)
     if group_by == "cluster":
         c = m.cluster
         net = c.inter_node_bandwidth_bytes_per_s / 1e9
         return f"{c.gpu.name} x{c.gpus_per_node}/node {net:.0f} GB/s"
     return model_family(m.model.name)
+
+
+def stack_key(m: Measurement) -> str:
+    """The software stack a row ran with, as far as the row says: the job's stack settings, the
+    Megatron-Core and Transformer Engine releases and the fp8 recipe (None where the row and
+    ``models_db/measurement_stacks.csv`` state none: one group per unstated value), CUDA graphs
+    and the gradient-reduction dtype."""
+    j, lay = m.job, m.layout
+    return (
+        f"tp_overlap={j.tp_comm_overlap} attn={j.attention_backend} "
+        f"ce={j.cross_entropy_fusion} graphs={lay.cuda_graphs} grads={lay.grad_reduce_dtype} "
+        f"core={j.megatron_core_version} te={j.te_version} fp8={j.fp8_recipe}"
+    )
 
 
 def _profile_for(
