@@ -495,11 +495,14 @@ def _transfer_lines(res: dict[str, Any]) -> list[str]:
         "efficiencies never cross architectures). Leave-one-model-family-out: every GPU type is "
         "fitted without the family; a GPU type left with no rows (A100 when GPT is held out) "
         "gets the transfer from the other. Leave-one-stack-out holds out every row run with one "
-        "software stack (`models_db/measurement_stacks.csv`: the job's stack fields, CUDA graphs "
-        "and gradient dtype); leave-one-cluster-out every row of one cluster as the model sees it "
-        "(GPU type, GPUs per node, network bandwidth per GPU). On the shared rows each stack and "
-        "each cluster goes with one GPU type, so these folds coincide with leave-one-GPU-out "
-        "until rows of other stacks or clusters are added.",
+        "software stack (`models_db/measurement_stacks.csv`: the job's stack fields, the "
+        "Megatron-Core and Transformer Engine releases, the fp8 recipe, CUDA graphs and gradient "
+        "dtype; a field a row does not state is one value, None); leave-one-cluster-out every "
+        "row of one cluster as the model sees it (GPU type, GPUs per node, network bandwidth per "
+        "GPU). Every group is held out whatever its size. On the shared rows no row states its "
+        "releases, and the fp8 recipe splits the H100 stack in two (fp8 rows, delayed scaling, "
+        "against bf16 rows); each cluster goes with one GPU type, so that fold coincides with "
+        "leave-one-GPU-out until rows of other clusters are added.",
         "",
         "## Transfer to other GPU types and model families (out of sample)",
         "",
