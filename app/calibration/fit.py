@@ -20,7 +20,7 @@ from app.catalog.names import gpu_slug_for
 from models_db.catalog import network_bytes_per_s
 from models_db.measurement_models import model_for_measurement
 from models_db.profiles import load_profile
-from planner import GPUSpec, SpecError
+from planner import GPUSpec, PerformanceProfile, SpecError
 from planner.calibration import predict_tokens_per_s, usable
 from planner.calibration.measurements import Measurement, SkippedRow, parse_rows
 
@@ -63,10 +63,14 @@ def calibrate_gpu(rows: list[dict[str, str]], gpu: str) -> tuple[dict[str, Any],
             f"no usable measurement of GPU {gpu!r} (found: {', '.join(report['profiles'])})",
             field="measurements",
         )
-    return report["profiles"][gpu], {
+    profile = report["profiles"][gpu]
+    # what the calibration page shows, from this fit (stored apart by the service)
+    comparison = fitted_comparison(rows, gpu, profile, report["gpus"][gpu])
+    return profile, {
         "gpu": gpu,
         **report["gpus"][gpu],
         "skipped": report.get("skipped", []),
+        "comparison": comparison,
     }
 
 
@@ -113,8 +117,16 @@ def calibrate_rows(
     return report
 
 
-def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
-    """Fit the profile of ``gpu_slug`` to ``rows``; the points and errors before and after."""
+COMPARISON_VERSION = 1
+"""Version of what :func:`fit_preview` returns; a stored comparison of another version is
+computed again (app.calibration.service.CalibrationService.comparison)."""
+
+
+def gpu_rows(
+    rows: list[dict[str, str]], gpu_slug: str
+) -> tuple[GPUSpec, list[Measurement], list[SkippedRow], int]:
+    """(GPU, its usable rows, the rows skipped, how many rows are of other GPUs); SpecError
+    naming the file when none is usable, and why (often rows of another GPU than the cluster's)."""
     gpu = gpu_from_type_string(gpu_slug)
     parsed, skipped = parse_measurement_rows(rows)
     measurements = [m for m in parsed if m.cluster.gpu.name == gpu.name]
@@ -131,8 +143,36 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
             )
         detail = f" ({'; '.join(reasons)})" if reasons else ""
         raise SpecError(f"no usable measurement rows{detail}", field="file")
+    return gpu, rows_used, skipped, others
+
+
+def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
+    """Fit the profile of ``gpu_slug`` to ``rows``; the points and errors before and after."""
+    gpu, rows_used, skipped, others = gpu_rows(rows, gpu_slug)
     base = load_profile(gpu)
     fitted, honest = calibrate_gpu_rows(rows_used, base, label=gpu.name)
+    return _comparison(gpu, rows_used, skipped, others, base, fitted, honest)
+
+
+def fitted_comparison(
+    rows: list[dict[str, str]], gpu_slug: str, profile: dict[str, Any], report: dict[str, Any]
+) -> dict[str, Any]:
+    """:func:`fit_preview`'s answer for a fit already made (``profile`` and ``report`` of
+    :func:`calibrate_gpu`, on the same ``rows``): the rows predicted before and after, no fit."""
+    gpu, rows_used, skipped, others = gpu_rows(rows, gpu_slug)
+    fitted = PerformanceProfile.from_dict(profile)
+    return _comparison(gpu, rows_used, skipped, others, load_profile(gpu), fitted, report)
+
+
+def _comparison(
+    gpu: GPUSpec,
+    rows_used: list[Measurement],
+    skipped: list[SkippedRow],
+    others: int,
+    base: PerformanceProfile,
+    fitted: PerformanceProfile,
+    honest: dict[str, Any],
+) -> dict[str, Any]:
     before = predict_tokens_per_s(rows_used, base)
     after = predict_tokens_per_s(rows_used, fitted)
     fit = honest["fit"]
@@ -143,6 +183,7 @@ def fit_preview(rows: list[dict[str, str]], gpu_slug: str) -> dict[str, Any]:
         points_before.append({"x": round(measured, 1), "y": round(float(b), 1), "label": label})
         points_after.append({"x": round(measured, 1), "y": round(float(a), 1), "label": label})
     return {
+        "version": COMPARISON_VERSION,
         "chart": {"kind": "calibration", "before": points_before, "after": points_after},
         "n_rows": honest["rows"],
         "before": _percent(fit["before"]),

@@ -51,4 +51,8 @@ class CalibrationRow(Base):
     num_measurements: Mapped[int] = mapped_column(Integer)
     profile: Mapped[dict[str, Any]] = mapped_column(JSONType)
     report: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    comparison: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    """What its page shows (the rows predicted before and after, the errors, the coefficients),
+    stored with the fit so that a view is a read; NULL for a calibration stored before it
+    existed, filled on its first view (app.calibration.service.CalibrationService.comparison)."""
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -95,6 +95,16 @@ class CalibrationRepository:
         stmt = select(CalibrationRow).where(_of(CalibrationRow, cluster_slug))
         return list(self.session.scalars(stmt.order_by(CalibrationRow.id.desc())))
 
+    def get(self, cluster_slug: str, calibration_id: int) -> CalibrationRow | None:
+        stmt = select(CalibrationRow).where(
+            _of(CalibrationRow, cluster_slug), CalibrationRow.id == calibration_id
+        )
+        return self.session.scalars(stmt).one_or_none()
+
+    def store_comparison(self, row: CalibrationRow, comparison: dict[str, Any]) -> None:
+        row.comparison = comparison
+        self.session.flush()
+
     def count(self, cluster_slug: str) -> int:
         return _count(self.session, CalibrationRow, cluster_slug)
 

@@ -12,6 +12,7 @@ from app.calibration.deps import CalibrationBackendDep as BackendDep
 from app.calibration.detached import ROUTE as DETACHED_ROUTE
 from app.calibration.detached import DetachedService
 from app.calibration.schemas import (
+    CalibrationDetail,
     CalibrationList,
     CalibrationRead,
     DetachedDeleted,
@@ -129,6 +130,20 @@ def calibrate(slug: Slug, session: SessionDep, backend: BackendDep) -> Calibrati
 )
 def list_calibrations(slug: Slug, session: SessionDep, backend: BackendDep) -> CalibrationList:
     return CalibrationList(items=CalibrationService(session, backend).list_calibrations(slug))
+
+
+@router.get(
+    "/calibrations/{calibration_id}",
+    response_model=CalibrationDetail,
+    responses=problem_responses(404, 422),
+    summary="One calibration with its comparison of the rows before and after (as its page)",
+    operation_id="get_calibration",
+    tags=TAGS,
+)
+def get_calibration(
+    slug: Slug, calibration_id: int, session: SessionDep, backend: BackendDep
+) -> CalibrationDetail:
+    return CalibrationService(session, backend).comparison(slug, calibration_id)
 
 
 @router.delete(

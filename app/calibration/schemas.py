@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class MeasurementsCreated(BaseModel):
@@ -33,6 +33,15 @@ class CalibrationRead(BaseModel):
     profile: dict[str, Any]
     report: dict[str, Any]
     created_at: datetime
+
+
+class CalibrationDetail(CalibrationRead):
+    """One calibration with what its page shows."""
+
+    comparison: dict[str, Any] = Field(
+        description="the rows it was fitted on, predicted before (the shipped profile) and "
+        "after (its profile), with the errors and the coefficients: stored with the fit"
+    )
 
 
 class CalibrationList(BaseModel):

@@ -21,9 +21,14 @@ from app.calibration.request import (
     from_body,
     measurement_rows,
 )
-from app.calibration.schemas import CalibrationRead, MeasurementRead
+from app.calibration.schemas import CalibrationDetail, CalibrationRead, MeasurementRead
 from app.catalog.service import CatalogService
-from app.core.errors import ConflictError, InvalidInputError, UnsupportedMediaError
+from app.core.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    UnsupportedMediaError,
+)
 from planner.specs import SpecError
 
 
@@ -89,15 +94,41 @@ class CalibrationService:
             profile, report = self.backend.calibrate(rows, preset["gpu"])
         except SpecError as exc:
             raise InvalidInputError.for_field(exc.field or "measurements", exc.message) from exc
+        report = dict(_report_dict(report))
         row = self.calibrations.add(
             CalibrationRow(
                 cluster_slug=slug,
                 num_measurements=len(rows),
                 profile=profile,
-                report=_report_dict(report),
+                report=report,
+                # what its page shows, from the same fit (app.calibration.fit.calibrate_gpu)
+                comparison=report.pop("comparison", None),
             )
         )
         return to_read(row)
+
+    def comparison(self, slug: str, calibration_id: int) -> CalibrationDetail:
+        """A stored calibration with what its page shows: stored with the fit; for one stored
+        before that (or by another version of the page), computed once from the rows it was
+        fitted on (the cluster's first ``num_measurements`` stored rows) and stored."""
+        preset = self.cluster(slug)
+        row = self.calibrations.get(slug, calibration_id)
+        if row is None:
+            raise NotFoundError(
+                f"cluster {slug!r} has no calibration {calibration_id} (its stored runs may "
+                "have been deleted since): upload the runs again on the calibration page"
+            )
+        from app.calibration.fit import COMPARISON_VERSION, fit_preview
+
+        stored = row.comparison
+        if stored is None or stored.get("version") != COMPARISON_VERSION:
+            rows = [m.data for m in self.measurements.list(slug)][: row.num_measurements]
+            try:
+                computed = fit_preview(rows, preset["gpu"])
+            except SpecError as exc:
+                raise InvalidInputError.for_field("measurements", exc.message) from exc
+            self.calibrations.store_comparison(row, computed)
+        return CalibrationDetail(**to_read(row).model_dump(), comparison=row.comparison or {})
 
     def list_calibrations(self, slug: str) -> list[CalibrationRead]:
         self.cluster(slug)

@@ -219,8 +219,9 @@ class ServiceBackend:
     def calibration_preview(
         self, cluster: str, body: bytes, media_type: str, save: bool
     ) -> dict[str, Any]:
-        """Fit the cluster's GPU profile to uploaded runs; with ``save``, store both."""
-        from app.calibration.fit import fit_preview
+        """Fit the cluster's GPU profile to uploaded runs (the preview); with ``save``, store
+        the rows and a calibration instead: ``{"saved": id}``, whose page shows what it stored."""
+        from app.calibration.fit import fit_preview, gpu_rows
         from app.calibration.service import CalibrationService
         from app.core.errors import AppError
 
@@ -234,16 +235,18 @@ class ServiceBackend:
                 found = service.upload_rows(cluster, body, media_type)
             except AppError as exc:
                 raise SpecError(_spec_error(exc).message, field="file") from exc
-        preview = fit_preview(found.rows, gpu)
-        if save:
-            try:
-                with self._session() as session:
-                    service = CalibrationService(session, self._app.state.backend)
-                    service.add_measurements(cluster, body, media_type)
-                    preview["saved"] = service.calibrate(cluster).id
-            except AppError as exc:
-                raise SpecError(_spec_error(exc).message, field="file") from exc
-        return preview
+        if not save:
+            return fit_preview(found.rows, gpu)
+        # saved: the answer is the stored calibration's page (303), whose comparison the
+        # service stores from its own fit; the upload is checked as the preview would, unfitted
+        gpu_rows(found.rows, gpu)
+        try:
+            with self._session() as session:
+                service = CalibrationService(session, self._app.state.backend)
+                service.add_measurements(cluster, body, media_type)
+                return {"saved": service.calibrate(cluster).id}
+        except AppError as exc:
+            raise SpecError(_spec_error(exc).message, field="file") from exc
 
     def suggest_runs(self, body: dict[str, Any]) -> dict[str, Any]:
         """What to measure next, as ``POST /v1/calibration-suggestions`` answers it: the

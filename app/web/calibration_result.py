@@ -2,11 +2,13 @@
 reloading it reads the stored result instead of posting the upload again (which stored the
 rows and a calibration a second time).
 
-The page is rebuilt from what was stored: the calibration row and the cluster's measurements it
-was fitted on (the first ``num_measurements`` stored rows, in the order they were stored; the
-service fits a calibration on every stored row of its cluster), compared before and after by
-the same :func:`fit_preview` the upload's page uses. An upload without "Save" stores nothing,
-so its page is the POST's answer: a reload fits the same file again and changes nothing.
+The page shows what the calibration stored with its fit (``CalibrationRow.comparison``: the
+rows it was fitted on, predicted before and after, the errors and the coefficients), so a view
+is a read; a calibration stored before that column existed gets it computed once, on its first
+view, by the same :func:`app.calibration.fit.fit_preview` the upload's page uses, and stored
+(:meth:`app.calibration.service.CalibrationService.comparison`, which the API's
+``GET /v1/clusters/{slug}/calibrations/{id}`` reads too). An upload without "Save" stores
+nothing, so its page is the POST's answer: a reload fits the same file again and changes nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.calibration.fit import fit_preview
 from app.calibration.service import CalibrationService
 from app.core.engine import unit_of_work
-from app.core.errors import AppError, NotFoundError
+from app.core.errors import AppError
 from app.web.backend import Backend
 from app.web.templating import templates
 
@@ -33,20 +34,12 @@ def result_url(cluster: str, calibration_id: int) -> str:
 
 
 def stored_preview(request: Request, cluster: str, calibration_id: int) -> dict[str, Any]:
-    """The fit of a stored calibration, before and after, as the upload's page shows it."""
+    """What the page of a stored calibration shows: stored with its fit (a read), through the
+    service that ``GET /v1/clusters/{slug}/calibrations/{id}`` answers with too."""
     state = request.app.state
     with unit_of_work(state.session_factory) as session:
-        service = CalibrationService(session, state.backend)
-        gpu = service.cluster(cluster)["gpu"]  # 404 for a cluster that is gone
-        found = next((c for c in service.list_calibrations(cluster) if c.id == calibration_id),
-                     None)  # fmt: skip
-        if found is None:
-            raise NotFoundError(
-                f"cluster {cluster!r} has no calibration {calibration_id} (its stored runs may "
-                "have been deleted since): upload the runs again on the calibration page"
-            )
-        rows = [m.data for m in service.list_measurements(cluster)][: found.num_measurements]
-    return fit_preview(rows, gpu)
+        found = CalibrationService(session, state.backend).comparison(cluster, calibration_id)
+    return found.comparison
 
 
 @router.get("/calibration/{cluster}/calibrations/{calibration_id}", response_class=HTMLResponse)

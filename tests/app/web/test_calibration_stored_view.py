@@ -1,0 +1,102 @@
+"""A saved calibration's page is a read (issue 12): what the page shows is stored with the fit
+(``calibration.comparison``), the API answers the same, and a calibration stored before the
+column existed gets it computed once, on its first view."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import update
+
+import app.calibration.fit as calibration_fit
+from app.calibration.models import CalibrationRow
+from tests.app.web.test_reload_safe import CLUSTER, _upload
+from tests.app.web.test_web import client  # noqa: F401 (fixture)
+
+
+def _saved(client: TestClient) -> str:  # noqa: F811
+    assert client.post("/v1/clusters", json={"slug": "my-h100", "spec": CLUSTER}).status_code == 201
+    r: Any = _upload(client, save="1")
+    assert r.status_code == 303
+    return str(r.headers["location"])
+
+
+def _chart(text: str) -> dict[str, Any]:
+    found = re.search(r'data-chart-for="calibration-chart">(.*?)</script>', text, flags=re.S)
+    assert found, text[:500]
+    return dict(json.loads(found.group(1)))
+
+
+def _count_fits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = calibration_fit.calibrate_gpu_rows
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(calibration_fit, "calibrate_gpu_rows", counted)
+    return calls
+
+
+def test_a_saved_calibrations_page_fits_nothing(
+    client: TestClient,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    location = _saved(client)
+    fits = _count_fits(monkeypatch)
+    for _ in range(2):
+        page = client.get(location)
+        assert page.status_code == 200, page.text[:500]
+        assert 'id="fit-errors"' in page.text
+    assert fits == []
+    # the API reads the same stored comparison
+    calibration_id = location.rsplit("/", 1)[1]
+    api = client.get(f"/v1/clusters/my-h100/calibrations/{calibration_id}")
+    assert api.status_code == 200, api.text
+    body = api.json()
+    assert body["comparison"]["chart"] == _chart(page.text)
+    assert body["comparison"]["n_rows"] == len(body["comparison"]["chart"]["after"]) > 0
+    assert fits == []
+
+
+def test_the_stored_comparison_is_the_fit_of_the_stored_rows(client: TestClient) -> None:  # noqa: F811
+    """What was stored at save time equals a fresh fit of the same rows (fit_preview)."""
+    location = _saved(client)
+    calibration_id = location.rsplit("/", 1)[1]
+    stored = client.get(f"/v1/clusters/my-h100/calibrations/{calibration_id}").json()
+    rows = [m["data"] for m in client.get("/v1/clusters/my-h100/measurements").json()["items"]]
+    fresh = json.loads(json.dumps(calibration_fit.fit_preview(rows, CLUSTER["gpu"])))
+    for key in ("chart", "before", "after", "cv", "coefficients", "n_rows", "gpu"):
+        assert stored["comparison"][key] == fresh[key], key
+
+
+def test_an_older_calibration_is_compared_once_on_its_first_view(
+    client: TestClient,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    location = _saved(client)
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    with factory() as session:  # as a calibration stored before migration 0006 left it
+        session.execute(update(CalibrationRow).values(comparison=None))
+        session.commit()
+    fits = _count_fits(monkeypatch)
+    first = client.get(location)
+    assert first.status_code == 200 and 'id="fit-errors"' in first.text
+    assert len(fits) == 1
+    second = client.get(location)
+    assert len(fits) == 1 and _chart(second.text) == _chart(first.text)
+    with factory() as session:
+        stored = session.query(CalibrationRow).one().comparison
+    assert stored is not None and stored["chart"] == _chart(first.text)
+
+
+def test_an_unknown_calibration_is_a_404_in_the_api_too(client: TestClient) -> None:  # noqa: F811
+    client.post("/v1/clusters", json={"slug": "my-h100", "spec": CLUSTER})
+    r = client.get("/v1/clusters/my-h100/calibrations/99")
+    assert r.status_code == 404
+    assert "has no calibration 99" in r.text
