@@ -205,8 +205,8 @@ def permute_sides(
     hbm_bytes_per_s: float,
     permute_hbm_fraction: float,
 ) -> tuple[FloatArray, FloatArray]:
-    """(dispatch side, combine side) seconds of the permutes of one pass (mechanisms-facts
-    §4.4; the backward moves about the same bytes): the token copies, the fused permute's
+    """(dispatch side, combine side) seconds of the permutes of one pass, forward or backward
+    (mechanisms-facts §4.4: "about the same in backward"): the token copies, the fused permute's
     row_id_map (written by the permute that builds it, read by the unpermute that undoes it
     [inferred]; none on the unfused path), and each permute kernel's fixed GPU time
     (:func:`moe_kernels.permute_kernels`, performance-facts §8).
@@ -232,28 +232,6 @@ def permute_sides(
         per_tok = side_bytes * topk * hidden + row_id_map  # bf16, K copies (§4.4)
         sides.append(np.asarray(t * per_tok / bw + side_kernels * KERNEL_LATENCY_S, np.float64))
     return sides[0], sides[1]
-
-
-def permute_time(
-    *,
-    tokens: FloatArray,
-    hidden: float,
-    topk: int,
-    experts: float,
-    dispatcher: Literal["alltoall", "flex"],
-    permute_fusion: bool,
-    hbm_bytes_per_s: float,
-    permute_hbm_fraction: float,
-) -> tuple[FloatArray, FloatArray]:
-    """(forward, backward) seconds of permute / unpermute: both sides of :func:`permute_sides`,
-    the same in each pass (§4.4: "about the same in backward")."""
-    dispatch, combine = permute_sides(
-        tokens=tokens, hidden=hidden, topk=topk, experts=experts, dispatcher=dispatcher,
-        permute_fusion=permute_fusion, hbm_bytes_per_s=hbm_bytes_per_s,
-        permute_hbm_fraction=permute_hbm_fraction,
-    )  # fmt: skip
-    seconds = np.asarray(dispatch + combine, np.float64)
-    return seconds, seconds.copy()
 
 
 def achieved_flop_per_s(

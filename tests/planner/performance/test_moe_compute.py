@@ -11,7 +11,6 @@ from planner.performance.moe_compute import (
     expert_gemm_time,
     expert_mlp_time,
     permute_sides,
-    permute_time,
     router_time,
 )
 from planner.performance.moe_kernels import router_region_kernels
@@ -108,13 +107,14 @@ def test_expert_mlp_backward_is_twice_forward() -> None:
     assert np.allclose(bwd, 2 * fwd) and np.all(fwd > 0)
 
 
-def _permute(**kw: object) -> tuple[float, float]:
+def _permute(**kw: object) -> tuple[float, float, float]:
+    """One pass: (both sides, dispatch side, combine side)."""
     args: dict[str, object] = dict(
         tokens=A(4096.0), hidden=7168, topk=8, experts=256, dispatcher="alltoall",
         permute_fusion=True, hbm_bytes_per_s=8e12, permute_hbm_fraction=0.5,
     )  # fmt: skip
-    fwd, bwd = permute_time(**{**args, **kw})  # type: ignore[arg-type]
-    return float(fwd), float(bwd)
+    dispatch, combine = permute_sides(**{**args, **kw})  # type: ignore[arg-type]
+    return float(dispatch + combine), float(dispatch), float(combine)
 
 
 def test_router_and_permute_costs() -> None:
@@ -122,9 +122,9 @@ def test_router_and_permute_costs() -> None:
     fused permute's row_id_map (8E + 4 B per token, written and read once per pass) and the
     permute kernels' ~3 us each (8 fused kernels alltoall, 6 flex: moe_kernels)."""
     bw, tok, map_bytes = 4e12, 4096, 8 * 256 + 4
-    fwd_a, bwd_a = _permute()
-    assert fwd_a == bwd_a == pytest.approx(tok * (14 * 8 * 7168 + 2 * map_bytes) / bw + 8 * 3e-6)
-    fwd_f, _ = _permute(dispatcher="flex")
+    fwd_a, _, _ = _permute()
+    assert fwd_a == pytest.approx(tok * (14 * 8 * 7168 + 2 * map_bytes) / bw + 8 * 3e-6)
+    fwd_f, _, _ = _permute(dispatcher="flex")
     assert fwd_f == pytest.approx(tok * (8 * 8 * 7168 + 2 * map_bytes) / bw + 6 * 3e-6)
     r_fwd, r_bwd = router_time(
         H100, tokens=A(4096.0), hidden=7168, experts=256, kernels_fwd=0.0, kernels_bwd=0.0
@@ -140,8 +140,8 @@ def test_the_unfused_permute_moves_no_row_id_map_but_launches_three_times_the_ke
     unfused chain instead (6 kernels per permute against 2, moe_kernels), priced at ~3 us of
     GPU time each (performance-facts §8), as the memory side keeps no map for it."""
     bw, tok, copies = 4e12, 4096, 14 * 8 * 7168
-    fused, _ = _permute()
-    unfused, _ = _permute(permute_fusion=False)
+    fused, _, _ = _permute()
+    unfused, _, _ = _permute(permute_fusion=False)
     assert unfused == pytest.approx(tok * copies / bw + 4 * 6 * 3e-6)
     assert fused - unfused == pytest.approx(tok * 2 * (8 * 256 + 4) / bw - 4 * 4 * 3e-6)
     # the map grows with the experts on the fused path only

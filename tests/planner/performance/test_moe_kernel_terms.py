@@ -5,12 +5,9 @@ the launch queue as dispatch, experts and combine."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
-from planner.performance import host_term
 from planner.performance.compute import router_fwd_equivalent
 from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_parts
 from planner.performance.host_overhead import (
@@ -22,6 +19,7 @@ from planner.performance.host_overhead import (
 from planner.performance.moe_kernels import PERMUTE_FUSED, PERMUTE_UNFUSED
 from planner.specs import Layout
 from tests.planner.fixtures import MIXTRAL_8X7B
+from tests.planner.performance.test_host_term import _kernels_seen
 from tests.planner.performance.test_mechanism_wiring import ctx_for
 
 A = np.asarray
@@ -83,8 +81,9 @@ def _one_layer(sides: tuple[float, float]) -> float:
 def test_the_combine_runs_after_the_experts_launches() -> None:
     """host_queue: T = max over boundaries of host prefix + GPU of the rest. After the sync the
     host launches the dispatch (6 kernels), the 32 experts' GEMMs, stream events and activation
-    (73 kernels: 730 us) and the combine (6); a combine that holds 0.5 ms of the layer's GPU time (the all-to-all back)
-    cannot start before the experts' launches, so the boundary after the experts binds:
+    (73 kernels: 730 us) and the combine (6); a combine that holds 0.5 ms of the layer's GPU
+    time (the all-to-all back) cannot start before the experts' launches, so the boundary after
+    the experts binds:
     60 + 730 us of launches, then 0.5 ms of combine and the rest of the GPU work (0.4 ms of
     attention and router, 10 ms backward). One lump of eager kernels had put all 850 us of
     launches before 0.4 + 10 ms of GPU time."""
@@ -100,16 +99,9 @@ def test_the_combine_runs_after_the_experts_launches() -> None:
 def test_the_host_term_passes_the_permute_sides(monkeypatch: pytest.MonkeyPatch) -> None:
     """host_term: the dispatch's and the combine's GPU shares are their permutes (x 3: forward
     units to a layer's forward + backward) over the layer's GPU time."""
-    seen: list[dict[str, Any]] = []
-    real = host_term.micro_batch_time
-
-    def spy(**kw: Any) -> Any:
-        seen.append(kw)
-        return real(**kw)
-
-    monkeypatch.setattr(host_term, "micro_batch_time", spy)
-    ctx = ctx_for(MIXTRAL_8X7B, 4096, [Layout(tp=1, ep=8, dp=8, moe_dispatcher="alltoall")])
-    host_term.host_exposed_time(ctx, np.full(1, 50e-3))
+    layouts = [Layout(tp=1, ep=8, dp=8, moe_dispatcher="alltoall")]
+    seen = _kernels_seen(monkeypatch, layouts)  # at 50 ms of GPU time per micro-batch
+    ctx = ctx_for(MIXTRAL_8X7B, 4096, layouts)
     parts = routed_expert_parts(ctx)
     per_layer = 50e-3 / ctx.layers_per_stage
     d, c = seen[0]["moe_side_shares"]
