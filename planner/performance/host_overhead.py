@@ -270,16 +270,15 @@ def micro_batch_time(
     The host and the GPU form a launch queue (:mod:`planner.performance.host_queue`). A D2H
     sync (``DISPATCH_SYNCS`` per MoE layer in the forward; the backward reuses the host
     splits, §3.3, unless recompute replays the dispatch) empties it, so the micro-batch runs
-    as segments between syncs, each from an empty queue. A MoE layer's forward is five
-    groups in program order: the eager part after its sync (``moe_eager_share`` of its GPU
-    time) as the dispatch, the experts and the combine (``moe_side_shares``: the dispatch's and
-    the combine's shares of the layer's GPU time, the experts the rest), then the next layer's
-    attention half and its router region (router, preprocessing, captured shared experts:
-    ``moe_router_share``), which ends at that layer's sync. The segment after the stage's last
-    sync runs on through the loss rank's heads (``tail_host_*_s``: host launches whose GPU time
-    is in the layers'), the backward of every layer, and the next micro-batch's forward up to
-    its first sync (1F1B alternates them), so what the backward's GPU time hides of those
-    launches is hidden.
+    as segments between syncs, each from an empty queue. A MoE layer's forward is five groups
+    in program order: the eager part after its sync (``moe_eager_share`` of its GPU time) as
+    dispatch, experts and combine (``moe_side_shares``: the first and the last one's shares),
+    then the next layer's attention half and its router region (router, preprocessing,
+    captured shared experts: ``moe_router_share``), which ends at that layer's sync. The
+    segment after the stage's last sync runs on through the loss rank's heads
+    (``tail_host_*_s``: host launches whose GPU time is in the layers'), the backward of every
+    layer, and the next micro-batch's forward up to its first sync (1F1B alternates them), so
+    what the backward's GPU time hides of those launches is hidden.
     Without syncs the host runs ahead across passes and micro-batches: max(GPU, host).
 
     ``cuda_graphs='partial'``: each layer's captured kernels (attention and router region, or a
