@@ -42,10 +42,8 @@ from planner.performance.compute import (
     router_fwd_equivalent,
 )
 from planner.performance.context import StepContext, step_context
-from planner.performance.expert_parallel import PERMUTE_HBM_FRACTION, routed_expert_time
-from planner.performance.moe_compute import permute_time
+from planner.performance.expert_parallel import routed_expert_parts
 from planner.search.planning import plan
-from planner.space import comm_flags
 from planner.space.enumeration import SearchConstraints
 from planner.space.memory_axes import MemoryChoices
 from planner.specs import Layout, ModelSpec, TrainingJob
@@ -307,24 +305,15 @@ def breakdown(case: Case) -> dict[str, Any]:
 def compute_parts(ctx: StepContext) -> dict[str, FloatArray]:
     """One MoE layer's compute parts in forward units ((fwd + bwd) / 3), as compute_time sums."""
     sh, model = ctx.shapes, ctx.model
-    permute = permute_time(
-        tokens=ctx.tokens / ctx.tp,
-        hidden=ctx.hidden,
-        topk=model.moe_router_topk,
-        dispatcher="flex"
-        if bool(comm_flags.flex_dispatch(model, ctx.cluster, ctx.batch)[0])
-        else "alltoall",
-        hbm_bytes_per_s=ctx.gpu.hbm_bandwidth_bytes_per_s,
-        permute_hbm_fraction=PERMUTE_HBM_FRACTION,
-    )
-    permute_fu = (permute[0] + permute[1]) / 3.0
+    routed = routed_expert_parts(ctx)
+    permute_fu = routed.dispatch + routed.combine
     _, moe_bytes, _ = elementwise_bytes_per_token(
         model, ctx.batch.tp, ctx.sp, ctx.fp8, ctx.fp8_recipe
     )
     return {
         "attention_gemms": gemms_time(ctx, sh.attention_gemms, ctx.tokens, ctx.tp),
         "core_attention": core_attention_time(ctx),
-        "expert_gemms": routed_expert_time(ctx) - permute_fu,
+        "expert_gemms": routed.experts,
         "permute": permute_fu,
         "router": router_fwd_equivalent(ctx),
         "shared_experts": gemms_time(ctx, sh.shared_expert_gemms, ctx.tokens, ctx.tp),

@@ -28,8 +28,10 @@ from planner.performance.expert_parallel import routed_expert_time
 from planner.performance.fp8_recipe_cost import cast_bytes_factor, gemm_rate_factor
 from planner.performance.memory_settings import ReplayParts, recompute_seconds
 from planner.performance.moe_compute import GemmRate, router_time
+from planner.performance.moe_kernels import router_region_kernels
 from planner.performance.ring_attention import CpAttentionTime
 from planner.performance.unfused_attention import forward_fraction, unfused_score_seconds
+from planner.space import comm_flags
 from planner.specs import ModelSpec
 from planner.stack_settings import loss_kernel
 
@@ -267,9 +269,9 @@ def logits_time(ctx: StepContext) -> FloatArray:
 
 
 def router_fwd_equivalent(ctx: StepContext) -> FloatArray:
-    """One MoE layer's router (gating GEMM h x E and its fp32 score passes, mechanisms-facts
-    §4.3) in this module's forward units: (forward + backward) / 3, as the caller triples it.
-    With SP each GPU routes its tokens / t (megatron-facts rule 33)."""
+    """One MoE layer's router (gating GEMM h x E, its fp32 score passes and its kernels' fixed
+    time, mechanisms-facts §4.3, §3.2) in this module's forward units: (forward + backward) / 3,
+    as the caller triples it. With SP each GPU routes its tokens / t (megatron-facts rule 33)."""
     prof, gpu = ctx.profile, ctx.gpu
     rate = GemmRate(
         peak_flop_per_s=gpu.peak_bf16_flop_per_s,  # the gate runs in bf16 (fp32 output)
@@ -278,11 +280,17 @@ def router_fwd_equivalent(ctx: StepContext) -> FloatArray:
         half_flop=prof.gemm_half_time_s * gpu.peak_bf16_flop_per_s,
         hbm_bytes_per_s=ctx.hbm_bytes_per_s,
     )
+    # the router region's kernels, as many as the host term launches (moe_kernels, §3.2): the
+    # unfused router with the alltoall preprocessing, or DeepEP's fused layout under flex
+    flex = comm_flags.flex_dispatch(ctx.model, ctx.cluster, ctx.batch)
+    (a_fwd, a_bwd), (d_fwd, d_bwd) = (router_region_kernels(flex=f) for f in (False, True))
     fwd, bwd = router_time(
         rate,
         tokens=ctx.tokens / ctx.tp,
         hidden=ctx.hidden,
         experts=float(ctx.model.num_experts or 1),
+        kernels_fwd=np.where(flex, d_fwd, a_fwd),
+        kernels_bwd=np.where(flex, d_bwd, a_bwd),
     )
     return np.asarray((fwd + bwd) / 3.0, np.float64)
 

@@ -23,6 +23,8 @@ tried and dropped: the Grok-1 sweeps (2 / 4 / 1 local experts at EP 2 / 4 / 8) g
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.layout_settings import MODULE_BITS, effective_modules
@@ -32,10 +34,11 @@ from planner.performance import overlap
 from planner.performance.collectives import all_to_all_time, members_per_node
 from planner.performance.context import BF16_BYTES, StepContext
 from planner.performance.fp8_recipe_cost import gemm_rate_factor
-from planner.performance.moe_compute import GemmRate, expert_mlp_time, permute_time
+from planner.performance.moe_compute import GemmRate, expert_mlp_time, permute_sides
 from planner.space import comm_flags
 from planner.specs import GPUSpec
 from planner.stack_settings import effective_kernel
+from planner.stack_versions import missing
 
 PERMUTE_HBM_FRACTION = 0.5  # performance-facts §3.1/§5.3: permute/unpermute at 0.5 of HBM spec
 
@@ -75,9 +78,32 @@ def grouped_expert_time(
     return np.asarray(total, np.float64)
 
 
+@dataclass(frozen=True, slots=True)
+class RoutedParts:
+    """One MoE layer's routed work on one GPU in forward units ((forward + backward) / 3), in
+    program order after the dispatch sync (:mod:`planner.performance.moe_kernels`)."""
+
+    dispatch: FloatArray
+    """Permute 1 and 2 (flex: permute 2), with their share of the row_id_map and kernels."""
+    experts: FloatArray
+    """The expert GEMMs, load imbalance included."""
+    combine: FloatArray
+    """Unpermute 2 and 1."""
+
+    @property
+    def total(self) -> FloatArray:
+        return np.asarray(self.dispatch + self.experts + self.combine, np.float64)
+
+
 def routed_expert_time(ctx: StepContext) -> FloatArray:
     """Seconds of one MoE layer's routed experts and token permutation on one GPU, in the
-    compute term's forward units ((forward + backward) / 3), load imbalance included.
+    compute term's forward units ((forward + backward) / 3), load imbalance included
+    (:func:`routed_expert_parts`)."""
+    return routed_expert_parts(ctx).total
+
+
+def routed_expert_parts(ctx: StepContext) -> RoutedParts:
+    """:func:`routed_expert_time` by part (dispatch-side permutes, experts, combine side).
 
     MoE with tp > 1 needs SP (megatron-facts rule 33), so each GPU routes tokens / t tokens;
     the expert-TP group gathers them (x etp) and every token goes to top-k experts. Expert
@@ -86,7 +112,9 @@ def routed_expert_time(ctx: StepContext) -> FloatArray:
     GPU), or one grouped kernel over all local experts (opt-in), at the tokens per expert of
     the busiest rank (x ``moe_imbalance``, the job's routing).
     Permute / unpermute move ~14 K h bytes per token (~8 K h with flex) at the permute kernels'
-    share of HBM (§4.4, performance-facts §5.3).
+    share of HBM (§4.4, performance-facts §5.3), plus the fused permute's row_id_map where the
+    release has ``--moe-permute-fusion`` (core 0.11 / TE 1.11, §8; the memory side reads the
+    same, planner.memory.estimate) and each permute kernel's fixed time.
     """
     model, prof, tp, etp, gpu = ctx.model, ctx.profile, ctx.tp, ctx.etp, ctx.gpu
     e = float(model.num_experts or 1)
@@ -122,21 +150,27 @@ def routed_expert_time(ctx: StepContext) -> FloatArray:
         )
         fwd, bwd = np.where(mask, f, fwd), np.where(mask, b, bwd)
     flex = comm_flags.flex_dispatch(model, ctx.cluster, ctx.batch)
-    spec_hbm = gpu.hbm_bandwidth_bytes_per_s
-    perm = [
-        permute_time(
+    sides = [
+        permute_sides(
             tokens=tok_moe,
             hidden=ctx.hidden,
             topk=model.moe_router_topk,
+            experts=e,
             dispatcher=kind,
-            hbm_bytes_per_s=spec_hbm,
+            permute_fusion=missing(ctx.job, "moe_permute_fusion", "true") is None,
+            hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
             permute_hbm_fraction=PERMUTE_HBM_FRACTION,
         )
         for kind in ("alltoall", "flex")
     ]
-    p_fwd = np.where(flex, perm[1][0], perm[0][0])
-    p_bwd = np.where(flex, perm[1][1], perm[0][1])
-    return np.asarray((fwd + bwd + p_fwd + p_bwd) / 3.0, np.float64)
+    # each side runs once forward and about as long backward (§4.4): 2 / 3 in forward units
+    dispatch = np.where(flex, sides[1][0], sides[0][0]) * (2.0 / 3.0)
+    combine = np.where(flex, sides[1][1], sides[0][1]) * (2.0 / 3.0)
+    return RoutedParts(
+        dispatch=np.asarray(dispatch, np.float64),
+        experts=np.asarray((fwd + bwd) / 3.0, np.float64),
+        combine=np.asarray(combine, np.float64),
+    )
 
 
 def ep_all_to_all_time(

@@ -36,6 +36,7 @@ from planner.performance.host_segments import (
     ReplayLaunches,
     StageGroups,
 )
+from planner.performance.moe_kernels import a2a_kernels, permute_kernels, router_region_kernels
 from planner.specs import SpecError
 
 CudaGraphs = Literal["none", "partial", "full_iteration"]
@@ -58,12 +59,8 @@ DENSE_MLP_BWD = 15  # dgrad + wgrad x 2 linears, norm, SwiGLU bwd, AG/RS x 2, ad
 TP_COLLECTIVES_PER_HALF = 2  # an AG and an RS per attention / MLP half, each pass (TP + SP)
 FP8_QUANTIZE_FWD = 2  # proj and FC2 inputs; QKV/FC1 inputs are quantised inside the TE norm
 FP8_QUANTIZE_BWD = 4  # one per output gradient of the four linears (§3.2 FP8 additions)
-ROUTER_UNFUSED = 72  # DSv3 MXFP8 router (MLM-DSV3 §2.1.4)
-ROUTER_FUSED = 31  # with --moe-router-fusion
-ROUTER_DEEPEP = 17  # router + EP preprocess with DeepEP's fused layout kernel (§2.2.1)
-PREPROCESS_ALLTOALL = 6  # counts per expert, their all-gather over TP x EP, split sizes [inferred]
-PERMUTE_FUSED = 2  # per permute/unpermute with TE's fused kernels (row_id_map + gather) [inferred]
-PERMUTE_UNFUSED = 6  # sort / index / gather chain of the unfused path [inferred]
+# router, preprocessing, permutes and all-to-alls: planner.performance.moe_kernels (the compute
+# term prices the same kernels' GPU time)
 STREAM_EVENTS = 8  # fork/join of TE's 4 compute streams around a multi-stream GEMM [inferred]
 MULTI_STREAM_GEMMS_PER_LINEAR_BWD = 2  # dgrad + wgrad per expert ("3 per expert linear")
 
@@ -102,6 +99,13 @@ class LayerKernels:
     """Of the capturable kernels, those of the router region (router, preprocessing, captured
     shared experts), which run after the attention half, right before the dispatch sync."""
     router_bwd: FloatArray | float = 0.0
+    dispatch_fwd: FloatArray | float = 0.0
+    """Of the eager kernels, those before the experts (permute 1, the dispatch all-to-alls,
+    permute 2), which a pass runs first (forward) or last (backward)."""
+    dispatch_bwd: FloatArray | float = 0.0
+    combine_fwd: FloatArray | float = 0.0
+    """Of the eager kernels, those after the experts (unpermute 2, the combine, unpermute 1)."""
+    combine_bwd: FloatArray | float = 0.0
 
     @property
     def fwd(self) -> FloatArray:
@@ -180,16 +184,14 @@ def moe_layer_kernels(
     attn_fwd = np.asarray(dense.capturable_fwd - DENSE_MLP_FWD, np.float64)
     attn_bwd = np.asarray(dense.capturable_bwd - DENSE_MLP_BWD, np.float64)
     flex = dispatcher.startswith("flex")
-    if flex:
-        router = float(ROUTER_DEEPEP)  # router + preprocess fused with the layout kernel
-    else:
-        router = float((ROUTER_FUSED if router_fusion else ROUTER_UNFUSED) + PREPROCESS_ALLTOALL)
-    router_bwd = router / 2.0  # score function, top-k and aux-loss backward [inferred]
-    permute = float(PERMUTE_FUSED if permute_fusion else PERMUTE_UNFUSED)
+    # DeepEP fuses router and preprocess with its layout kernel (§3.2)
+    router, router_bwd = router_region_kernels(flex=flex, router_fusion=router_fusion)
     # permute 1 and 2 forward, unpermute 2 and 1 after the experts; flex fuses permute 1 into
-    # the communication kernel (MLM-DSV3 §2.1.1)
-    permutes = (3.0 if flex else 4.0) * permute
-    a2a = 2.0 if flex else 4.0  # dispatch (tokens, probs) + combine; flex: one kernel each way
+    # the communication kernel (MLM-DSV3 §2.1.1); the all-to-alls each way
+    permutes = permute_kernels(flex=flex, permute_fusion=permute_fusion)
+    a2a = a2a_kernels(flex=flex)
+    dispatch = permutes.dispatch + a2a.dispatch
+    combine = permutes.combine + a2a.combine
     if grouped_gemm == "multi_stream":
         gemm_fwd = 2.0 * e + STREAM_EVENTS
         gemm_bwd = 2.0 * MULTI_STREAM_GEMMS_PER_LINEAR_BWD * e + STREAM_EVENTS
@@ -201,8 +203,8 @@ def moe_layer_kernels(
     act = 1.0
     shared_fwd = (DENSE_MLP_FWD - 2.0) if shared_experts else 0.0  # no norm, no residual
     shared_bwd = (DENSE_MLP_BWD - 2.0) if shared_experts else 0.0
-    eager_fwd = permutes + a2a + gemm_fwd + act
-    eager_bwd = permutes + a2a + gemm_bwd + act
+    eager_fwd = dispatch + combine + gemm_fwd + act
+    eager_bwd = dispatch + combine + gemm_bwd + act
     if not capture_shared_experts:
         eager_fwd, eager_bwd = eager_fwd + shared_fwd, eager_bwd + shared_bwd
         shared_fwd = shared_bwd = 0.0
@@ -215,6 +217,11 @@ def moe_layer_kernels(
         eager_bwd=np.asarray(eager_bwd * np.ones_like(e), np.float64),
         router_fwd=np.asarray(router + shared_fwd + np.zeros_like(e), np.float64),
         router_bwd=np.asarray(router_bwd + shared_bwd + np.zeros_like(e), np.float64),
+        # the backward reverses the order of the sides, not their kernels [inferred]
+        dispatch_fwd=dispatch,
+        dispatch_bwd=dispatch,
+        combine_fwd=combine,
+        combine_bwd=combine,
     )
 
 
@@ -252,6 +259,7 @@ def micro_batch_time(
     costs: HostCosts,
     moe_eager_share: FloatArray | float,
     moe_router_share: FloatArray | float = 0.0,
+    moe_side_shares: tuple[FloatArray | float, FloatArray | float] = (0.0, 0.0),
     graph_copy_s: FloatArray | float = 0.0,
     tail_host_fwd_s: FloatArray | float = 0.0,
     tail_host_bwd_s: FloatArray | float = 0.0,
@@ -262,14 +270,15 @@ def micro_batch_time(
     The host and the GPU form a launch queue (:mod:`planner.performance.host_queue`). A D2H
     sync (``DISPATCH_SYNCS`` per MoE layer in the forward; the backward reuses the host
     splits, §3.3, unless recompute replays the dispatch) empties it, so the micro-batch runs
-    as segments between syncs, each from an empty queue. A MoE layer's forward is three
-    groups in program order: the eager part after its sync (dispatch, experts, combine:
-    ``moe_eager_share`` of its GPU time), then the next layer's attention half and its router
-    region (router, preprocessing, captured shared experts: ``moe_router_share``), which ends
-    at that layer's sync. The segment after the stage's last sync runs on through the loss
-    rank's heads (``tail_host_*_s``: host launches whose GPU time is in the layers'), the
-    backward of every layer, and the next micro-batch's forward up to its first sync (1F1B
-    alternates them), so what the backward's GPU time hides of those launches is hidden.
+    as segments between syncs, each from an empty queue. A MoE layer's forward is five groups
+    in program order: the eager part after its sync (``moe_eager_share`` of its GPU time) as
+    dispatch, experts and combine (``moe_side_shares``: the first and the last one's shares),
+    then the next layer's attention half and its router region (router, preprocessing,
+    captured shared experts: ``moe_router_share``), which ends at that layer's sync. The
+    segment after the stage's last sync runs on through the loss rank's heads
+    (``tail_host_*_s``: host launches whose GPU time is in the layers'), the backward of every
+    layer, and the next micro-batch's forward up to its first sync (1F1B alternates them), so
+    what the backward's GPU time hides of those launches is hidden.
     Without syncs the host runs ahead across passes and micro-batches: max(GPU, host).
 
     ``cuda_graphs='partial'``: each layer's captured kernels (attention and router region, or a
@@ -291,8 +300,9 @@ def micro_batch_time(
     after: Groups = ()
     if moe_kernels is not None:
         fwd, before, after = passes.moe_groups(
-            moe_kernels, moe_gpu_fwd_s, moe_gpu_bwd_s, moe_eager_share, moe_router_share, replay
-        )
+            moe_kernels, moe_gpu_fwd_s, moe_gpu_bwd_s, moe_eager_share, moe_router_share, replay,
+            sides=moe_side_shares,
+        )  # fmt: skip
     # a dense layer's replay: inside its graph where the whole layer is captured
     whole = np.asarray(dense_kernels.eager_bwd, np.float64) == 0
     dense_replay = np.where(

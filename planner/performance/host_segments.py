@@ -2,11 +2,13 @@
 (mechanisms-facts §3.1, §3.3, §3.4), for :func:`planner.performance.host_overhead.micro_batch_time`.
 
 Each layer's pass is a few kernel groups in program order (:mod:`planner.performance.host_queue`).
-A MoE layer's forward: the eager part after its dispatch sync (dispatch, experts, combine), then
-the next layer's attention half and its router region (router, preprocessing, captured shared
-experts), which ends at that layer's sync. Its backward: the eager part's backward, the router
-region's, the attention half's. 1F1B alternates passes, so the segment after a micro-batch's last
-forward sync runs on through a backward and the next micro-batch's forward up to its first sync.
+A MoE layer's forward: the eager part after its dispatch sync as three groups (dispatch,
+experts, combine: the queue sees the GPU time between their launches), then the next layer's
+attention half and its router region (router, preprocessing, captured shared experts), which
+ends at that layer's sync. Its backward: the eager part's backward (combine, experts, dispatch),
+the router region's, the attention half's. 1F1B alternates passes, so the segment after a
+micro-batch's last forward sync runs on through a backward and the next micro-batch's forward
+up to its first sync.
 
 Recompute replays forward kernels inside the backward (megatron-facts §1.6; mechanisms-facts
 §6.4): the host launches them again, and a replayed MoE dispatch (the ``moe`` module, or full
@@ -103,17 +105,26 @@ class PassCosts:
         eager_share: FloatArray | float,
         router_share: FloatArray | float,
         replay: ReplayLaunches,
+        sides: tuple[FloatArray | float, FloatArray | float] = (0.0, 0.0),
     ) -> tuple[Groups, Groups, Groups]:
-        """Forward (eager after the sync, attention, router region); the backward up to a
-        replayed dispatch's sync (full recompute's attention replay, router replay); and after
-        it (eager replay and backward, router backward, attention replay and backward: one
-        graph over the last two regions)."""
+        """Forward (the eager part after the sync as dispatch, experts and combine; attention,
+        router region); the backward up to a replayed dispatch's sync (full recompute's
+        attention replay, router replay); and after it (eager replay; combine, experts and
+        dispatch backward; router backward, attention replay and backward: one graph over the
+        last two regions). ``sides``: the dispatch's and the combine's shares of the layer's
+        GPU time, inside ``eager_share`` (the experts take the rest of it)."""
         e = np.clip(np.asarray(eager_share, np.float64), 0.0, 1.0)
         r = np.clip(np.asarray(router_share, np.float64), 0.0, 1.0 - e)
+        d = np.clip(np.asarray(sides[0], np.float64), 0.0, e)
+        c = np.clip(np.asarray(sides[1], np.float64), 0.0, e - d)
         f, b = np.asarray(gpu_fwd, np.float64), np.asarray(gpu_bwd, np.float64)
         rp = replay
+        experts_fwd = k.eager_fwd - k.dispatch_fwd - k.combine_fwd
+        experts_bwd = k.eager_bwd - k.dispatch_bwd - k.combine_bwd
         fwd = (
-            KernelGroup(host_s=self.host(k.eager_fwd), gpu_s=e * f),
+            KernelGroup(host_s=self.host(k.dispatch_fwd), gpu_s=d * f),
+            KernelGroup(host_s=self.host(experts_fwd), gpu_s=(e - d - c) * f),
+            KernelGroup(host_s=self.host(k.combine_fwd), gpu_s=c * f),
             KernelGroup(
                 host_s=self.captured(k.capturable_fwd - k.router_fwd, launch=True),
                 gpu_s=(1 - e - r) * f + self.copy(),
@@ -126,7 +137,9 @@ class PassCosts:
         )
         after_sync = (
             KernelGroup(host_s=self.host(rp.eager_kernels), gpu_s=rp.eager_gpu_s),
-            KernelGroup(host_s=self.host(k.eager_bwd), gpu_s=e * b),
+            KernelGroup(host_s=self.host(k.combine_bwd), gpu_s=c * b),
+            KernelGroup(host_s=self.host(experts_bwd), gpu_s=(e - d - c) * b),
+            KernelGroup(host_s=self.host(k.dispatch_bwd), gpu_s=d * b),
             KernelGroup(host_s=self.captured(k.router_bwd, launch=True), gpu_s=r * b + self.copy()),
             KernelGroup(host_s=self.captured(rp.attn_kernels), gpu_s=rp.attn_gpu_s),
             KernelGroup(
@@ -173,14 +186,14 @@ class StageGroups:
         a share of the layers whose replayed dispatch syncs again in the backward."""
         nd, nm = self.dense_layers, self.moe_layers
         first = np.minimum(nm, 1.0)  # a stage averaging under one MoE layer: a scaled segment
-        e_f, a_f, r_f = self.moe_fwd
+        eager, after_eager = self.moe_fwd[:-2], self.moe_fwd[-2:]  # attention, router region
         bwd = (*self.moe_bwd_before, *self.moe_bwd_after)
-        inner_fwd = np.maximum(nm - 1.0, 0.0) * queue_time([e_f, a_f, r_f])
-        head: list[Item] = [*_scaled((e_f,), first), self.tail_fwd, self.tail_bwd]
+        inner_fwd = np.maximum(nm - 1.0, 0.0) * queue_time(self.moe_fwd)
+        head: list[Item] = [*_scaled(eager, first), self.tail_fwd, self.tail_bwd]
         tail: list[Item] = [
             RepeatedGroups(groups=(self.dense_bwd,), count=nd),
             RepeatedGroups(groups=(self.dense_fwd,), count=nd),
-            *_scaled((a_f, r_f), first),
+            *_scaled(after_eager, first),
         ]
         # the backward without a sync of its own: one segment through to the next forward's
         through = queue_time([*head, RepeatedGroups(groups=bwd, count=nm), *tail])

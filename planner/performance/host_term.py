@@ -13,8 +13,9 @@ Stack decisions (stated, not fitted): expert GEMMs launch as the job's
 or one grouped kernel per linear, mechanisms-facts §4.1); the router is unfused (router fusion
 needs core >= 0.14 and is opt-in, §8); permute fusion is on (``--moe-permute-fusion``, NVIDIA's
 MoE recipes) where the job's release has it (core 0.11 / TE 1.11, §8), else the unfused permute's
-kernels are launched (``PERMUTE_UNFUSED``; §4.4 states no HBM traffic of its own, so the permute
-time stays the fused one's); the flex dispatcher is DeepEP (§3.3).
+kernels are launched (``moe_kernels.PERMUTE_UNFUSED``; the compute term prices their fixed GPU
+time, and no row_id_map: §4.4 states the fused kernel's only); the flex dispatcher is DeepEP
+(§3.3).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from planner.layout_types import CUDA_GRAPHS_CHOICES
 from planner.layouts import BoolArray, FloatArray, IntArray
 from planner.performance.compute import gemms_time, router_fwd_equivalent
 from planner.performance.context import StepContext
-from planner.performance.expert_parallel import routed_expert_time
+from planner.performance.expert_parallel import routed_expert_parts
 from planner.performance.host_overhead import (
     HostCosts,
     LayerKernels,
@@ -122,6 +123,8 @@ class _Common:
     """Routed experts, permutes and the MoE elementwise ops, forward units (after the sync)."""
     router: FloatArray
     """Router (and captured shared experts), forward units (before the sync)."""
+    sides: tuple[FloatArray, FloatArray]
+    """Of ``block``, the dispatch-side and the combine-side permutes, forward units."""
     dense_k: LayerKernels
     moe_k: dict[bool, LayerKernels]
     flex: BoolArray
@@ -132,14 +135,17 @@ class _Common:
 def _common(ctx: StepContext, moe_block_fwd: FloatArray | None, capture_shared: bool) -> _Common:
     model = ctx.model
     block = router = np.zeros_like(ctx.tokens)
+    sides = (block, block)
     if model.is_moe:
         # the router region's GPU time (router, and the shared experts when they are captured
         # with it, §3.4) runs before the sync; the rest of the MoE block after it
         router = router_fwd_equivalent(ctx)
         shared = gemms_time(ctx, ctx.shapes.shared_expert_gemms, ctx.tokens, ctx.tp)
         shared = shared if capture_shared else np.zeros_like(shared)
+        parts = routed_expert_parts(ctx)
+        sides = (parts.dispatch, parts.combine)
         if moe_block_fwd is None:
-            block = routed_expert_time(ctx)
+            block = parts.total
         else:  # the compute term's MoE block holds router and shared experts as well
             block = np.maximum(moe_block_fwd - router - shared, 0.0)
         router = router + shared
@@ -173,7 +179,7 @@ def _common(ctx: StepContext, moe_block_fwd: FloatArray | None, capture_shared: 
                 fp8=ctx.fp8,
                 amax=amax,
             )
-    return _Common(block, router, dense_k, moe_k, flex, copy_s, replay_settings(ctx))
+    return _Common(block, router, sides, dense_k, moe_k, flex, copy_s, replay_settings(ctx))
 
 
 def _rank_exposed(
@@ -195,11 +201,15 @@ def _rank_exposed(
     recompute_mb = np.zeros_like(np.asarray(gpu_mb, np.float64)) if replay is None else replay[1]
     per_layer = np.asarray(gpu_mb - recompute_mb, np.float64) / layers
     fwd, bwd = per_layer / 3.0, 2.0 * per_layer / 3.0
-    share = router_share = np.zeros_like(per_layer)
+    share = router_share = dispatch_share = combine_share = np.zeros_like(per_layer)
     if model.is_moe:
         a2a = np.zeros_like(per_layer) if ep_mb is None else ep_mb / np.maximum(moe_n, 1e-9)
-        share = np.minimum((3.0 * common.block + a2a) / np.maximum(per_layer, 1e-12), 1.0)
-        router_share = np.minimum(3.0 * common.router / np.maximum(per_layer, 1e-12), 1.0)
+        per = np.maximum(per_layer, 1e-12)
+        share = np.minimum((3.0 * common.block + a2a) / per, 1.0)
+        router_share = np.minimum(3.0 * common.router / per, 1.0)
+        # the exposed all-to-all splits evenly: K copies of h out, K copies back (§4.4)
+        dispatch_share = (3.0 * common.sides[0] + 0.5 * a2a) / per
+        combine_share = (3.0 * common.sides[1] + 0.5 * a2a) / per
     dense_k, moe_k, flex, copy_s = common.dense_k, common.moe_k, common.flex, common.copy_s
     costs = host_costs(ctx)
     head_fwd = head_bwd = np.zeros_like(per_layer)
@@ -247,6 +257,7 @@ def _rank_exposed(
                 costs=costs,
                 moe_eager_share=e_s,
                 moe_router_share=r_s,
+                moe_side_shares=(sub(dispatch_share), sub(combine_share)),
                 graph_copy_s=sub(copy_s),
                 tail_host_fwd_s=0.0 if graphs == "full_iteration" else sub(head_fwd),
                 tail_host_bwd_s=0.0 if graphs == "full_iteration" else sub(head_bwd),

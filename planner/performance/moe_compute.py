@@ -13,10 +13,14 @@ Every path is also bounded by streaming each expert's weights from HBM (the roof
 per expert is weight-bandwidth-bound, §4.2 reading).
 
 Router: the gating GEMM (2 h E FLOP per token, excluded from Megatron's FLOP count, §4.3) and
-its score / top-k / aux-loss kernels over O(E) fp32 values per token. Permutation: ~14 K h bytes
-per token through HBM with the alltoall dispatcher, ~8 K h with flex (§4.4), at the permute
-kernels' fraction of HBM bandwidth. Load imbalance is an input: the busiest rank's tokens per
-expert are the mean times ``imbalance`` (1.0 = forced balance as in NVIDIA's benchmarks).
+its score / top-k / aux-loss kernels over O(E) fp32 values per token, plus each of the router
+region's kernels' fixed GPU time (performance-facts §8: ~3 us per memory-bound kernel) at the
+counts the host term launches (:mod:`planner.performance.moe_kernels`: 78 unfused with the
+alltoall preprocessing, 17 with DeepEP's fused layout). Permutation: ~14 K h bytes per token
+through HBM with the alltoall dispatcher, ~8 K h with flex (§4.4), at the permute kernels'
+fraction of HBM bandwidth, plus the fused permute's row_id_map where ``--moe-permute-fusion`` is
+on, and each permute kernel's fixed time. Load imbalance is an input: the busiest rank's tokens
+per expert are the mean times ``imbalance`` (1.0 = forced balance as in NVIDIA's benchmarks).
 """
 
 from __future__ import annotations
@@ -27,15 +31,32 @@ from typing import Literal
 import numpy as np
 
 from planner.layouts import FloatArray
+from planner.performance.moe_kernels import permute_kernels
 from planner.specs import SpecError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SideBytes:
+    """HBM bytes per routed copy of a token (x K x h), before and after the experts."""
+
+    dispatch: float
+    combine: float
+
 
 ExpertGemmPath = Literal["multi_stream", "grouped", "sequential"]
 EXPERT_GEMM_PATHS: tuple[ExpertGemmPath, ...] = ("multi_stream", "grouped", "sequential")
 TE_COMPUTE_STREAMS = 4  # TE common/util/multi_stream.cpp num_compute_streams (§4.1)
 KERNEL_LATENCY_S = 3e-6  # performance-facts §8: constant latency per kernel (AIC systems yaml)
-PERMUTE_BYTES_PER_COPY = {"alltoall": 14.0, "flex": 8.0}  # x K x h per token, fwd (§4.4)
+# x K x h per token, fwd (mechanisms-facts §4.4 "HBM traffic per token"): before the experts
+# permute 1 and permute 2 read and write K h 2 B each (flex: permute 2 only); after them
+# unpermute 2 reads and writes K h 2 B and unpermute 1 reads K h 2 B (flex: unpermute 2 only)
+PERMUTE_BYTES_PER_COPY = {"alltoall": SideBytes(dispatch=8.0, combine=6.0),
+                          "flex": SideBytes(dispatch=4.0, combine=4.0)}  # fmt: skip
 ROUTER_FP32_PASSES = 6.0  # logits write, softmax r/w, top-k read, aux statistics, probs [inferred]
-ROUTE_MAP_BYTES_PER_EXPERT = 8.0  # fused permute row_id_map: (8E + 4) B per token (§4.4)
+ROUTING_MAP_BYTES_PER_EXPERT = 1.0  # the router's boolean routing map, T x E (§4.3)
+# the fused mask-map permute's int32 row_id_map, T x (2E + 1): (8E + 4) B per token (§4.4, TE
+# permutation.py); the unfused path builds none (§4.4 states the fused kernel's map only)
+ROW_ID_MAP_BYTES = (8.0, 4.0)  # per expert, per token
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,30 +171,45 @@ def router_time(
     tokens: FloatArray,
     hidden: float,
     experts: float,
+    kernels_fwd: FloatArray | float,
+    kernels_bwd: FloatArray | float,
 ) -> tuple[FloatArray, FloatArray]:
     """(forward, backward) seconds of the router on ``tokens`` tokens (§4.3).
 
     The gating GEMM h x E (fp32 output; backward twice its FLOPs) and ~6 passes over the
     O(E) fp32 scores per token (softmax/sigmoid, top-k, aux-loss statistics, probs) plus the
-    routing map; the backward passes the same bytes again [inferred].
+    boolean routing map; the backward passes the same bytes again [inferred]. Each of the
+    region's ``kernels_fwd`` / ``kernels_bwd`` kernels (:func:`moe_kernels.router_region_kernels`)
+    adds its fixed GPU time (performance-facts §8).
     """
     t = np.asarray(tokens, dtype=np.float64)
     gemm = rate.call_time(t, experts, hidden, np.ones_like(t))
-    score_bytes = t * experts * (ROUTER_FP32_PASSES * 4.0 + ROUTE_MAP_BYTES_PER_EXPERT)
+    score_bytes = t * experts * (ROUTER_FP32_PASSES * 4.0 + ROUTING_MAP_BYTES_PER_EXPERT)
     mem = score_bytes / rate.hbm_bytes_per_s
-    return np.asarray(gemm + mem, np.float64), np.asarray(2.0 * gemm + mem, np.float64)
+    fixed_fwd = np.asarray(kernels_fwd, np.float64) * KERNEL_LATENCY_S
+    fixed_bwd = np.asarray(kernels_bwd, np.float64) * KERNEL_LATENCY_S
+    return (
+        np.asarray(gemm + mem + fixed_fwd, np.float64),
+        np.asarray(2.0 * gemm + mem + fixed_bwd, np.float64),
+    )
 
 
-def permute_time(
+def permute_sides(
     *,
     tokens: FloatArray,
     hidden: float,
     topk: int,
+    experts: float,
     dispatcher: Literal["alltoall", "flex"],
+    permute_fusion: bool,
     hbm_bytes_per_s: float,
     permute_hbm_fraction: float,
 ) -> tuple[FloatArray, FloatArray]:
-    """(forward, backward) seconds of permute / unpermute (mechanisms-facts §4.4).
+    """(dispatch side, combine side) seconds of the permutes of one pass, forward or backward
+    (mechanisms-facts §4.4: "about the same in backward"): the token copies, the fused permute's
+    row_id_map (written by the permute that builds it, read by the unpermute that undoes it
+    [inferred]; none on the unfused path), and each permute kernel's fixed GPU time
+    (:func:`moe_kernels.permute_kernels`, performance-facts §8).
 
     ``hbm_bytes_per_s`` is the spec bandwidth; ``permute_hbm_fraction`` the share the permute
     kernels reach (performance-facts §3.1, §5.3: ~0.5 on B200).
@@ -183,9 +219,19 @@ def permute_time(
             f"moe_dispatcher={dispatcher!r} is not one of alltoall, flex", field="moe_dispatcher"
         )
     t = np.asarray(tokens, dtype=np.float64)
-    per_token = PERMUTE_BYTES_PER_COPY[dispatcher] * topk * hidden  # bf16, K copies
-    seconds = t * per_token / (hbm_bytes_per_s * permute_hbm_fraction)
-    return np.asarray(seconds, np.float64), np.asarray(seconds, np.float64)
+    copies = PERMUTE_BYTES_PER_COPY[dispatcher]
+    per_expert, per_token = ROW_ID_MAP_BYTES
+    row_id_map = (per_expert * experts + per_token) if permute_fusion else 0.0
+    kernels = permute_kernels(flex=dispatcher == "flex", permute_fusion=permute_fusion)
+    bw = hbm_bytes_per_s * permute_hbm_fraction
+    sides = []
+    for side_bytes, side_kernels in (
+        (copies.dispatch, kernels.dispatch),
+        (copies.combine, kernels.combine),
+    ):
+        per_tok = side_bytes * topk * hidden + row_id_map  # bf16, K copies (§4.4)
+        sides.append(np.asarray(t * per_tok / bw + side_kernels * KERNEL_LATENCY_S, np.float64))
+    return sides[0], sides[1]
 
 
 def achieved_flop_per_s(

@@ -67,6 +67,7 @@ def _mb(graphs: str, dispatcher: str = "alltoall", gpu_fwd: float = 1e-3):  # ty
         dispatcher=dispatcher,
         costs=COSTS,  # type: ignore[arg-type]
         moe_eager_share=0.5,
+        moe_side_shares=(0.1, 0.1),  # dispatch and combine: permutes and the all-to-alls
     )
 
 
@@ -117,7 +118,8 @@ def test_a_sync_exposes_the_eager_experts_launches_even_when_the_gpu_is_slower_o
               moe_gpu_bwd_s=A([10 * gpu_fwd]),
               dense_kernels=dense_layer_kernels(tp=A([2.0]), cp=A([1.0])),
               moe_kernels=moe_layer_kernels(tp=A([2.0]), cp=A([1.0]), local_experts=A([32.0])),
-              costs=HostCosts(per_kernel_s=10e-6), moe_eager_share=0.1)  # fmt: skip
+              costs=HostCosts(per_kernel_s=10e-6), moe_eager_share=0.1,
+              moe_side_shares=(0.01, 0.01))  # fmt: skip
     synced = micro_batch_time(cuda_graphs="none", dispatcher="alltoall", **kw)  # type: ignore[arg-type]
     free = micro_batch_time(cuda_graphs="none", dispatcher="sync_free", **kw)  # type: ignore[arg-type]
     eager_host = 10e-6 * float(kw["moe_kernels"].eager_fwd[0])  # type: ignore[attr-defined]
@@ -155,6 +157,7 @@ def _one_moe_layer(graphs: str, *, router_host_heavy: bool = False, bwd_s: float
         costs=HostCosts(per_kernel_s=10e-6 if router_host_heavy else 1e-6),
         moe_eager_share=0.5,
         moe_router_share=0.0,
+        moe_side_shares=(0.01, 0.01),
     )
 
 

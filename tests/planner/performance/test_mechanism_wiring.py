@@ -115,10 +115,10 @@ def test_permutation_is_priced_once_with_the_experts() -> None:
 
 def test_a_release_before_permute_fusion_launches_the_unfused_permutes() -> None:
     """mechanisms-facts §8: --moe-permute-fusion arrived in core 0.11 (TE 1.11); core 0.10 runs
-    Megatron's unfused permute (PERMUTE_UNFUSED kernels per permute, host_overhead) and its
+    Megatron's unfused permute (PERMUTE_UNFUSED kernels per permute, moe_kernels) and its
     launch flags leave the fusion out (brief loose9 item 2)."""
     from planner.megatron.flags import launch_spec
-    from planner.performance.host_overhead import PERMUTE_FUSED, PERMUTE_UNFUSED
+    from planner.performance.moe_kernels import PERMUTE_FUSED, PERMUTE_UNFUSED
 
     lay = [Layout(tp=1, ep=8, dp=8)]
     fused = ctx_for(MIXTRAL_8X7B, 4096, lay, megatron_core_version="0.11")

@@ -10,9 +10,10 @@ from planner.performance.moe_compute import (
     achieved_flop_per_s,
     expert_gemm_time,
     expert_mlp_time,
-    permute_time,
+    permute_sides,
     router_time,
 )
+from planner.performance.moe_kernels import router_region_kernels
 from planner.specs import SpecError
 
 A = np.asarray
@@ -106,37 +107,79 @@ def test_expert_mlp_backward_is_twice_forward() -> None:
     assert np.allclose(bwd, 2 * fwd) and np.all(fwd > 0)
 
 
+def _permute(**kw: object) -> tuple[float, float, float]:
+    """One pass: (both sides, dispatch side, combine side)."""
+    args: dict[str, object] = dict(
+        tokens=A(4096.0), hidden=7168, topk=8, experts=256, dispatcher="alltoall",
+        permute_fusion=True, hbm_bytes_per_s=8e12, permute_hbm_fraction=0.5,
+    )  # fmt: skip
+    dispatch, combine = permute_sides(**{**args, **kw})  # type: ignore[arg-type]
+    return float(dispatch + combine), float(dispatch), float(combine)
+
+
 def test_router_and_permute_costs() -> None:
-    """§4.4: permute traffic ~14 K h B per token with alltoall, ~8 K h with flex."""
-    fwd_a, _ = permute_time(
-        tokens=A(4096.0),
-        hidden=7168,
-        topk=8,
-        dispatcher="alltoall",
-        hbm_bytes_per_s=8e12,
-        permute_hbm_fraction=0.5,
+    """§4.4: permute traffic ~14 K h B per token with alltoall, ~8 K h with flex, plus the
+    fused permute's row_id_map (8E + 4 B per token, written and read once per pass) and the
+    permute kernels' ~3 us each (8 fused kernels alltoall, 6 flex: moe_kernels)."""
+    bw, tok, map_bytes = 4e12, 4096, 8 * 256 + 4
+    fwd_a, _, _ = _permute()
+    assert fwd_a == pytest.approx(tok * (14 * 8 * 7168 + 2 * map_bytes) / bw + 8 * 3e-6)
+    fwd_f, _, _ = _permute(dispatcher="flex")
+    assert fwd_f == pytest.approx(tok * (8 * 8 * 7168 + 2 * map_bytes) / bw + 6 * 3e-6)
+    r_fwd, r_bwd = router_time(
+        H100, tokens=A(4096.0), hidden=7168, experts=256, kernels_fwd=0.0, kernels_bwd=0.0
     )
-    fwd_f, _ = permute_time(
-        tokens=A(4096.0),
-        hidden=7168,
-        topk=8,
-        dispatcher="flex",
-        hbm_bytes_per_s=8e12,
-        permute_hbm_fraction=0.5,
-    )
-    assert float(fwd_a) == pytest.approx(4096 * 14 * 8 * 7168 / 4e12)
-    assert float(fwd_f / fwd_a) == pytest.approx(8 / 14)
-    r_fwd, r_bwd = router_time(H100, tokens=A(4096.0), hidden=7168, experts=256)
     assert 0 < float(r_fwd) < float(r_bwd)
     with pytest.raises(SpecError, match="moe_dispatcher"):
-        permute_time(
-            tokens=A(1.0),
-            hidden=1,
-            topk=1,
-            dispatcher="nccl",  # type: ignore[arg-type]
-            hbm_bytes_per_s=1.0,
-            permute_hbm_fraction=0.5,
-        )
+        _permute(dispatcher="nccl")
+
+
+def test_the_unfused_permute_moves_no_row_id_map_but_launches_three_times_the_kernels() -> None:
+    """mechanisms-facts §4.4: the row_id_map, T x (2E + 1) int32, is the fused mask-map
+    permute's; a release without --moe-permute-fusion (core < 0.11, §8) runs Megatron's
+    unfused chain instead (6 kernels per permute against 2, moe_kernels), priced at ~3 us of
+    GPU time each (performance-facts §8), as the memory side keeps no map for it."""
+    bw, tok, copies = 4e12, 4096, 14 * 8 * 7168
+    fused, _, _ = _permute()
+    unfused, _, _ = _permute(permute_fusion=False)
+    assert unfused == pytest.approx(tok * copies / bw + 4 * 6 * 3e-6)
+    assert fused - unfused == pytest.approx(tok * 2 * (8 * 256 + 4) / bw - 4 * 4 * 3e-6)
+    # the map grows with the experts on the fused path only
+    assert _permute(experts=512)[0] - fused == pytest.approx(tok * 2 * 8 * 256 / bw)
+    assert _permute(experts=512, permute_fusion=False)[0] == pytest.approx(unfused)
+
+
+def test_permute_sides_split_the_bytes_as_the_sheet_lists_them() -> None:
+    """§4.4: permute 1 and 2 (r + w K h 2 B each) before the experts, unpermute 2 (r + w) and
+    unpermute 1 (read) after them: 8 and 6 K h; flex keeps permute 2 and unpermute 2: 4 and 4.
+    Each side writes or reads the row_id_map once; its kernels: 2 ops x 2 fused each, flex 1
+    op before the experts and 2 after (moe_kernels.permute_ops)."""
+    kw = dict(tokens=A(1000.0), hidden=1000, topk=1, experts=0.0, permute_fusion=True,
+              hbm_bytes_per_s=2e12, permute_hbm_fraction=0.5)  # fmt: skip
+    d, c = permute_sides(dispatcher="alltoall", **kw)  # type: ignore[arg-type]
+    assert float(d) == pytest.approx(1000 * (8 * 1000 + 4) / 1e12 + 4 * 3e-6)
+    assert float(c) == pytest.approx(1000 * (6 * 1000 + 4) / 1e12 + 4 * 3e-6)
+    d, c = permute_sides(dispatcher="flex", **kw)  # type: ignore[arg-type]
+    assert float(d) == pytest.approx(1000 * (4 * 1000 + 4) / 1e12 + 2 * 3e-6)
+    assert float(c) == pytest.approx(1000 * (4 * 1000 + 4) / 1e12 + 4 * 3e-6)
+
+
+def test_each_router_kernel_adds_its_fixed_gpu_time() -> None:
+    """performance-facts §8: ~3 us per small kernel; the router region launches 78 kernels
+    with the alltoall preprocessing, 31 + 6 with router fusion and 17 with DeepEP's fused
+    layout (mechanisms-facts §3.2), backward half as many (moe_kernels)."""
+    kw = dict(tokens=A(4096.0), hidden=7168, experts=256)
+    counts = {
+        "unfused": router_region_kernels(flex=False),
+        "fused": router_region_kernels(flex=False, router_fusion=True),
+        "deepep": router_region_kernels(flex=True),
+    }
+    assert counts == {"unfused": (78, 39), "fused": (37, 18.5), "deepep": (17, 8.5)}
+    base_f, base_b = router_time(H100, kernels_fwd=0.0, kernels_bwd=0.0, **kw)  # type: ignore[arg-type]
+    for k_fwd, k_bwd in counts.values():
+        f, b = router_time(H100, kernels_fwd=k_fwd, kernels_bwd=k_bwd, **kw)  # type: ignore[arg-type]
+        assert float(f - base_f) == pytest.approx(k_fwd * 3e-6)
+        assert float(b - base_b) == pytest.approx(k_bwd * 3e-6)
 
 
 def test_multi_stream_pools_all_experts_plus_one_latency_per_gemm_per_stream() -> None:
