@@ -25,6 +25,9 @@ INTRA_NODE_TOPOLOGIES: tuple[IntraNodeTopology, ...] = ("switch", "mesh")
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
+SoftmaxType = Literal["vanilla", "off-by-one", "learnable"]
+SOFTMAX_TYPES: tuple[SoftmaxType, ...] = ("vanilla", "off-by-one", "learnable")
+"""``--softmax-type`` values (catalog-facts §1.6: GPT-OSS's attention sinks are 'learnable')."""
 _T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
@@ -94,7 +97,20 @@ class ModelSpec:
     max_position_embeddings: int | None = None
     """``--max-position-embeddings``; None means 'as long as the job's sequence'."""
     swiglu: bool = True
-    """Gated SiLU MLP (``--swiglu``); False means GeLU with one FC1."""
+    """Gated SiLU MLP (``--swiglu``); False (with no other activation set) means GeLU with one
+    FC1, Megatron's default (megatron-facts §1 activation row)."""
+    quick_geglu: bool = False
+    """Gated quick-GELU MLP (``--quick-geglu``): gate*sigmoid(1.702*gate) x linear, three
+    matrices as SwiGLU (catalog-facts §1.3, GPT-OSS). Needs swiglu false."""
+    squared_relu: bool = False
+    """Squared-ReLU MLP (``--squared-relu``), not gated: two matrices (catalog-facts pitfall 14,
+    Nemotron-4). Needs swiglu false."""
+    glu_linear_offset: float = 0.0
+    """Offset on the linear half of a gated MLP, act(gate) x (linear + offset)
+    (``--glu-linear-offset``; GPT-OSS 1.0, catalog-facts §1.3)."""
+    activation_func_clamp_value: float | None = None
+    """Clamp of FC1's output inside quick-GeGLU (``--activation-func-clamp-value``; GPT-OSS 7.0,
+    catalog-facts §1.3); None means no clamp."""
     normalization: Normalization = "RMSNorm"
     position_embedding_type: PositionEmbedding = "rope"
     untie_embeddings_and_output_weights: bool = True
@@ -106,6 +122,18 @@ class ModelSpec:
     """RMSNorm on Q and K per head (Qwen3, OLMo2)."""
     hidden_dropout: float = 0.0
     attention_dropout: float = 0.0
+    # --- sliding-window attention and attention sinks (catalog-facts §1.6) -------------------
+    window_size: tuple[int, int] | None = None
+    """Sliding window (left, right) in tokens (``--window-size L,R``): a query sees itself and
+    the L previous tokens (GPT-OSS: (127, 0) for a 128-token window, catalog-facts pitfall 11).
+    None means full attention in every layer."""
+    window_attn_skip_freq: int | None = None
+    """``--window-attn-skip-freq N``: N-1 windowed layers then one full layer, layer 0 windowed
+    (GPT-OSS: 2, catalog-facts §1.6). None means every layer is windowed when window_size is
+    set."""
+    softmax_type: SoftmaxType = "vanilla"
+    """``--softmax-type``: 'learnable' adds one learned sink scalar per query head to the
+    softmax denominator (GPT-OSS), 'off-by-one' a constant 1 (catalog-facts §1.6)."""
     # --- mixture of experts -------------------------------------------------------------------
     num_experts: int | None = None
     """Routed experts (``--num-experts``); None for a dense model."""
@@ -170,6 +198,23 @@ class ModelSpec:
         if self.kv_channels is not None:
             return self.kv_channels
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def gated_linear_unit(self) -> bool:
+        """A gated MLP (SwiGLU or quick-GeGLU): FC1 is 2F wide, three matrices (§5.3 phi = 3)."""
+        return self.swiglu or self.quick_geglu
+
+    def windowed_layer_pattern(self) -> list[bool]:
+        """True for each decoder layer with sliding-window attention: Megatron's skip freq N
+        makes 1-based layer n full where n % N == 0 (catalog-facts §1.6: layer 0 windowed)."""
+        if self.window_size is None:
+            return [False] * self.num_layers
+        freq = self.window_attn_skip_freq
+        return [freq is None or (i + 1) % freq != 0 for i in range(self.num_layers)]
+
+    @property
+    def num_windowed_layers(self) -> int:
+        return sum(self.windowed_layer_pattern())
 
     @property
     def expert_ffn_hidden_size(self) -> int:

@@ -53,7 +53,7 @@ def _token_linear_flops(model: ModelSpec) -> float:
     """FLOPs per token that do not depend on V or s: MLP, attention projections and MTP extras."""
     h = model.hidden_size
     a = model.num_attention_heads
-    phi = 3 if model.swiglu else 2  # ffn multiplier (megatron-facts §5.3)
+    phi = 3 if model.gated_linear_unit else 2  # ffn multiplier (megatron-facts §5.3)
     n_dense, n_moe = _layer_counts(model)
     routed = model.expert_ffn_hidden_size * model.moe_router_topk * phi if model.is_moe else 0
     shared = model.shared_expert_ffn_hidden_size * phi if model.is_moe else 0
