@@ -3,6 +3,11 @@
 3x forward GEMM FLOPs (forward, wgrad, dgrad), 2 FLOPs per multiply-add, causal attention halved,
 no recompute factor, router/norm/element-wise FLOPs not counted. The only layout dependence is
 the padded vocabulary, which grows with tp (megatron-facts §3.4).
+
+Sliding-window layers are counted as full causal layers: §5 states no window term (S2 · L_att
+· core for every standard-attention layer), so the model TFLOP/s metric keeps Megatron's
+convention, not the work done. The step time prices the pairs a window computes
+(planner.model.attention_window, planner.performance.windowed_attention).
 """
 
 from __future__ import annotations
