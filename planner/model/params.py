@@ -3,9 +3,10 @@
 Follows Megatron's ``compute_weight_and_optimizer_memory`` (megatron-facts §4.1) and goes past it
 where Megatron is silent: linear biases (``add_bias_linear`` / ``add_qkv_bias``), learned absolute
 position embeddings (max_positions x h), QK-norm weights, learned attention sinks (a per layer)
-and the MTP block's eh-projection and norms are all counted. Each layer's parameters are split into the part that tensor parallelism
-shards, the part every TP rank replicates (norms, router, MLA down-projections) and the routed
-experts (sharded by expert parallelism), because memory needs that split.
+and the MTP block's eh-projection and norms are all counted. Each layer's parameters are split
+into the part that tensor parallelism shards, the part every TP rank replicates (norms, router,
+MLA down-projections) and the routed experts (sharded by expert parallelism), because memory
+needs that split.
 """
 
 from __future__ import annotations

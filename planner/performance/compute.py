@@ -95,6 +95,8 @@ def elementwise_bytes_per_token(
         shared = shared + 2 * 5 * h / sp_div
     if model.position_embedding_type in ("rope", "yarn") and not model.multi_latent_attention:
         shared = shared + 4 * (model.num_attention_heads + model.query_groups) * model.head_dim / t
+    # quick-GeGLU's clamp and offset are fused into the same pass: no sheet gives its bytes, so
+    # SwiGLU's 6F [inferred]; squared ReLU as GeLU's 4F (one input, one output)
     act = 6.0 if model.gated_linear_unit else 4.0
     dense = shared + act * model.ffn_hidden_size / t
     moe = shared.copy()
@@ -107,7 +109,7 @@ def elementwise_bytes_per_token(
         c = 2.0 * cast_bytes_factor(recipe)  # fitted 6 B per element / the caller's 3
         q = model.num_attention_heads * model.head_dim
         qkv_out = q + 2 * model.query_groups * model.head_dim
-        fc1 = (2.0 if model.gated_linear_unit else 1.0) + 1.0  # FC1 output (2F with SwiGLU) + FC2 input F
+        fc1 = (2.0 if model.gated_linear_unit else 1.0) + 1.0  # FC1 out (2F if gated) + FC2 in F
         # attention: QKV in h + out qkv/t, proj in q/t + out h; MLP: FC1 in h, FC2 out h
         attn_casts = c * (2 * h / sp_div + (qkv_out + q) / t)
         mlp_h = c * 2 * h / sp_div

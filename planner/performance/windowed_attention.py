@@ -26,9 +26,7 @@ from planner.performance.context import StepContext
 __all__ = ["mix_windowed_core"]
 
 
-def mix_windowed_core(
-    ctx: StepContext, full_core: FloatArray, core_flop: FloatArray
-) -> FloatArray:
+def mix_windowed_core(ctx: StepContext, full_core: FloatArray, core_flop: FloatArray) -> FloatArray:
     """Forward seconds of one layer's core attention averaged over the model's layer kinds:
     ``full_core`` is a full layer's time, ``core_flop`` its full-causal forward FLOPs
     (megatron-facts §5.4). Returns ``full_core`` unchanged for a model without windows."""
@@ -40,7 +38,9 @@ def mix_windowed_core(
     length = np.minimum(effective_causal_length(s, keys), s / ctx.cp)
     # the fitted attention curve (performance-facts §4), read at the windowed call's length
     eff = prof.attention_efficiency * length / (length + prof.attention_half_seq)
-    windowed = core_flop * window_pair_ratio(s, keys) / (
-        ctx.gpu.peak_bf16_flop_per_s * np.maximum(eff, 1e-6)
+    windowed = (
+        core_flop
+        * window_pair_ratio(s, keys)
+        / (ctx.gpu.peak_bf16_flop_per_s * np.maximum(eff, 1e-6))
     )
     return np.asarray((1.0 - frac) * full_core + frac * windowed, np.float64)

@@ -8,8 +8,9 @@ distinct (tp, cp, micro-batch) and gives each open layout the type with the leas
 exposed communication + correction time per layer (``CpAttentionTime.total_s``). Where no ring
 model applies (no collective curves, no attention-kernel prior, MLA), layouts keep Megatron's
 default, p2p. A model with sliding-window attention gets all_gather, the only type stated to
-support windows (planner.space.cp_comm_rules). all_gather holds the full-sequence K/V (planner.memory.context_parallel), so given
-the memory options the choice keeps only the types the layout still fits with.
+support windows (planner.space.cp_comm_rules). all_gather holds the full-sequence K/V
+(planner.memory.context_parallel), so given the memory options the choice keeps only the types
+the layout still fits with.
 """
 
 from __future__ import annotations

@@ -57,9 +57,10 @@ def test_window_covering_the_sequence_costs_a_full_layer() -> None:
 def test_model_flops_keep_megatrons_full_causal_count() -> None:
     job = TrainingJob(seq_length=32768, global_batch_size=8)
     batch = LayoutBatch.from_layouts([LAYOUT])
-    assert flops_per_iteration(EVERY_LAYER, job, batch)[0] == flops_per_iteration(
-        LLAMA_70B, job, batch
-    )[0]
+    assert (
+        flops_per_iteration(EVERY_LAYER, job, batch)[0]
+        == flops_per_iteration(LLAMA_70B, job, batch)[0]
+    )
 
 
 def test_step_time_falls_with_the_window() -> None:
