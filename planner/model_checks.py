@@ -17,10 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["check_activation", "check_attention_window", "check_model", "check_rotary"]
 
 
-def check_rotary(model: ModelSpec) -> None:
-    """Rotary settings: numbers in range, and only where Megatron reads them."""
-    for name in ("rotary_base", "rotary_percent", "rope_scaling_factor",
-                 "rotary_scaling_factor", "mscale", "mscale_all_dim"):  # fmt: skip
+def _finite_floats(model: ModelSpec, *names: str) -> None:
+    """Each set field a finite number, stored as a float (500000 and 500000.0 are one value)."""
+    for name in names:
         value = getattr(model, name)
         if value is None:
             continue
@@ -28,7 +27,13 @@ def check_rotary(model: ModelSpec) -> None:
             raise SpecError(f"{name}={value!r} must be a number", field=name)
         if not math.isfinite(value):
             raise SpecError(f"{name}={value} must be finite", field=name)
-        object.__setattr__(model, name, float(value))  # 500000 and 500000.0 are one value
+        object.__setattr__(model, name, float(value))
+
+
+def check_rotary(model: ModelSpec) -> None:
+    """Rotary settings: numbers in range, and only where Megatron reads them."""
+    _finite_floats(model, "rotary_base", "rotary_percent", "rope_scaling_factor",
+                   "rotary_scaling_factor", "mscale", "mscale_all_dim")  # fmt: skip
     if not isinstance(model.use_rope_scaling, bool):
         raise SpecError(
             f"use_rope_scaling={model.use_rope_scaling!r} must be true or false",
@@ -208,15 +213,8 @@ def check_activation(model: ModelSpec) -> None:
             "with swiglu false",
             field=chosen[1],
         )
-    offset, clamp = model.glu_linear_offset, model.activation_func_clamp_value
-    for name, value in (("glu_linear_offset", offset), ("activation_func_clamp_value", clamp)):
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise SpecError(f"{name}={value!r} must be a number", field=name)
-        if not math.isfinite(value):
-            raise SpecError(f"{name}={value} must be finite", field=name)
-        object.__setattr__(model, name, float(value))
+    _finite_floats(model, "glu_linear_offset", "activation_func_clamp_value")
+    clamp = model.activation_func_clamp_value
     if model.glu_linear_offset != 0.0 and not model.gated_linear_unit:
         raise SpecError(
             f"glu_linear_offset={model.glu_linear_offset:g} applies to a gated MLP "

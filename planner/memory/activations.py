@@ -118,6 +118,8 @@ def _attention(
         saved = saved + BF16 * tok * (2 * q_per_rank + 2 * kv_per_rank)
         if model.qk_layernorm:
             saved = saved + BF16 * tok * (q_per_rank + kv_per_rank)  # pre-norm Q and K
+    # sliding windows change neither: flash keeps O(s) either way, and the unfused path masks a
+    # full s x s score matrix (planner.performance.compute.unfused_scores_time) [inferred]
     if flash_attention:
         core = FP32 * tok * a / t  # softmax log-sum-exp per head and query
     else:

@@ -8,13 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-SMALL = {
-    "num_layers": 4,
-    "hidden_size": 512,
-    "ffn_hidden_size": 2048,
-    "num_attention_heads": 8,
-    "vocab_size": 32000,
-}
+from tests.app.catalog.test_api import SMALL
+
 GPT_OSS_LIKE = {
     **SMALL,
     "swiglu": False,
