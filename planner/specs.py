@@ -25,9 +25,8 @@ INTRA_NODE_TOPOLOGIES: tuple[IntraNodeTopology, ...] = ("switch", "mesh")
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
-SoftmaxType = Literal["vanilla", "off-by-one", "learnable"]
+SoftmaxType = Literal["vanilla", "off-by-one", "learnable"]  # --softmax-type, catalog-facts §1.6
 SOFTMAX_TYPES: tuple[SoftmaxType, ...] = ("vanilla", "off-by-one", "learnable")
-"""``--softmax-type`` values (catalog-facts §1.6: GPT-OSS's attention sinks are 'learnable')."""
 _T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
@@ -97,20 +96,15 @@ class ModelSpec:
     max_position_embeddings: int | None = None
     """``--max-position-embeddings``; None means 'as long as the job's sequence'."""
     swiglu: bool = True
-    """Gated SiLU MLP (``--swiglu``); False (with no other activation set) means GeLU with one
-    FC1, Megatron's default (megatron-facts §1 activation row)."""
+    """Gated SiLU MLP (``--swiglu``); False with no other activation set means GeLU."""
     quick_geglu: bool = False
-    """Gated quick-GELU MLP (``--quick-geglu``): gate*sigmoid(1.702*gate) x linear, three
-    matrices as SwiGLU (catalog-facts §1.3, GPT-OSS). Needs swiglu false."""
+    """Gated quick-GELU MLP (``--quick-geglu``), 3 matrices as SwiGLU (GPT-OSS, facts §1.3)."""
     squared_relu: bool = False
-    """Squared-ReLU MLP (``--squared-relu``), not gated: two matrices (catalog-facts pitfall 14,
-    Nemotron-4). Needs swiglu false."""
+    """Squared-ReLU MLP (``--squared-relu``), not gated (Nemotron-4, catalog-facts pitfall 14)."""
     glu_linear_offset: float = 0.0
-    """Offset on the linear half of a gated MLP, act(gate) x (linear + offset)
-    (``--glu-linear-offset``; GPT-OSS 1.0, catalog-facts §1.3)."""
+    """act(gate) x (linear + offset) of a gated MLP (``--glu-linear-offset``; GPT-OSS 1.0)."""
     activation_func_clamp_value: float | None = None
-    """Clamp of FC1's output inside quick-GeGLU (``--activation-func-clamp-value``; GPT-OSS 7.0,
-    catalog-facts §1.3); None means no clamp."""
+    """Quick-GeGLU input clamp (``--activation-func-clamp-value``; GPT-OSS 7.0); None: none."""
     normalization: Normalization = "RMSNorm"
     position_embedding_type: PositionEmbedding = "rope"
     untie_embeddings_and_output_weights: bool = True
@@ -124,16 +118,12 @@ class ModelSpec:
     attention_dropout: float = 0.0
     # --- sliding-window attention and attention sinks (catalog-facts §1.6) -------------------
     window_size: tuple[int, int] | None = None
-    """Sliding window (left, right) in tokens (``--window-size L,R``): a query sees itself and
-    the L previous tokens (GPT-OSS: (127, 0) for a 128-token window, catalog-facts pitfall 11).
-    None means full attention in every layer."""
+    """Sliding window (``--window-size L,R``): a query sees itself and L previous tokens
+    (GPT-OSS: (127, 0), catalog-facts pitfall 11). None: full attention in every layer."""
     window_attn_skip_freq: int | None = None
-    """``--window-attn-skip-freq N``: N-1 windowed layers then one full layer, layer 0 windowed
-    (GPT-OSS: 2, catalog-facts §1.6). None means every layer is windowed when window_size is
-    set."""
+    """N-1 windowed layers, then one full (``--window-attn-skip-freq N``; GPT-OSS 2); None: all."""
     softmax_type: SoftmaxType = "vanilla"
-    """``--softmax-type``: 'learnable' adds one learned sink scalar per query head to the
-    softmax denominator (GPT-OSS), 'off-by-one' a constant 1 (catalog-facts §1.6)."""
+    """``--softmax-type``: 'learnable' = one learned sink per query head (GPT-OSS)."""
     # --- mixture of experts -------------------------------------------------------------------
     num_experts: int | None = None
     """Routed experts (``--num-experts``); None for a dense model."""
@@ -203,18 +193,6 @@ class ModelSpec:
     def gated_linear_unit(self) -> bool:
         """A gated MLP (SwiGLU or quick-GeGLU): FC1 is 2F wide, three matrices (§5.3 phi = 3)."""
         return self.swiglu or self.quick_geglu
-
-    def windowed_layer_pattern(self) -> list[bool]:
-        """True for each decoder layer with sliding-window attention: Megatron's skip freq N
-        makes 1-based layer n full where n % N == 0 (catalog-facts §1.6: layer 0 windowed)."""
-        if self.window_size is None:
-            return [False] * self.num_layers
-        freq = self.window_attn_skip_freq
-        return [freq is None or (i + 1) % freq != 0 for i in range(self.num_layers)]
-
-    @property
-    def num_windowed_layers(self) -> int:
-        return sum(self.windowed_layer_pattern())
 
     @property
     def expert_ffn_hidden_size(self) -> int:

@@ -18,7 +18,22 @@ import numpy as np
 from planner.layouts import FloatArray
 from planner.specs import ModelSpec
 
-__all__ = ["effective_causal_length", "window_keys", "window_pair_ratio", "windowed_fraction"]
+__all__ = [
+    "effective_causal_length",
+    "window_keys",
+    "window_pair_ratio",
+    "windowed_fraction",
+    "windowed_layer_pattern",
+]
+
+
+def windowed_layer_pattern(model: ModelSpec) -> list[bool]:
+    """True for each decoder layer with sliding-window attention: Megatron's skip freq N makes
+    1-based layer n full where n % N == 0 (catalog-facts §1.6: GPT-OSS's layer 0 is windowed)."""
+    if model.window_size is None:
+        return [False] * model.num_layers
+    freq = model.window_attn_skip_freq
+    return [freq is None or (i + 1) % freq != 0 for i in range(model.num_layers)]
 
 
 def window_keys(model: ModelSpec) -> int | None:
@@ -29,7 +44,7 @@ def window_keys(model: ModelSpec) -> int | None:
 def windowed_fraction(model: ModelSpec) -> float:
     """Share of the decoder layers with windowed attention. Like the MoE share
     (``StepContext.moe_fraction``) it is the model's, applied to every pipeline stage."""
-    return model.num_windowed_layers / float(model.num_layers)
+    return sum(windowed_layer_pattern(model)) / float(model.num_layers)
 
 
 def window_pair_ratio(seq: FloatArray | float, keys: int) -> FloatArray:

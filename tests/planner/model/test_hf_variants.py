@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from planner.model.attention_window import windowed_layer_pattern
 from planner.model.hf_config import model_from_hf_config
 from planner.specs import SpecError
 from tests.models_db.test_hf_roundtrip import GPT_OSS_120B
@@ -21,8 +22,8 @@ def gpt_oss(**overrides: Any) -> dict[str, Any]:
 def test_gpt_oss_window_is_megatrons_127_0_on_even_layers() -> None:
     m = model_from_hf_config(gpt_oss(layer_types=ALTERNATING))
     assert (m.window_size, m.window_attn_skip_freq) == ((127, 0), 2)
-    assert m.windowed_layer_pattern()[:4] == [True, False, True, False]
-    assert m.num_windowed_layers == 18
+    assert windowed_layer_pattern(m)[:4] == [True, False, True, False]
+    assert sum(windowed_layer_pattern(m)) == 18
 
 
 def test_gpt_oss_without_layer_types_alternates_from_layer_0() -> None:
@@ -40,7 +41,7 @@ def test_gpt_oss_sinks_and_clamped_quick_geglu() -> None:
 def test_mistral_sliding_window_covers_every_layer() -> None:
     m = model_from_hf_config(llama(model_type="mistral", sliding_window=4096))
     assert (m.window_size, m.window_attn_skip_freq) == ((4095, 0), None)
-    assert m.num_windowed_layers == 32
+    assert sum(windowed_layer_pattern(m)) == 32
     assert m.softmax_type == "vanilla" and m.swiglu
 
 
