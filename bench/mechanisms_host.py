@@ -164,6 +164,7 @@ CASES: tuple[GraphCase, ...] = (
 
 def case_model(slug: str) -> ModelSpec:
     if slug == "gpt-oss-20b":  # not in the catalog (see the case's assumption)
+        # the 120b's window, sinks and quick-GeGLU carry over (catalog-facts §1.3, §1.6)
         return replace(
             load_model("gpt-oss-120b"), name="gpt-oss-20b", num_layers=24, num_experts=32
         )

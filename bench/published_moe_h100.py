@@ -139,8 +139,8 @@ def gpt_oss_cases() -> list[Case]:
             ("partial", 395.0, 49.9, "graphed 391-399 ms, 49.4-50.4 TFLOP/s (midpoints)"),
         ),
         assumed="16 GPUs (EP4 with TP2 PP4 needs DP 2); ETP 1; gpt-oss-20b = the gpt-oss-120b "
-        "shape with 24 layers and 32 experts [U: not in catalog-facts]; sliding window and "
-        "attention sinks not modelled (full causal attention priced)",
+        "shape with 24 layers and 32 experts [U: not in catalog-facts], with its 128-token "
+        "window on even layers, learned sinks and quick-GeGLU (catalog-facts §1.3, §1.6)",
     )
 
 

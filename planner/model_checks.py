@@ -14,13 +14,12 @@ from planner.specs import SpecError, _divisors, _positive
 if TYPE_CHECKING:
     from planner.specs import ModelSpec
 
-__all__ = ["check_model", "check_rotary"]
+__all__ = ["check_activation", "check_attention_window", "check_model", "check_rotary"]
 
 
-def check_rotary(model: ModelSpec) -> None:
-    """Rotary settings: numbers in range, and only where Megatron reads them."""
-    for name in ("rotary_base", "rotary_percent", "rope_scaling_factor",
-                 "rotary_scaling_factor", "mscale", "mscale_all_dim"):  # fmt: skip
+def _finite_floats(model: ModelSpec, *names: str) -> None:
+    """Each set field a finite number, stored as a float (500000 and 500000.0 are one value)."""
+    for name in names:
         value = getattr(model, name)
         if value is None:
             continue
@@ -28,7 +27,13 @@ def check_rotary(model: ModelSpec) -> None:
             raise SpecError(f"{name}={value!r} must be a number", field=name)
         if not math.isfinite(value):
             raise SpecError(f"{name}={value} must be finite", field=name)
-        object.__setattr__(model, name, float(value))  # 500000 and 500000.0 are one value
+        object.__setattr__(model, name, float(value))
+
+
+def check_rotary(model: ModelSpec) -> None:
+    """Rotary settings: numbers in range, and only where Megatron reads them."""
+    _finite_floats(model, "rotary_base", "rotary_percent", "rope_scaling_factor",
+                   "rotary_scaling_factor", "mscale", "mscale_all_dim")  # fmt: skip
     if not isinstance(model.use_rope_scaling, bool):
         raise SpecError(
             f"use_rope_scaling={model.use_rope_scaling!r} must be true or false",
@@ -186,3 +191,89 @@ def check_model(model: ModelSpec) -> None:
         if not 0.0 <= value < 1.0:
             raise SpecError(f"{name}={value} must be in [0, 1)", field=name)
     check_rotary(model)
+    check_activation(model)
+    check_attention_window(model)
+
+
+def _flag(model: ModelSpec, name: str) -> bool:
+    value = getattr(model, name)
+    if not isinstance(value, bool):
+        raise SpecError(f"{name}={value!r} must be true or false", field=name)
+    return value
+
+
+def check_activation(model: ModelSpec) -> None:
+    """One MLP activation (Megatron's --swiglu, --quick-geglu and --squared-relu exclude each
+    other; none of them is GeLU), and the GLU offset and clamp only where they apply."""
+    chosen = [n for n in ("swiglu", "quick_geglu", "squared_relu") if _flag(model, n)]
+    if len(chosen) > 1:
+        raise SpecError(
+            f"{' and '.join(chosen)} are all set; an MLP has one activation: set only one of "
+            "swiglu, quick_geglu, squared_relu (none of them means GeLU); GPT-OSS is quick_geglu "
+            "with swiglu false",
+            field=chosen[1],
+        )
+    _finite_floats(model, "glu_linear_offset", "activation_func_clamp_value")
+    clamp = model.activation_func_clamp_value
+    if model.glu_linear_offset != 0.0 and not model.gated_linear_unit:
+        raise SpecError(
+            f"glu_linear_offset={model.glu_linear_offset:g} applies to a gated MLP "
+            "(act(gate) x (linear + offset)); set swiglu or quick_geglu, or leave it 0",
+            field="glu_linear_offset",
+        )
+    if clamp is not None:
+        if clamp <= 0:
+            raise SpecError(
+                f"activation_func_clamp_value={clamp:g} must be positive (GPT-OSS: 7.0), or "
+                "null for no clamp",
+                field="activation_func_clamp_value",
+            )
+        if not model.quick_geglu:  # catalog-facts §1.3 states it with --quick-geglu only
+            raise SpecError(
+                "activation_func_clamp_value is a quick-GeGLU setting (GPT-OSS: --quick-geglu "
+                "--activation-func-clamp-value 7.0); set quick_geglu, or leave it null",
+                field="activation_func_clamp_value",
+            )
+
+
+def check_attention_window(model: ModelSpec) -> None:
+    """Sliding window as Megatron's (left, right) pair of non-negative token counts, its skip
+    frequency >= 1 and only with a window, and a known softmax type (catalog-facts §1.6)."""
+    window = model.window_size
+    if window is not None:
+        if isinstance(window, list):  # JSON has no tuples
+            window = tuple(window)
+            object.__setattr__(model, "window_size", window)
+        if not isinstance(window, tuple) or len(window) != 2:
+            raise SpecError(
+                f"window_size={window!r} must be a pair [left, right] of token counts "
+                "(GPT-OSS: [127, 0], a 128-token window), or null for full attention",
+                field="window_size",
+            )
+        for side, value in zip(("left", "right"), window, strict=True):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SpecError(
+                    f"window_size {side}={value!r} must be an integer >= 0 (a query sees "
+                    "itself and `left` previous tokens; GPT-OSS: [127, 0])",
+                    field="window_size",
+                )
+    freq = model.window_attn_skip_freq
+    if freq is not None:
+        if isinstance(freq, bool) or not isinstance(freq, int) or freq < 1:
+            raise SpecError(
+                f"window_attn_skip_freq={freq!r} must be an integer >= 1 (N-1 windowed layers "
+                "then one full; GPT-OSS: 2), or null for every layer windowed",
+                field="window_attn_skip_freq",
+            )
+        if window is None:
+            raise SpecError(
+                "window_attn_skip_freq needs window_size (it says which layers are windowed); "
+                "set window_size or leave it null",
+                field="window_attn_skip_freq",
+            )
+    if model.softmax_type not in ("vanilla", "off-by-one", "learnable"):
+        raise SpecError(
+            f"softmax_type={model.softmax_type!r} is not supported; use 'vanilla', "
+            "'off-by-one' or 'learnable' (attention sinks, GPT-OSS)",
+            field="softmax_type",
+        )

@@ -69,7 +69,7 @@ def _module_bytes(
         copies = tok / shard * etp * model.moe_router_topk * imbalance
         out["expert_fc1"] = _sized(copies * h, linear)  # permuted hidden per routed copy (§6.3)
         # the activation's input is FC1's output: 2 F_e per copy with SwiGLU (§6.3)
-        width = (2 if model.swiglu else 1) * model.expert_ffn_hidden_size / etp
+        width = (2 if model.gated_linear_unit else 1) * model.expert_ffn_hidden_size / etp
         out["moe_act"] = _sized(copies * width)
     return out
 

@@ -25,6 +25,8 @@ INTRA_NODE_TOPOLOGIES: tuple[IntraNodeTopology, ...] = ("switch", "mesh")
 Recompute = Literal["none", "selective", "full"]
 OptimizerSharding = Literal["none", "optimizer", "full"]
 MoeDispatcher = Literal["alltoall", "flex"]
+SoftmaxType = Literal["vanilla", "off-by-one", "learnable"]  # --softmax-type, catalog-facts §1.6
+SOFTMAX_TYPES: tuple[SoftmaxType, ...] = ("vanilla", "off-by-one", "learnable")
 _T = TypeVar("_T")
 
 RECOMPUTE_CHOICES: tuple[Recompute, ...] = ("none", "selective", "full")
@@ -94,7 +96,15 @@ class ModelSpec:
     max_position_embeddings: int | None = None
     """``--max-position-embeddings``; None means 'as long as the job's sequence'."""
     swiglu: bool = True
-    """Gated SiLU MLP (``--swiglu``); False means GeLU with one FC1."""
+    """Gated SiLU MLP (``--swiglu``); False with no other activation set means GeLU."""
+    quick_geglu: bool = False
+    """Gated quick-GELU MLP (``--quick-geglu``), 3 matrices as SwiGLU (GPT-OSS, facts §1.3)."""
+    squared_relu: bool = False
+    """Squared-ReLU MLP (``--squared-relu``), not gated (Nemotron-4, catalog-facts pitfall 14)."""
+    glu_linear_offset: float = 0.0
+    """act(gate) x (linear + offset) of a gated MLP (``--glu-linear-offset``; GPT-OSS 1.0)."""
+    activation_func_clamp_value: float | None = None
+    """Quick-GeGLU input clamp (``--activation-func-clamp-value``; GPT-OSS 7.0); None: none."""
     normalization: Normalization = "RMSNorm"
     position_embedding_type: PositionEmbedding = "rope"
     untie_embeddings_and_output_weights: bool = True
@@ -106,6 +116,14 @@ class ModelSpec:
     """RMSNorm on Q and K per head (Qwen3, OLMo2)."""
     hidden_dropout: float = 0.0
     attention_dropout: float = 0.0
+    # --- sliding-window attention and attention sinks (catalog-facts §1.6) -------------------
+    window_size: tuple[int, int] | None = None
+    """Sliding window (``--window-size L,R``): a query sees itself and L previous tokens
+    (GPT-OSS: (127, 0), catalog-facts pitfall 11). None: full attention in every layer."""
+    window_attn_skip_freq: int | None = None
+    """N-1 windowed layers, then one full (``--window-attn-skip-freq N``; GPT-OSS 2); None: all."""
+    softmax_type: SoftmaxType = "vanilla"
+    """``--softmax-type``: 'learnable' = one learned sink per query head (GPT-OSS)."""
     # --- mixture of experts -------------------------------------------------------------------
     num_experts: int | None = None
     """Routed experts (``--num-experts``); None for a dense model."""
@@ -170,6 +188,11 @@ class ModelSpec:
         if self.kv_channels is not None:
             return self.kv_channels
         return self.hidden_size // self.num_attention_heads
+
+    @property
+    def gated_linear_unit(self) -> bool:
+        """A gated MLP (SwiGLU or quick-GeGLU): FC1 is 2F wide, three matrices (§5.3 phi = 3)."""
+        return self.swiglu or self.quick_geglu
 
     @property
     def expert_ffn_hidden_size(self) -> int:

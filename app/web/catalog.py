@@ -153,8 +153,23 @@ def catalog_models(request: Request, backend: Backend) -> Response:
     return page(request, backend, "models", extra)
 
 
-def _spec_rows(spec: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(k, json.dumps(v)) for k, v in spec.items() if k != "sources"]
+SPEC_HELP = {  # the attention/activation variants a config.json sets (catalog-facts §1.3, §1.6)
+    "window_size": "Sliding window [left, right] (--window-size): a query sees itself and "
+    "`left` previous tokens; HF sliding_window 128 is [127, 0]. null: full attention.",
+    "window_attn_skip_freq": "--window-attn-skip-freq N: N-1 windowed layers then one full "
+    "layer (gpt-oss: 2). null: every layer windowed when a window is set.",
+    "softmax_type": "--softmax-type: 'learnable' = one learned attention sink per query head "
+    "(gpt-oss), 'off-by-one' = a constant 1 in the softmax denominator, 'vanilla' = none.",
+    "quick_geglu": "--quick-geglu: gated quick-GELU MLP, 3 matrices like SwiGLU (gpt-oss).",
+    "squared_relu": "--squared-relu: squared-ReLU MLP, not gated (2 matrices).",
+    "glu_linear_offset": "--glu-linear-offset: act(gate) x (linear + offset); gpt-oss 1.0.",
+    "activation_func_clamp_value": "--activation-func-clamp-value: clamp of the quick-GeGLU "
+    "input; gpt-oss 7.0. null: no clamp.",
+}
+
+
+def _spec_rows(spec: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(k, json.dumps(v), SPEC_HELP.get(k, "")) for k, v in spec.items() if k != "sources"]
 
 
 @router.post("/catalog/models", response_class=HTMLResponse)

@@ -18,6 +18,7 @@ from planner.megatron.memory_flags import (
     parsed_memory_fields,
 )
 from planner.megatron.stack_flags import add_stack_arguments, parsed_stack_fields
+from planner.megatron.variant_flags import add_variant_arguments, parsed_variant_fields
 from planner.specs import Layout, OptimizerSharding, Recompute, SpecError
 
 
@@ -66,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         "--sequence-parallel", "--tp-comm-overlap", "--use-distributed-optimizer",
         "--use-torch-fsdp2",
         "--overlap-grad-reduce", "--overlap-param-gather", "--group-query-attention",
-        "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear",
+        "--untie-embeddings-and-output-weights", "--disable-bias-linear",
         "--add-qkv-bias", "--qk-layernorm", "--moe-grouped-gemm", "--multi-latent-attention",
         "--bf16", "--recompute-activations", "--account-for-embedding-in-pipeline-split",
         "--account-for-loss-in-pipeline-split", "--moe-router-pre-softmax",
@@ -88,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--attention-backend", default=None)  # absent: env or auto (stack_flags)
     add_stack_arguments(p)
     add_memory_arguments(p)
+    add_variant_arguments(p)
     return p
 
 
@@ -163,7 +165,6 @@ def _model_fields(ns: argparse.Namespace) -> dict[str, Any]:
         "num_query_groups": ns.num_query_groups if ns.group_query_attention else None,
         "kv_channels": ns.kv_channels,
         "max_position_embeddings": ns.max_position_embeddings,
-        "swiglu": ns.swiglu,
         "normalization": ns.normalization,
         "position_embedding_type": ns.position_embedding_type,
         "untie_embeddings_and_output_weights": ns.untie_embeddings_and_output_weights,
@@ -192,6 +193,7 @@ def _model_fields(ns: argparse.Namespace) -> dict[str, Any]:
         "rotary_scaling_factor": ns.rotary_scaling_factor if yarn else None,
         "mscale": ns.mscale if yarn else None,
         "mscale_all_dim": ns.mscale_all_dim if yarn else None,
+        **parsed_variant_fields(ns),  # activation, sliding window, softmax type
     }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from planner.fp8_recipes import effective_recipe, unset_recipe_note
 from planner.megatron.memory_flags import fp8_param_gather_on, memory_args, recompute_args
 from planner.megatron.stack_flags import stack_args, stack_env
+from planner.megatron.variant_flags import variant_args
 from planner.megatron.version_flags import dispatcher_args, fp8_recipe_args, graph_args, vpp_args
 from planner.model.flops import VOCAB_DIVISIBLE_BY, padded_vocab
 from planner.model.pipeline import pipeline_flags
@@ -143,8 +144,7 @@ def _shape_args(model: ModelSpec) -> list[str]:
         args += ["--group-query-attention", "--num-query-groups", str(model.num_query_groups)]
     if model.kv_channels is not None:
         args += ["--kv-channels", str(model.kv_channels)]
-    if model.swiglu:
-        args.append("--swiglu")
+    args += variant_args(model)  # activation, sliding window, softmax type
     args += ["--normalization", model.normalization]
     args += ["--position-embedding-type", model.position_embedding_type]
     args += _rotary_args(model)

@@ -80,7 +80,8 @@ class ActivationShape:
 
 def _mlp_saved_per_token(model: ModelSpec, ffn: int, *, swiglu_fused: bool) -> float:
     """Bytes per token (before TP) for FC1 output, activation output and FC2 input."""
-    if model.swiglu:
+    if model.gated_linear_unit:
+        # quick-GeGLU is priced as SwiGLU: no sheet states what its kernel saves [inferred]
         # FC1 output is gate+up (2F); the fused bias-SwiGLU keeps only it and the FC2 input,
         # the unfused form also keeps the SiLU output (Fujii §5.1 counts 4 x 2sbF)
         return BF16 * ffn * (2 + 1 + (0 if swiglu_fused else 1))
@@ -117,6 +118,8 @@ def _attention(
         saved = saved + BF16 * tok * (2 * q_per_rank + 2 * kv_per_rank)
         if model.qk_layernorm:
             saved = saved + BF16 * tok * (q_per_rank + kv_per_rank)  # pre-norm Q and K
+    # sliding windows change neither: flash keeps O(s) either way, and the unfused path masks a
+    # full s x s score matrix (planner.performance.compute.unfused_scores_time) [inferred]
     if flash_attention:
         core = FP32 * tok * a / t  # softmax log-sum-exp per head and query
     else:
@@ -232,7 +235,7 @@ def backward_workspace(
     gradient (2 x 2sbh); the larger of the dense and MoE cases counts.
     """
     tok, t = shape.tokens, shape.t
-    phi = 3.0 if model.swiglu else 2.0  # FC1 output (1 or 2 F) plus FC2 input (F)
+    phi = 3.0 if model.gated_linear_unit else 2.0  # FC1 output (1 or 2 F) plus FC2 input (F)
     dense = BF16 * tok * phi * model.ffn_hidden_size / t
     if model.is_moe:
         routed = routed_tokens(model, shape, moe_imbalance)

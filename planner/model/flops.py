@@ -3,6 +3,11 @@
 3x forward GEMM FLOPs (forward, wgrad, dgrad), 2 FLOPs per multiply-add, causal attention halved,
 no recompute factor, router/norm/element-wise FLOPs not counted. The only layout dependence is
 the padded vocabulary, which grows with tp (megatron-facts §3.4).
+
+Sliding-window layers are counted as full causal layers: §5 states no window term (S2 · L_att
+· core for every standard-attention layer), so the model TFLOP/s metric keeps Megatron's
+convention, not the work done. The step time prices the pairs a window computes
+(planner.model.attention_window, planner.performance.windowed_attention).
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def _token_linear_flops(model: ModelSpec) -> float:
     """FLOPs per token that do not depend on V or s: MLP, attention projections and MTP extras."""
     h = model.hidden_size
     a = model.num_attention_heads
-    phi = 3 if model.swiglu else 2  # ffn multiplier (megatron-facts §5.3)
+    phi = 3 if model.gated_linear_unit else 2  # ffn multiplier (megatron-facts §5.3)
     n_dense, n_moe = _layer_counts(model)
     routed = model.expert_ffn_hidden_size * model.moe_router_topk * phi if model.is_moe else 0
     shared = model.shared_expert_ffn_hidden_size * phi if model.is_moe else 0

@@ -6,7 +6,8 @@ classes; the Megatron meaning of each field is in ``planner/specs.py``. RoPE set
 rotary fields: ``rope_theta`` to rotary_base (the transformers default of the model type when the
 key is absent), ``partial_rotary_factor`` to rotary_percent, ``rope_scaling`` of type 'llama3' to
 use_rope_scaling and rope_scaling_factor, and of type 'yarn' to rotary_scaling_factor, mscale and
-mscale_all_dim. Features that a ModelSpec cannot express (sliding windows, attention sinks, YaRN
+mscale_all_dim. Sliding windows, GPT-OSS's attention sinks and activation are read by
+:mod:`planner.model.hf_variants`. Features that a ModelSpec cannot express (YaRN
 beta/original-length details, router settings) are dropped, and the returned spec's ``sources``
 says so.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from planner.model.hf_variants import gpt_oss_variant_fields, window_fields
 from planner.specs import ModelSpec, PositionEmbedding, SpecError
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "model_from_hf_config"]
@@ -246,6 +248,11 @@ def _llama(cfg: _Config) -> dict[str, Any]:
     return _dense_fields(cfg)
 
 
+def _mistral(cfg: _Config) -> dict[str, Any]:
+    fields = _llama(cfg)
+    return fields | window_fields(cfg.data, cfg.model_type, fields["num_layers"])
+
+
 def _mixtral(cfg: _Config) -> dict[str, Any]:
     _check_gated_silu(cfg)
     fields = _dense_fields(cfg)
@@ -342,8 +349,9 @@ def _gpt_oss(cfg: _Config) -> dict[str, Any]:
     fields = _dense_fields(cfg)
     topk_key = "num_experts_per_tok" if cfg.has("num_experts_per_tok") else "experts_per_token"
     fields.update(
-        # Clamped SwiGLU variant: gated, three matrices, SwiGLU's cost (catalog-facts §1.3).
-        swiglu=True,
+        # clamped quick-GeGLU and learned attention sinks (catalog-facts §1.3, §1.6)
+        **gpt_oss_variant_fields(cfg.data),
+        **window_fields(cfg.data, cfg.model_type, fields["num_layers"]),
         add_bias_linear=True,  # QKV, output projection, router and experts carry biases
         add_qkv_bias=cfg.flag("attention_bias", True),
         num_experts=cfg.integer("num_local_experts"),
@@ -355,7 +363,7 @@ def _gpt_oss(cfg: _Config) -> dict[str, Any]:
 
 _PARSERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
     "llama": _llama,
-    "mistral": _llama,
+    "mistral": _mistral,
     "mixtral": _mixtral,
     "qwen2": _qwen2,
     "qwen2_moe": lambda cfg: _qwen_moe(cfg, qwen3=False),
@@ -368,11 +376,9 @@ _PARSERS: dict[str, Callable[[_Config], dict[str, Any]]] = {
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(_PARSERS)
 
 _NOT_EXPRESSED = {
-    "mistral": "sliding_window (if set) is not modelled",
     "deepseek_v3": "router settings (sigmoid, groups, scaling) and the YaRN original length and "
     "beta_fast/beta_slow are not modelled",
-    "gpt_oss": "alternating 128-token sliding window, attention sinks, the clamped activation and "
-    "the YaRN original length and beta_fast/beta_slow are not modelled",
+    "gpt_oss": "the YaRN original length and beta_fast/beta_slow are not modelled",
 }
 
 

@@ -2,10 +2,11 @@
 
 Follows Megatron's ``compute_weight_and_optimizer_memory`` (megatron-facts §4.1) and goes past it
 where Megatron is silent: linear biases (``add_bias_linear`` / ``add_qkv_bias``), learned absolute
-position embeddings (max_positions x h), QK-norm weights and the MTP block's eh-projection and
-norms are all counted. Each layer's parameters are split into the part that tensor parallelism
-shards, the part every TP rank replicates (norms, router, MLA down-projections) and the routed
-experts (sharded by expert parallelism), because memory needs that split.
+position embeddings (max_positions x h), QK-norm weights, learned attention sinks (a per layer)
+and the MTP block's eh-projection and norms are all counted. Each layer's parameters are split
+into the part that tensor parallelism shards, the part every TP rank replicates (norms, router,
+MLA down-projections) and the routed experts (sharded by expert parallelism), because memory
+needs that split.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def norm_params(model: ModelSpec, width: int) -> int:
 def mlp_params(model: ModelSpec, ffn: int) -> int:
     """2*h*F*gamma with gamma = 3/2 for SwiGLU (megatron-facts §4.1), plus biases if enabled."""
     h = model.hidden_size
-    fc1_out = 2 * ffn if model.swiglu else ffn
+    fc1_out = 2 * ffn if model.gated_linear_unit else ffn
     weights = h * fc1_out + ffn * h
     biases = fc1_out + h if model.add_bias_linear else 0
     return weights + biases
@@ -128,7 +129,10 @@ def attention_params(model: ModelSpec) -> tuple[int, int]:
     """(all attention parameters, the TP-replicated part), megatron-facts §4.1."""
     h = model.hidden_size
     a = model.num_attention_heads
+    # the output projection's bias, and the learned attention sinks: one scalar per query head
+    # (catalog-facts §1.6), split over TP with the heads [inferred]
     out_bias = h if model.add_bias_linear else 0
+    out_bias += a if model.softmax_type == "learnable" else 0
     if model.multi_latent_attention:
         d_qk = model.qk_head_dim or 0
         d_rope = model.qk_pos_emb_head_dim or 0

@@ -121,7 +121,7 @@ def _gqa_attention(model: ModelSpec) -> tuple[list[Gemm], float, float]:
 def layer_shapes(model: ModelSpec) -> LayerShapes:
     """GEMM list and parameter counts of each layer type (megatron-facts §4.1 and §5.3)."""
     h = float(model.hidden_size)
-    phi = 3.0 if model.swiglu else 2.0  # megatron-facts §5.3: SwiGLU FC1 is 2F wide
+    phi = 3.0 if model.gated_linear_unit else 2.0  # megatron-facts §5.3: SwiGLU FC1 is 2F wide
     fc1_mult = phi - 1.0
     attention = _mla_attention if model.multi_latent_attention else _gqa_attention
     attn, core, attention_params = attention(model)

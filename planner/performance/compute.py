@@ -31,6 +31,7 @@ from planner.performance.moe_compute import GemmRate, router_time
 from planner.performance.moe_kernels import router_region_kernels
 from planner.performance.ring_attention import CpAttentionTime
 from planner.performance.unfused_attention import forward_fraction, unfused_score_seconds
+from planner.performance.windowed_attention import mix_windowed_core
 from planner.space import comm_flags
 from planner.specs import ModelSpec
 from planner.stack_settings import loss_kernel
@@ -96,7 +97,9 @@ def elementwise_bytes_per_token(
         shared = shared + 2 * 5 * h / sp_div
     if model.position_embedding_type in ("rope", "yarn") and not model.multi_latent_attention:
         shared = shared + 4 * (model.num_attention_heads + model.query_groups) * model.head_dim / t
-    act = 6.0 if model.swiglu else 4.0
+    # quick-GeGLU's clamp and offset are fused into the same pass: no sheet gives its bytes, so
+    # SwiGLU's 6F [inferred]; squared ReLU as GeLU's 4F (one input, one output)
+    act = 6.0 if model.gated_linear_unit else 4.0
     dense = shared + act * model.ffn_hidden_size / t
     moe = shared.copy()
     if model.is_moe:
@@ -108,7 +111,7 @@ def elementwise_bytes_per_token(
         c = 2.0 * cast_bytes_factor(recipe)  # fitted 6 B per element / the caller's 3
         q = model.num_attention_heads * model.head_dim
         qkv_out = q + 2 * model.query_groups * model.head_dim
-        fc1 = (2.0 if model.swiglu else 1.0) + 1.0  # FC1 output (2F with SwiGLU) + FC2 input F
+        fc1 = (2.0 if model.gated_linear_unit else 1.0) + 1.0  # FC1 out (2F if gated) + FC2 in F
         # attention: QKV in h + out qkv/t, proj in q/t + out h; MLP: FC1 in h, FC2 out h
         attn_casts = c * (2 * h / sp_div + (qkv_out + q) / t)
         mlp_h = c * 2 * h / sp_div
@@ -217,7 +220,8 @@ def loss_time(ctx: StepContext) -> FloatArray:
 
 
 def core_attention_time(ctx: StepContext, ring: CpAttentionTime | None = None) -> FloatArray:
-    """Forward seconds of one layer's core attention (flash attention, performance-facts §4)."""
+    """Forward seconds of one layer's core attention (flash attention, performance-facts §4),
+    the mean over full and sliding-window layers (planner.performance.windowed_attention)."""
     prof, gpu, tokens, tp, s = ctx.profile, ctx.gpu, ctx.tokens, ctx.tp, ctx.seq
     chunk = s / ctx.cp
     attn_eff = prof.attention_efficiency * chunk / (chunk + prof.attention_half_seq)
@@ -226,12 +230,15 @@ def core_attention_time(ctx: StepContext, ring: CpAttentionTime | None = None) -
     # cp > 1: the ring's c calls of 2c blocks instead of one s / c chunk (context_parallel)
     full_eff = prof.attention_efficiency * s / (s + prof.attention_half_seq)
     core = core * cp_core_factor(ctx, attn_eff, full_eff, ring)
+    core = mix_windowed_core(ctx, core, core_flop)
     return np.asarray(core + unfused_scores_time(ctx) / 3.0, np.float64)
 
 
 def unfused_scores_time(ctx: StepContext) -> FloatArray:
     """Forward + backward seconds of one layer's score-matrix traffic: a/t heads x s keys per
-    token through HBM with ``--attention-backend unfused`` (none with flash/fused attention)."""
+    token through HBM with ``--attention-backend unfused`` (none with flash/fused attention).
+    A windowed layer is the same: the unfused path computes the full s x s scores and masks
+    them [inferred: no sheet prices a windowed unfused kernel]."""
     if ctx.job.attention_backend != "unfused":
         return np.zeros_like(ctx.tokens)
     return unfused_score_seconds(

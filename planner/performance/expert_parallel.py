@@ -144,7 +144,7 @@ def routed_expert_parts(ctx: StepContext) -> RoutedParts:
             local_experts=local_experts,
             hidden=ctx.hidden,
             expert_ffn=model.expert_ffn_hidden_size / shard,
-            gated=model.swiglu,
+            gated=model.gated_linear_unit,
             path=effective_kernel(ctx.job),  # None: TE default until chosen
             imbalance=ctx.job.moe_imbalance,
         )

@@ -7,8 +7,10 @@ prices every type the rules allow (``planner.space.cp_comm_rules.valid_cp_comm``
 distinct (tp, cp, micro-batch) and gives each open layout the type with the least attention +
 exposed communication + correction time per layer (``CpAttentionTime.total_s``). Where no ring
 model applies (no collective curves, no attention-kernel prior, MLA), layouts keep Megatron's
-default, p2p. all_gather holds the full-sequence K/V (planner.memory.context_parallel), so given
-the memory options the choice keeps only the types the layout still fits with.
+default, p2p. A model with sliding-window attention gets all_gather, the only type stated to
+support windows (planner.space.cp_comm_rules). all_gather holds the full-sequence K/V
+(planner.memory.context_parallel), so given the memory options the choice keeps only the types
+the layout still fits with.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def choose_cp_comm(
     open_rows = np.flatnonzero((codes == CP_COMM_AUTO) & (batch.cp > 1))
     if len(open_rows) == 0:
         return batch
+    if model.window_size is not None:  # the one type with sliding windows (cp_comm_rules)
+        stated = codes.copy()
+        stated[open_rows] = ALL_GATHER
+        return replace(batch, cp_comm_type=stated)
     keys = np.stack([batch.tp[open_rows], batch.cp[open_rows], batch.micro_batch_size[open_rows]])
     uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
     k, n_types = uniq.shape[1], len(CP_COMM_TYPES)

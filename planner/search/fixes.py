@@ -58,6 +58,8 @@ _FIXES = {
     "cp_a2a_heads_divisible": "Leave the CP communication type to the planner (or p2p), or fix "
     "CP to a divisor of the heads per TP rank.",
     "cp_a2a_p2p_hierarchical": "Leave the CP communication type to the planner (or p2p, a2a).",
+    "cp_window_needs_all_gather": "Leave the CP communication type to the planner (or "
+    "all_gather), or use CP = 1: this model has sliding-window attention.",
     "fine_offload_not_with_legacy": "Set activation_offload_layers to 0 when offloading modules.",
     "fine_offload_moe_modules": "Offload expert_fc1/moe_act only for a MoE model, without "
     "'moe' among the recompute modules.",

@@ -10,6 +10,9 @@
 * Every non-default type needs Megatron core >= 0.10 and TE >= 1.10 / 1.11 / 1.12 for
   all_gather / a2a / a2a+p2p (mechanisms-facts §1.6, §9 version table): a version note, not a
   rule, since the planner does not know the user's container.
+* Sliding-window attention with cp > 1 needs ``all_gather``: mechanisms-facts §1.3 says the
+  all-gather implementation "Supports sliding windows (FusedAttention or FA3)" and states no such
+  support for p2p or a2a [inferred from §1.3].
 * Multi-latent attention is priced by the generic ring fallback whatever the type
   (:mod:`planner.performance.context_parallel`); no rule here, none in the facts sheets.
 """
@@ -54,7 +57,15 @@ def valid_cp_comm(
     model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch, code: int
 ) -> BoolArray:
     """Where the layouts of ``batch`` may run the CP type of ``code`` (an index of CP_COMM_TYPES);
-    p2p and all_gather everywhere, a2a and a2a+p2p by the rules of the module docstring."""
+    p2p and all_gather everywhere, a2a and a2a+p2p by the rules of the module docstring, and
+    only all_gather for a model with sliding windows."""
+    ok = _heads_allow(model, cluster, batch, code)
+    if model.window_size is not None and code != ALL_GATHER:
+        ok = ok & (batch.cp <= 1)
+    return np.asarray(ok, np.bool_)
+
+
+def _heads_allow(model: ModelSpec, cluster: ClusterSpec, batch: LayoutBatch, code: int) -> Any:
     tp, cp = batch.tp, batch.cp
     a, g = _heads(model, tp)
     if code == A2A:
@@ -67,7 +78,7 @@ def valid_cp_comm(
 
 
 def _a2a_check(ctx: Ctx) -> BoolArray:
-    ok = valid_cp_comm(ctx.model, ctx.cluster, ctx.batch, A2A)
+    ok = _heads_allow(ctx.model, ctx.cluster, ctx.batch, A2A)
     return np.asarray((_codes(ctx) == A2A) & (ctx.batch.cp > 1) & ~ok, np.bool_)
 
 
@@ -82,7 +93,7 @@ def _a2a_explain(ctx: Ctx, i: int) -> str:
 
 
 def _hier_check(ctx: Ctx) -> BoolArray:
-    ok = valid_cp_comm(ctx.model, ctx.cluster, ctx.batch, A2A_P2P)
+    ok = _heads_allow(ctx.model, ctx.cluster, ctx.batch, A2A_P2P)
     return np.asarray((_codes(ctx) == A2A_P2P) & (ctx.batch.cp > 1) & ~ok, np.bool_)
 
 
@@ -98,8 +109,29 @@ def _hier_explain(ctx: Ctx, i: int) -> str:
     )
 
 
+def _window_check(ctx: Ctx) -> BoolArray:
+    if ctx.model.window_size is None:
+        return np.zeros(len(ctx.batch), dtype=np.bool_)
+    return np.asarray((_codes(ctx) != ALL_GATHER) & (ctx.batch.cp > 1), np.bool_)
+
+
+def _window_explain(ctx: Ctx, i: int) -> str:
+    code = int(_codes(ctx)[i])
+    left, right = ctx.model.window_size or (0, 0)
+    return (
+        f"the model uses sliding-window attention (window_size=[{left}, {right}]); with "
+        f"cp={ctx.value('cp', i)} only cp_comm_type 'all_gather' supports sliding windows "
+        f"[inferred from mechanisms-facts §1.3], not {CP_COMM_TYPES[code]!r}: set "
+        "cp_comm_type='all_gather' or cp=1"
+    )
+
+
 _S = "megatron-facts §2.3 rules 24-25; mechanisms-facts §1.4-1.6"
 CP_COMM_RULES: tuple[tuple[str, str, str, Any, Any], ...] = (
+    ("cp_window_needs_all_gather",
+     "sliding-window attention with cp > 1 needs cp_comm_type='all_gather'",
+     "megatron-facts §1.1 (--cp-comm-type); mechanisms-facts §1.3 [inferred]",
+     _window_check, _window_explain),
     ("cp_a2a_heads_divisible", "cp_comm_type='a2a' needs cp to divide the heads per TP rank",
      _S, _a2a_check, _a2a_explain),
     ("cp_a2a_p2p_hierarchical",

@@ -61,7 +61,7 @@ def count_params(
         if attention_sinks:
             attn += a
     norms = (2 + extra_norms_per_layer) * h * per_norm
-    mats = 3 if m.swiglu else 2
+    mats = 3 if m.swiglu or m.quick_geglu else 2  # gated MLPs have three matrices
 
     def mlp(f: int) -> int:
         p = mats * h * f
@@ -98,12 +98,13 @@ def count_params(
 
 
 def counts_for(slug: str) -> Counts:
-    # Grok-1 has four RMSNorms per layer (catalog-facts §1.7) and GPT-OSS has one attention sink
-    # per head and a router bias (§1.6, §1.4): details a ModelSpec does not carry.
+    # Grok-1 has four RMSNorms per layer (catalog-facts §1.7) and GPT-OSS a router bias (§1.4):
+    # details a ModelSpec does not carry. GPT-OSS's sinks (§1.6) are its softmax_type.
+    model = load_model(slug)
     return count_params(
-        load_model(slug),
+        model,
         extra_norms_per_layer=2 if slug == "grok-1" else 0,
-        attention_sinks=slug == "gpt-oss-120b",
+        attention_sinks=model.softmax_type == "learnable",
         router_bias=slug == "gpt-oss-120b",
     )
 

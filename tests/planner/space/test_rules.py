@@ -145,6 +145,7 @@ def test_every_rule_has_a_breaking_case() -> None:
 
     covered = {c[0] for c in CASES} | {"sizes_positive", "query_groups_vs_tp"} | MEMORY_RULE_IDS
     covered |= {"cp_a2a_heads_divisible", "cp_a2a_p2p_hierarchical"}  # test_cp_comm_type.py
+    covered |= {"cp_window_needs_all_gather"}  # test_attention_window_cp.py
     covered |= {"moe_grouped_gemm_kernel_supported"}  # test_stack_rules.py
     covered |= {"fp8_recipe_supported_on_gpu"}  # tests/planner/test_fp8_recipes.py
     covered |= {"stack_version_has_setting"}  # test_version_rules.py
