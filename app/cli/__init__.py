@@ -35,6 +35,7 @@ def _planner() -> None:
     # the commands come from PlannerGroup (app/cli/lazy.py); a callback makes Typer build a group
     return None
 
+
 def main() -> None:
     import logging
 

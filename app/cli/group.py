@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from typer.core import TyperGroup
+from typer._click.exceptions import NoArgsIsHelpError, NoSuchOption, UsageError
+from typer.core import HAS_RICH, TyperGroup
 
 from app.cli import lazy
 from app.cli.errors import CleanErrors
+from app.cli.group_help import can_draw, print_group_help
 from app.cli.help import make_help_readable
 from app.cli.number_types import plain_numbers
+from app.cli.suggest import closest, did_you_mean, suggest_options
 
 
 class PlannerGroup(CleanErrors, TyperGroup):
@@ -34,9 +37,40 @@ class PlannerGroup(CleanErrors, TyperGroup):
             return lazy.summary(cmd_name)
         return lazy.build(cmd_name)
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return self._click_resolve_command(ctx, args)
+        except UsageError as exc:  # Typer's suggestion looks at self.commands: empty until built
+            names = closest(args[0], self.list_commands(ctx)) if args else []
+            if names:
+                exc.message = f"{exc.message.rstrip('.')}. {did_you_mean([repr(n) for n in names])}"
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoSuchOption as exc:  # any command's unknown option (app/cli/suggest.py)
+            suggest_options(exc)
+            raise
+
+    def _draws_own_help(self, ctx: Any) -> bool:
+        return HAS_RICH and self.rich_markup_mode == "rich" and can_draw(self, ctx)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        bare = not args and self.no_args_is_help and not ctx.resilient_parsing
+        if bare and self._draws_own_help(ctx):  # Typer's NoArgsIsHelpError loads its help module
+            self.format_help(ctx, None)
+            ctx.exit(NoArgsIsHelpError.exit_code)  # 2, as Typer exits
+        return super().parse_args(ctx, args)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True
         try:
-            super().format_help(ctx, formatter)
+            if self._draws_own_help(ctx):
+                # Typer's help module alone would double the start-up (app/cli/group_help.py)
+                names = self.list_commands(ctx)
+                print_group_help(self, ctx, [self.get_command(ctx, name) for name in names])
+            else:
+                super().format_help(ctx, formatter)
         finally:
             self._listing = False

@@ -40,7 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "List the service's batches, newest first: status, jobs finished and failed, names.",
     ),
     "serve": ("app.cli.service", "Run the HTTP API (migrates and seeds the database at start-up)."),
-    "migrate": ("app.cli.service", "Bring the database (PLANNER_DATABASE_URL) to the latest schema."),
+    "migrate": (
+        "app.cli.service",
+        "Bring the database (PLANNER_DATABASE_URL) to the latest schema.",
+    ),
     "submit": (
         "app.cli.service",
         "Send a plan request to a running server (same options as `planner plan`).",
