@@ -8,6 +8,7 @@ command of a click group in place, once, when the CLI is built.
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ def _metavar(command: str, param: Any) -> str | None:
     if command in LIST_COMMANDS and name in MULTI_VALUE:
         return "N|LIST"
     annotation = param.type_descriptor.annotation
+    if typing.get_origin(annotation) in (list, tuple):  # a repeatable option: its item's type
+        annotation = next(iter(typing.get_args(annotation)), str)
     if isinstance(annotation, type) and issubclass(annotation, Path):
         return "PATH"
     return TYPE_NAMES.get(annotation)
