@@ -274,16 +274,14 @@ def _read_file(path: Path) -> Any:
     # numbers in plain decimal only: YAML 1.1 read 'hidden_size: 8_192' as 8192 (plain_yaml.py)
     from models_db.plain_yaml import NumberFormError, load_json, load_yaml
 
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml  # only needed for YAML specs
-
-        try:
-            return load_yaml(text)
-        except NumberFormError as exc:
-            raise SpecError(f"{path}: {exc}", field=exc.key) from None
-        except yaml.YAMLError as exc:
-            raise SpecError(f"{path} is not valid YAML: {exc}") from None
     try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml  # only needed for YAML specs
+
+            try:
+                return load_yaml(text)
+            except yaml.YAMLError as exc:
+                raise SpecError(f"{path} is not valid YAML: {exc}") from None
         return load_json(text)
     except NumberFormError as exc:
         raise SpecError(f"{path}: {exc}", field=exc.key) from None

@@ -38,19 +38,20 @@ def test_plain_numbers_and_an_exponent_float_are_read(tmp_path: Path) -> None:
     assert batch_job(job)["memory_threshold"] == 0.8  # the request takes the float
 
 
+def evaluate_spec(path: Path, text: str) -> tuple[int, str]:
+    path.write_text(text)
+    return run("evaluate", "--model", str(path), "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+               "--seq-length", "4096", "--global-batch-size", "8")  # fmt: skip
+
+
 def test_an_underscored_number_in_a_model_spec_is_refused_naming_the_key(tmp_path: Path) -> None:
-    spec = tmp_path / "model.yaml"
-    spec.write_text("name: tiny\nnum_layers: 3_2\nhidden_size: 1024\n")
-    code, err = run("evaluate", "--model", str(spec), "--gpu", "h100-sxm-80gb", "--num-gpus",
-                    "8", "--seq-length", "4096", "--global-batch-size", "8")  # fmt: skip
+    spec = "name: tiny\nnum_layers: 3_2\nhidden_size: 1024\n"
+    code, err = evaluate_spec(tmp_path / "model.yaml", spec)
     assert code == 2
     assert "key 'num_layers' (line 2)" in err and "'3_2'" in err
 
 
 def test_a_model_spec_that_is_not_yaml_is_one_line(tmp_path: Path) -> None:
-    spec = tmp_path / "model.yaml"
-    spec.write_text("name: tiny\nnum_layers: [1\n")
-    code, err = run("evaluate", "--model", str(spec), "--gpu", "h100-sxm-80gb", "--num-gpus",
-                    "8", "--seq-length", "4096", "--global-batch-size", "8")  # fmt: skip
+    code, err = evaluate_spec(tmp_path / "model.yaml", "name: tiny\nnum_layers: [1\n")
     assert code == 2
     assert "is not valid YAML" in err
