@@ -135,9 +135,10 @@ def markdown(result: dict, repeat: int) -> str:  # type: ignore[type-arg]
     md = [
         "# CLI speed (start-up included)",
         "",
-        f"{result['date']}, {result['machine']}; median of {repeat} runs in one session, each a "
-        "fresh process. Wall s is what a user waits (a busy machine stretches it); CPU s is "
-        "user + system time of the process.",
+        f"{result['date']}, {result['machine']}, load average {result['load_average_1min']} at "
+        f"the start; median of {repeat} runs in one session, each a fresh process. Wall s is "
+        "what a user waits (a busy machine stretches it); CPU s is user + system time of the "
+        "process.",
         "",
         "| command | median s | min s | max s | CPU s | target |",
         "|---|---|---|---|---|---|",
@@ -171,6 +172,7 @@ def main() -> None:
     result: dict = {  # type: ignore[type-arg]
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, python {platform.python_version()}",
+        "load_average_1min": round(os.getloadavg()[0], 2),  # other work on the 2 shared cores
     }
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "layouts.jsonl"

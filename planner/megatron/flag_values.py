@@ -125,7 +125,7 @@ DECIMAL_RANGE: dict[str, tuple[float | None, float | None, bool]] = {
     "--hidden-dropout": (0.0, 1.0, False),  # a probability (torch.nn.Dropout refuses others)
     "--attention-dropout": (0.0, 1.0, False),
     "--optimizer-offload-fraction": (0.0, 1.0, False),  # a share of the optimizer state
-    "--rotary-percent": (0.0, 1.0, True),  # a share of the head dimension (planner/model_checks)
+    "--rotary-percent": (0.0, 1.0, True),  # a share of the head dimension (planner/model_checks.py)
     "--rotary-base": (0.0, None, True),  # RoPE theta
     "--rope-scaling-factor": (0.0, None, True),
     "--rotary-scaling-factor": (0.0, None, True),
