@@ -9,7 +9,6 @@ batch`` reads back as the same jobs: its result columns are dropped and empty ce
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,8 +73,12 @@ def parse_jobs(text: str, fmt: str, *, source: str) -> JobsFile:
         return _csv_jobs(text, source)
     import yaml
 
-    try:
-        data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    from models_db.plain_yaml import NumberFormError, load_json, load_yaml
+
+    try:  # numbers in plain decimal only: YAML 1.1 read 1_000 as 1000 (models_db/plain_yaml.py)
+        data = load_json(text) if fmt == "json" else load_yaml(text)
+    except NumberFormError as exc:
+        raise JobsFileError(f"{source}: {exc}") from None
     except (ValueError, yaml.YAMLError) as exc:
         raise JobsFileError(f"{source}: cannot parse: {exc}") from None
     if isinstance(data, dict) and "jobs" in data:

@@ -1,7 +1,8 @@
 """The ``planner`` command line: evaluate, plan, catalog, calibrate, and the service commands.
 
-Heavy imports (numpy models, optuna, the web stack) happen inside the commands, so that
-``planner --help`` and a plan both start fast.
+Each command is built when it is run or asked for its ``--help`` (app/cli/lazy.py), and heavy
+imports (numpy, optuna, the web stack) happen inside the commands, so that ``planner --help``
+and a plan both start fast.
 """
 
 from __future__ import annotations
@@ -10,21 +11,9 @@ import sys
 
 from app.cli.errors import EXIT_CODES_HELP, EXIT_INTERRUPTED
 
-try:  # Ctrl-C while these load (about a second: numpy, pydantic, optuna) ends as any other does
+try:  # Ctrl-C while typer loads ends as any other does
     import typer
 
-    from app.cli import (
-        batch,
-        calibrate,
-        catalog,
-        evaluate,
-        keys,
-        plan,
-        result,
-        scale,
-        service,
-        worker,
-    )
     from app.cli.group import PlannerGroup
 except KeyboardInterrupt:
     sys.stderr.write("error: interrupted\n")
@@ -36,19 +25,15 @@ cli = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    cls=PlannerGroup,  # readable --help, one-line errors (app/cli/errors.py)
+    cls=PlannerGroup,  # readable --help, one-line errors, commands built on use (app/cli/lazy.py)
     epilog=EXIT_CODES_HELP,
 )
-evaluate.register(cli)
-plan.register(cli)
-catalog.register(cli)
-calibrate.register(cli)
-batch.register(cli)
-keys.register(cli)
-service.register(cli)  # serve, migrate, submit
-result.register(cli)  # the plans of a submitted job
-worker.register(cli)
-scale.register(cli)
+
+
+@cli.callback()
+def _planner() -> None:
+    # the commands come from PlannerGroup (app/cli/lazy.py); a callback makes Typer build a group
+    return None
 
 
 def main() -> None:

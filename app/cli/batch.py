@@ -92,7 +92,7 @@ def _plan_one(
 def batch(
     jobs: Annotated[Path, typer.Argument(help="Jobs: .csv, .yaml or .json.")],
     output: Annotated[Path, Opt("-o", "--output", help="Results: .csv or .json.")],
-    workers: Annotated[int, Opt(help="Processes (default: all cores).")] = 0,
+    workers: Annotated[int, Opt(help="Processes (default: all cores).", show_default=False)] = 0,
     server: Annotated[
         str | None, Opt(help="Send the batch to this planner service instead (base URL).")
     ] = None,
@@ -103,7 +103,7 @@ def batch(
 ) -> None:
     """Plan every job in a file on all cores; a bad job gets an error row, the rest still run.
 
-    ``--cluster`` is the cluster of every row that names neither a ``cluster`` nor a ``gpu``."""
+    --cluster is the cluster of every row that names neither a cluster nor a gpu column."""
     if output.suffix.lower() not in (".csv", ".json"):
         fail(f"{output}: the output must end in .csv or .json", field="output")
     # checked before any job runs: a batch can take hours, and its rows live only in memory

@@ -22,7 +22,7 @@ def register(cli: typer.Typer) -> None:
 @catalog_cli.command("list")
 def list_entries(
     kind: Annotated[str, typer.Argument(help="models, gpus or clusters.")] = "models",
-    json_output: Annotated[bool, typer.Option("--json")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List catalog entries."""
     import models_db

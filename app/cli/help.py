@@ -8,14 +8,13 @@ command of a click group in place, once, when the CLI is built.
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import Any
 
-from planner.specs import PRECISION_CHOICES
-
-# choices the planning layer accepts (app/planning/plan_request.py, planner/specs.py check them)
+# choices the planning layer accepts (app/planning/plan_request.py, planner/specs.py check them);
+# "precision" comes from planner.specs when a command is built (_choices: not for `planner --help`)
 CHOICES: dict[str, tuple[str, ...]] = {
-    "precision": PRECISION_CHOICES,  # fp16 too: V100s and runs of the fp16 era (Megatron 2021)
     "recompute": ("none", "selective", "full"),
     "optimizer_sharding": ("none", "optimizer", "full"),
     "moe_dispatcher": ("alltoall", "flex"),
@@ -36,13 +35,22 @@ PLAN_LIKE = frozenset({"plan", "submit", "evaluate", "scale"})
 TYPE_NAMES: dict[Any, str] = {int: "INTEGER", float: "FLOAT", str: "TEXT", Path: "PATH"}
 
 
+def _choices(name: str) -> tuple[str, ...] | None:
+    if name == "precision":  # fp16 too: V100s and runs of the fp16 era (Megatron 2021)
+        from planner.specs import PRECISION_CHOICES
+
+        return PRECISION_CHOICES
+    return CHOICES.get(name)
+
+
 def _metavar(command: str, param: Any) -> str | None:
     """The readable value type of one option, or None to keep Typer's."""
     if getattr(param, "is_flag", False):
         return ""  # a switch takes no value: show none (not <bool>)
     name = param.name
-    if name in CHOICES and param.type_descriptor.annotation is str:
-        choices = "|".join(CHOICES[name])
+    known = _choices(name)
+    if known is not None and param.type_descriptor.annotation is str:
+        choices = "|".join(known)
         many = command in LIST_COMMANDS and name in LIST_CHOICES
         return f"[{choices}],..." if many else f"[{choices}]"
     ranged = command in LIST_COMMANDS | {"scale"} and name in RANGE_VALUE
@@ -51,6 +59,8 @@ def _metavar(command: str, param: Any) -> str | None:
     if command in LIST_COMMANDS and name in MULTI_VALUE:
         return "N|LIST"
     annotation = param.type_descriptor.annotation
+    if typing.get_origin(annotation) in (list, tuple):  # a repeatable option: its item's type
+        annotation = next(iter(typing.get_args(annotation)), str)
     if isinstance(annotation, type) and issubclass(annotation, Path):
         return "PATH"
     return TYPE_NAMES.get(annotation)

@@ -16,6 +16,7 @@ an error from the planning layer names the flag to fix. The groups:
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -101,13 +102,19 @@ def _sentence(text: str) -> str:
     return text[0].upper() + text[1:] + "."
 
 
+def _flags(text: str) -> str:
+    """The API's field names in a shared help text as this CLI's flags (nic_bandwidth_bytes_per_s
+    -> --nic-bandwidth-bytes-per-s)."""
+    return re.sub(r"\b[a-z]+(?:_[a-z]+)+\b", lambda m: "--" + m.group().replace("_", "-"), text)
+
+
 STACK_OPTIONS = tuple(_stack_option(spec) for spec in STACK_FIELDS)
 CLUSTER_OPTIONS = (
     Shared(
         "inter_node_bandwidth_bytes_per_s",
         Annotated[float | None, Opt(help="Network per GPU, bytes/s one direction (50e9).")],
     ),
-    Shared("nics_per_node", Annotated[int | None, Opt(help=_sentence(NICS_HELP))]),
+    Shared("nics_per_node", Annotated[int | None, Opt(help=_sentence(_flags(NICS_HELP)))]),
     Shared(
         "nic_bandwidth_bytes_per_s",
         Annotated[float | None, Opt(help=_sentence(NIC_RATE_HELP))],

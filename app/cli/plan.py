@@ -77,7 +77,8 @@ def plan(
     max_micro_batch_size: MaxOpt = None,
     recompute: Annotated[str | None, Opt(help="Allowed: none,selective,full.")] = None,
     sequence_parallel: Annotated[
-        bool | None, Opt("--sequence-parallel/--no-sequence-parallel")
+        bool | None,
+        Opt("--sequence-parallel/--no-sequence-parallel", help="On or off (default: tp > 1)."),
     ] = None,
     optimizer_sharding: Annotated[
         str | None, Opt(help="Allowed: none,optimizer,full (default none,optimizer; full = FSDP2).")

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from planner.megatron.flag_values import FlagParser, refuse, strict_numbers
 from planner.megatron.memory_flags import (
     add_memory_arguments,
     fp8_param_gather_on,
@@ -19,6 +20,7 @@ from planner.megatron.memory_flags import (
 )
 from planner.megatron.stack_flags import add_stack_arguments, parsed_stack_fields
 from planner.megatron.variant_flags import add_variant_arguments, parsed_variant_fields
+from planner.plain_numbers import SIGNED_WHOLE
 from planner.specs import Layout, OptimizerSharding, Recompute, SpecError
 
 
@@ -36,8 +38,9 @@ class ParsedArgs:
     """TrainingJob software-stack keyword arguments (planner.stack_settings)."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pretrain_gpt.py", add_help=False, allow_abbrev=False)
+def _parser() -> FlagParser:
+    # a bad value is a SpecError naming the flag, never a usage dump and exit (flag_values.py)
+    p = FlagParser(prog="pretrain_gpt.py", add_help=False, allow_abbrev=False)
     ints = {
         "--tensor-model-parallel-size": 1, "--pipeline-model-parallel-size": 1,
         "--context-parallel-size": 1, "--expert-model-parallel-size": 1,
@@ -78,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--normalization", choices=("LayerNorm", "RMSNorm"), default="LayerNorm")
     p.add_argument("--position-embedding-type", default="learned_absolute")
     p.add_argument("--moe-layer-freq", default="1")
-    p.add_argument("--moe-token-dispatcher-type", default="allgather")
+    p.add_argument("--moe-token-dispatcher-type", choices=("allgather", "alltoall", "flex"),
+                   default="allgather")  # fmt: skip
     p.add_argument("--moe-flex-dispatcher-backend", default=None)
     p.add_argument("--cp-comm-type", nargs="+", default=None)  # one, or one per layer
     p.add_argument("--hierarchical-context-parallel-sizes", nargs="+", type=int, default=None)
@@ -90,21 +94,21 @@ def _parser() -> argparse.ArgumentParser:
     add_stack_arguments(p)
     add_memory_arguments(p)
     add_variant_arguments(p)
+    strict_numbers(p)  # every int/float flag: plain decimal, in its range
     return p
 
 
-_LIST_RUN = re.compile(r"\[([01])\]\s*\*\s*(\d+)")
+_LIST_RUN = re.compile(r"\[([01])\]\s*\*\s*([0-9]+)")  # [0-9]: \d takes "٣"
 
 
 def _parse_moe_layer_freq(text: str, num_layers: int) -> tuple[int, int]:
     """(moe_layer_freq, moe_first_dense_layers) equivalent to a ``--moe-layer-freq`` value."""
-    if text.strip().lstrip("-").isdigit():
+    if SIGNED_WHOLE.fullmatch(text.strip()):  # not str.isdigit: that takes "٣"
+        if int(text) < 1:
+            refuse("--moe-layer-freq", f"{text} must be >= 1 (1: every layer is MoE)")
         return int(text), 0
     runs = _LIST_RUN.findall(text)
-    if runs:
-        pattern = [int(bit) for bit, count in runs for _ in range(int(count))]
-    else:
-        pattern = [int(x) for x in ast.literal_eval(text)]
+    pattern = [int(bit) for bit, count in runs for _ in range(int(count))] if runs else _bits(text)
     if len(pattern) != num_layers:
         raise SpecError(
             f"--moe-layer-freq lists {len(pattern)} layers, --num-layers is {num_layers}",
@@ -118,6 +122,18 @@ def _parse_moe_layer_freq(text: str, num_layers: int) -> tuple[int, int]:
         f"--moe-layer-freq {text} is not 'leading dense layers then every N-th layer'",
         field="moe_layer_freq",
     )
+
+
+def _bits(text: str) -> list[int]:
+    """A ``--moe-layer-freq`` list such as ``[0,1,1,1]``: 0/1 per layer, else a SpecError."""
+    try:
+        bits = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        bits = None
+    if not isinstance(bits, list | tuple) or any(b not in (0, 1) or b is True for b in bits):
+        refuse("--moe-layer-freq", f"{text!r} is not a layer frequency: give N (every N-th layer "
+               "is MoE) or a 0/1 list per layer such as ([0]*3+[1]*29)")  # fmt: skip
+    return [int(b) for b in bits]
 
 
 def _cp_comm_type(values: list[str] | None, cp: int) -> Any:
@@ -140,9 +156,15 @@ def _cp_comm_type(values: list[str] | None, cp: int) -> Any:
 def _vpp(ns: argparse.Namespace, pp: int) -> int:
     """Virtual stages per rank from whichever VPP flag the argv uses (megatron-facts rule 7)."""
     if ns.num_layers_per_virtual_pipeline_stage:  # v = (L + [emb] + [loss]) / (p N) (rule 9)
-        counted = ns.num_layers + ns.account_for_embedding_in_pipeline_split
+        counted: int = ns.num_layers + ns.account_for_embedding_in_pipeline_split
         counted += ns.account_for_loss_in_pipeline_split
-        return counted // (pp * ns.num_layers_per_virtual_pipeline_stage) or 1
+        per_stage: int = ns.num_layers_per_virtual_pipeline_stage
+        if counted % pp:  # Megatron's validate_args refuses both (rules 8 and 9)
+            refuse("--pipeline-model-parallel-size", f"{pp} must divide the {counted} layers")
+        if (counted // pp) % per_stage:
+            refuse("--num-layers-per-virtual-pipeline-stage", f"{per_stage} must divide the "
+                   f"{counted // pp} layers of each pipeline rank")  # fmt: skip
+        return counted // (pp * per_stage)
     vpp = layout_vpp(ns.pipeline_model_parallel_layout, pp)
     return vpp or ns.num_virtual_stages_per_pipeline_rank or 1
 
@@ -209,7 +231,7 @@ def parse_megatron_args(
     ``strict`` rejects flags this parser does not know; pass False to read a full launch script
     and ignore its data, optimizer and logging flags. ``env``: the launch environment, read for
     what an older release sets there (the attention backend before core 0.11)."""
-    ns, unknown = _parser().parse_known_args(list(argv))
+    ns, unknown = _parser().parse_flags(argv)
     if unknown and strict:
         raise SpecError(f"unknown Megatron flags: {' '.join(unknown)}")
     tp, pp = ns.tensor_model_parallel_size, ns.pipeline_model_parallel_size

@@ -98,7 +98,8 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(flag, choices=("fp32", "fp16", "bf16", "fp8"), default="fp32")
     p.add_argument("--optimizer-offload-fraction", type=float, default=1.0)
     p.add_argument("--cpu-offloading-num-layers", type=int, default=0)
-    p.add_argument("--cuda-graph-impl", default="none")
+    p.add_argument("--cuda-graph-impl", default="none",
+                   choices=("none", "local", "transformer_engine", "full_iteration"))  # fmt: skip
     p.add_argument("--cuda-graph-scope", nargs="+", default=None)  # core 0.12-0.17
     p.add_argument("--cuda-graph-modules", nargs="+", default=None)  # core >= 0.18
     p.add_argument("--external-cuda-graph", action="store_true")  # core 0.12-0.14: TE graphs
@@ -111,8 +112,9 @@ def parsed_memory_fields(ns: argparse.Namespace, precision: str) -> dict[str, An
     """Layout keyword arguments for the memory settings in a parsed argv."""
     selective = ns.recompute_granularity == "selective" or ns.recompute_activations
     modules = None
-    if selective and ns.recompute_modules:
-        modules = tuple(m for m in RECOMPUTE_MODULE_CHOICES if m in ns.recompute_modules)
+    if selective and ns.recompute_modules:  # Megatron's order; the Layout refuses unknown ones
+        known = tuple(m for m in RECOMPUTE_MODULE_CHOICES if m in ns.recompute_modules)
+        modules = known + tuple(m for m in ns.recompute_modules if m not in known)
     block = ns.recompute_granularity == "full" and ns.recompute_method == "block"
     graphs = "none"
     if ns.cuda_graph_impl == "full_iteration" or "full_iteration" in (ns.cuda_graph_scope or ()):

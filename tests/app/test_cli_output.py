@@ -27,8 +27,10 @@ def run(*args: str, columns: str | None = "240") -> tuple[int, str, str]:
 
 def _commands() -> list[list[str]]:
     group = typer.main.get_command(cli)
+    ctx = typer.Context(group)
     out: list[list[str]] = []
-    for name, command in group.commands.items():  # type: ignore[attr-defined]
+    for name in group.list_commands(ctx):  # type: ignore[attr-defined]
+        command = group.get_command(ctx, name)  # type: ignore[attr-defined]
         subs = getattr(command, "commands", None)
         out += [[name, sub] for sub in subs] if subs else [[name]]
     return out

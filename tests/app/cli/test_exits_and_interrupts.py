@@ -37,12 +37,13 @@ def test_help_states_every_exit_code() -> None:
         assert words in text
 
 
-# Ctrl-C while `planner` loads its modules: the import of app.cli.batch is interrupted
+# Ctrl-C while `planner` loads its modules: the import of MODULE is interrupted (typer as the
+# CLI starts; app.cli.batch as its command is built, app/cli/lazy.py)
 INTERRUPT_ON_IMPORT = """
 import sys
 class Interrupt:
     def find_spec(self, name, path=None, target=None):
-        if name == "app.cli.batch":
+        if name == MODULE:
             raise KeyboardInterrupt
         return None
 sys.meta_path.insert(0, Interrupt())
@@ -51,9 +52,13 @@ main()
 """
 
 
-def test_ctrl_c_while_loading_is_one_line_and_exit_130() -> None:
+@pytest.mark.parametrize(
+    ("module", "args"), [("typer", ["--help"]), ("app.cli.batch", ["batch", "--help"])]
+)
+def test_ctrl_c_while_loading_is_one_line_and_exit_130(module: str, args: list[str]) -> None:
+    code = INTERRUPT_ON_IMPORT.replace("MODULE", repr(module))
     done = subprocess.run(
-        [sys.executable, "-c", INTERRUPT_ON_IMPORT, "--help"],
+        [sys.executable, "-c", code, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
