@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scipy.optimize import minimize_scalar
-from scipy.stats import t as student_t
+from scipy.special import stdtrit  # Student's t quantile (scipy.stats costs ~0.6 s to import)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,7 +169,7 @@ def new_campaign_band(
     offset = spread.log_sd if offset_log_sd is None else offset_log_sd
     within = spread.within_log_sd if within_log_sd is None else within_log_sd
     sd = math.sqrt(within**2 + offset**2 + centre_log_sd**2)
-    lo_t, hi_t = float(student_t.ppf(low_q, spread.df)), float(student_t.ppf(high_q, spread.df))
+    lo_t, hi_t = float(stdtrit(spread.df, low_q)), float(stdtrit(spread.df, high_q))
     return math.exp(log_centre + lo_t * sd), math.exp(log_centre + hi_t * sd), sd
 
 

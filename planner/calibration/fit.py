@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
-from scipy.stats import spearmanr
 
 from planner.calibration.measurements import Measurement
 from planner.calibration.transfer import model_family, transfer_profile
@@ -242,6 +241,8 @@ def _sweep_rankings(rows: Sequence[Measurement], pred: FloatArray) -> list[Sweep
     for i, m in enumerate(rows):
         if m.sweep_id:
             by_sweep.setdefault(m.sweep_id, []).append(i)
+    from scipy.stats import spearmanr  # here: scipy.stats costs ~0.6 s to import, a fit needs it
+
     out = []
     for sweep, ids in sorted(by_sweep.items()):
         if len(ids) < 3:
