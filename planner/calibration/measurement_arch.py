@@ -136,6 +136,32 @@ def _true(text: str) -> bool:
     return text.strip().lower() in ("true", "1", "yes")
 
 
+_WINDOW = re.compile(r"^\(?\s*(-?\d+)\s*,\s*(-?\d+)\s*\)?$")
+
+
+def _variant_fields(flags: Mapping[str, str]) -> dict[str, object]:
+    """The activation and attention variants a log's arguments state (megatron-facts flags
+    table; catalog-facts §1.6): Megatron prints ``window_size`` as ``(127, 0)`` and unset
+    settings as ``None``. A value that does not read is left at ModelSpec's default."""
+    out: dict[str, object] = {}
+    for key in ("quick_geglu", "squared_relu"):
+        if key in flags:
+            out[key] = _true(flags[key])
+    for key in ("glu_linear_offset", "activation_func_clamp_value"):
+        value = read_decimal(flags[key]) if key in flags else None
+        if value is not None and (key != "glu_linear_offset" or value != 0.0):
+            out[key] = value
+    window = _WINDOW.match(flags.get("window_size", "").strip())
+    if window:
+        out["window_size"] = (int(window.group(1)), int(window.group(2)))
+        freq = flags.get("window_attn_skip_freq", "").strip()
+        if freq.isdigit() and int(freq) >= 1:
+            out["window_attn_skip_freq"] = int(freq)
+    if flags.get("softmax_type", "").strip() in ("off-by-one", "learnable"):
+        out["softmax_type"] = flags["softmax_type"].strip()
+    return out
+
+
 def from_columns(row: Mapping[str, str], name: str) -> tuple[ModelSpec, list[str]]:
     """The model from the row's own columns (plus the sourced completions above)."""
 
@@ -187,6 +213,7 @@ def from_columns(row: Mapping[str, str], name: str) -> tuple[ModelSpec, list[str
         norm = flags.get("normalization", "LayerNorm")
         pos = flags.get("position_embedding_type", "learned_absolute")
         untie = _true(flags.get("untie_embeddings_and_output_weights", "False"))
+        kwargs.update(_variant_fields(flags))
         notes.append("model flags from the log's arguments (other_metrics)")
     model = ModelSpec(
         name=name,

@@ -221,7 +221,7 @@ def _flops_per_token(basis: str, model: ModelSpec, seq: int, recompute: str) -> 
     """FLOPs per token of the paper formulas (megatron-facts §6, Narayanan eq. 3)."""
     b = basis.lower()
     gpt_shaped = (
-        not model.swiglu
+        not model.gated_linear_unit  # a gated MLP has 3 matrices, not the formula's 2
         and model.query_groups == model.num_attention_heads
         and model.ffn_hidden_size == 4 * model.hidden_size
         and not model.is_moe

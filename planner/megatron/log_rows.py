@@ -108,7 +108,9 @@ _SIZE_ARGS = {  # row column -> (argument, key of the "using world size" line)
 _EXTRA_ARGS = ("expert_tensor_parallel_size", "log_interval", "recompute_method",
                "recompute_num_layers", "activations_checkpoint_method", "swiglu",
                "normalization", "position_embedding_type", "untie_embeddings_and_output_weights",
-               "add_bias_linear", "mtp_num_layers")  # fmt: skip
+               "add_bias_linear", "mtp_num_layers", "quick_geglu", "squared_relu",
+               "glu_linear_offset", "activation_func_clamp_value", "window_size",
+               "window_attn_skip_freq", "softmax_type")  # fmt: skip
 """Arguments with no CSV column, copied into other_metrics when set."""
 
 

@@ -158,3 +158,54 @@ def test_megatron_paper_rows_run_megatrons_default_dropout() -> None:
     paper, other = (m.model for m in ms)
     assert (paper.attention_dropout, paper.hidden_dropout) == (0.1, 0.1)
     assert (other.attention_dropout, other.hidden_dropout) == (0.0, 0.0)
+
+
+def test_a_logged_gpt_oss_row_keeps_its_window_sinks_and_activation() -> None:
+    # a Megatron log's arguments block prints window_size as a tuple and unset values as None
+    flags = (
+        "swiglu=False;quick_geglu=True;squared_relu=False;glu_linear_offset=1.0;"
+        "activation_func_clamp_value=7.0;window_size=(127, 0);window_attn_skip_freq=2;"
+        "softmax_type=learnable;normalization=RMSNorm;position_embedding_type=rope"
+    )
+    logged = row(
+        model_name="gpt-oss-20b",
+        num_layers="24",
+        hidden_size="2880",
+        ffn_hidden_size="2880",
+        num_attention_heads="64",
+        num_query_groups="8",
+        vocab_size="201088",
+        ep="1",
+        tp="1",
+        arch_source="arguments block",
+        other_metrics=flags,
+    )
+    ms, skipped = parse_rows([logged], lambda s: H100)
+    assert not skipped, skipped
+    model = ms[0].model
+    assert model.quick_geglu and not model.swiglu and model.gated_linear_unit
+    assert (model.glu_linear_offset, model.activation_func_clamp_value) == (1.0, 7.0)
+    assert (model.window_size, model.window_attn_skip_freq) == ((127, 0), 2)
+    assert model.softmax_type == "learnable"
+
+
+def test_a_logged_row_with_megatron_defaults_keeps_vanilla_attention() -> None:
+    flags = (
+        "swiglu=True;quick_geglu=False;glu_linear_offset=0.0;window_size=None;softmax_type=vanilla"
+    )
+    logged = row(
+        model_name="llama-like",
+        hidden_size="4096",
+        ffn_hidden_size="14336",
+        num_attention_heads="32",
+        num_query_groups="8",
+        vocab_size="128256",
+        ep="1",
+        arch_source="arguments block",
+        other_metrics=flags,
+    )
+    ms, skipped = parse_rows([logged], lambda s: H100)
+    assert not skipped, skipped
+    model = ms[0].model
+    assert model.swiglu and model.window_size is None and model.softmax_type == "vanilla"
+    assert model.glu_linear_offset == 0.0
