@@ -8,7 +8,7 @@ A CSV row, a YAML/JSON object or an element of the API's ``jobs`` list all valid
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,15 +27,15 @@ class BatchJobCreate(PlanJobCreate):
 class BatchCreate(RequestModel):
     """Plan jobs (the body of ``POST /v1/plan-jobs``, plus an optional ``name`` each).
 
-    Each job stays raw JSON here: :class:`BatchJobCreate` validates it on its own, so one bad job
-    fails alone (its error is stored on its row) while the rest of the batch still runs."""
+    Each job is the single-plan request (:class:`BatchJobCreate`), validated at submission: a
+    bad field is a 422 naming ``jobs.N.field`` and nothing is stored."""
 
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={"examples": [{"jobs": [{"name": "70b-64", **PLAN_EXAMPLE}]}]},
     )
 
-    jobs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+    jobs: list[BatchJobCreate] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
 
 
 class BatchCounts(BaseModel):

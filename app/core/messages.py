@@ -126,10 +126,11 @@ def _message(field: str, err: dict[str, Any]) -> str:
         and isinstance(given, str)
         and any(c in given for c in ",-")
     )  # a list, or the CLI's text forms '64,128' / '64-512'
-    if several and field in _OPTION_LISTS:
+    name = field.rsplit(".", 1)[-1]  # a batch's jobs.3.num_gpus is num_gpus too
+    if several and name in _OPTION_LISTS:
         return (  # "a valid integer" does not say where several values go
             f"{field} takes one number; a plan request (POST /v1/plan-jobs, /v1/scaling-curves) "
-            f"takes several as {field}_options"
+            f"takes several as {name}_options"
         )
     if kind == "int_parsing_size":  # 1e30 for an integer: pydantic says "input string"
         return f"{field} is too large (got {_shown(err.get('input'))}); see its limit in the schema"

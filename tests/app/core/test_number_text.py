@@ -80,7 +80,7 @@ def test_a_cluster_with_plain_number_text_is_stored(client: TestClient) -> None:
 
 @pytest.mark.parametrize("text", ["1_6", "٣", "1e309"])
 def test_a_batch_job_with_number_text_fails_naming_the_field(text: str) -> None:
-    """Batch jobs stay raw JSON until each is validated as a BatchJobCreate: the same rule."""
+    """Batch jobs are validated as BatchJobCreate (in the API's body too): the same rule."""
     with pytest.raises(ValidationError) as caught:
         BatchJobCreate.model_validate({**JOB_70B, "name": "a", "global_batch_size": text})
     (error,) = caught.value.errors()
