@@ -17,13 +17,17 @@ from app.catalog.models import CatalogEntryRow
 from app.catalog.network import check_network
 from app.catalog.repository import CatalogRepository
 from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
+from app.catalog.spec_numbers import read_spec_numbers
 from app.catalog.spec_types import check_spec_types
+from app.core.bounds import check_spec_numbers
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
+from app.core.messages import problem_fields
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
 log = logging.getLogger(__name__)
 
 KIND_NAMES = {"model": "model", "gpu": "GPU", "cluster": "cluster"}
+DATACLASSES: dict[str, type[ModelSpec] | type[GPUSpec]] = {"model": ModelSpec, "gpu": GPUSpec}
 
 
 def _jsonable(spec: dict[str, Any]) -> dict[str, Any]:
@@ -35,6 +39,15 @@ def _jsonable(spec: dict[str, Any]) -> dict[str, Any]:
             value = _jsonable(value)
         out[key] = value
     return out
+
+
+def check_bounds(spec: dict[str, Any]) -> None:
+    """422 naming ``spec.FIELD`` for a number above its limit (``app.core.bounds``)."""
+    try:
+        check_spec_numbers(spec, "spec")
+    except ValueError as exc:
+        field = str(exc).split("=", 1)[0].split(" ", 1)[0]  # "spec.NAME=..." / "spec.NAME is..."
+        raise InvalidInputError.for_field(field, str(exc)) from None
 
 
 def cluster_preset_dict(preset: Any) -> dict[str, Any]:
@@ -141,11 +154,12 @@ class CatalogService:
     def validate(self, kind: str, slug: str, spec: dict[str, Any]) -> dict[str, Any]:
         """The spec as stored, after the domain type has checked it (422 naming the field)."""
         try:
-            if kind == "model":
-                return _jsonable(ModelSpec.from_dict({"name": slug, **spec}).to_dict())
-            if kind == "gpu":
-                check_spec_types(GPUSpec, spec)
-                return _jsonable(GPUSpec.from_dict({"name": slug, **spec}).to_dict())
+            if kind in DATACLASSES:
+                cls = DATACLASSES[kind]
+                spec = read_spec_numbers(cls, spec)  # "32" as 32; "1_6": the API's 422
+                check_bounds(spec)  # the numbers read from text: the schema saw text
+                check_spec_types(cls, spec)
+                return _jsonable(cls.from_dict({"name": slug, **spec}).to_dict())
         except SpecError as exc:
             field = f"spec.{exc.field}" if exc.field else "spec"
             raise InvalidInputError.for_field(field, exc.message) from exc
@@ -153,15 +167,10 @@ class CatalogService:
             raise InvalidInputError.for_field("spec", f"invalid {kind} spec: {exc}") from exc
         try:
             preset = ClusterPresetSpec.model_validate(spec)
-        except ValidationError as exc:
-            errors = [
-                {
-                    "field": "spec." + ".".join(str(p) for p in e["loc"]),
-                    "message": str(e["msg"]),
-                }
-                for e in exc.errors()
-            ]
-            raise InvalidInputError("invalid cluster spec", errors=errors) from exc
+        except ValidationError as exc:  # worded as the plan request's errors, under spec.
+            errors = problem_fields([{**e, "loc": ("spec", *e["loc"])} for e in exc.errors()])
+            detail = "; ".join(e["message"] for e in errors[:5])
+            raise InvalidInputError(f"invalid cluster spec: {detail}", errors=errors) from exc
         try:
             per_gpu = check_network(
                 nics_per_node=preset.nics_per_node,

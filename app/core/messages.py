@@ -134,6 +134,9 @@ def _message(field: str, err: dict[str, Any]) -> str:
         )
     if kind == "int_parsing_size":  # 1e30 for an integer: pydantic says "input string"
         return f"{field} is too large (got {_shown(err.get('input'))}); see its limit in the schema"
+    if kind == "float_type" and isinstance(given, int) and not isinstance(given, bool):
+        digits = int(given.bit_length() * 0.30103) + 1  # 10**400: no float holds it
+        return f"{field} is too large (got a number of about {digits} digits); see its limit"
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == SLUG_PATTERN:
         return f"{field} must be {_SLUG_RULE} (got {_shown(err.get('input'))})"
     message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
