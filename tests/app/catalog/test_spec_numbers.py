@@ -87,4 +87,4 @@ def test_cluster_numbers_have_the_same_wording_under_spec(client: TestClient) ->
     assert error["message"].startswith("spec.gpus_per_node: got the text '1_6': a number is")
     huge = {**DGX, "inter_node_bandwidth_bytes_per_s": 10**400}
     error = _one_error(client.post("/v1/clusters", json={"slug": "c3", "spec": huge}))
-    assert error["message"].endswith("is too large (got a number of about 401 digits); see its limit")
+    assert error["message"].endswith("too large (got a number of about 401 digits); see its limit")
