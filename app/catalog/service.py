@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
 from app.catalog.cache import cache_of
 from app.catalog.models import CatalogEntryRow
@@ -229,6 +230,11 @@ class CatalogService:
         try:
             with self.repo.session.begin_nested():
                 self.repo.add_version(row, stored, meta)
+        except StaleDataError as exc:  # a DELETE committed between our read and this write
+            raise NotFoundError(
+                f"{KIND_NAMES[kind]} {slug!r} was deleted by another request; POST /v1/{kind}s "
+                "creates it again"
+            ) from exc
         except IntegrityError as exc:  # another PUT took this version number first
             raise ConflictError(
                 f"{KIND_NAMES[kind]} {slug!r} was changed by another request at the same time; "
