@@ -20,9 +20,9 @@ from app.catalog.repository import CatalogRepository
 from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
 from app.catalog.spec_numbers import read_spec_numbers
 from app.catalog.spec_types import check_spec_types
-from app.core.bounds import check_spec_numbers
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
 from app.core.messages import problem_fields
+from app.planning.convert import RequestError
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
 log = logging.getLogger(__name__)
@@ -40,15 +40,6 @@ def _jsonable(spec: dict[str, Any]) -> dict[str, Any]:
             value = _jsonable(value)
         out[key] = value
     return out
-
-
-def check_bounds(spec: dict[str, Any]) -> None:
-    """422 naming ``spec.FIELD`` for a number above its limit (``app.core.bounds``)."""
-    try:
-        check_spec_numbers(spec, "spec")
-    except ValueError as exc:
-        field = str(exc).split("=", 1)[0].split(" ", 1)[0]  # "spec.NAME=..." / "spec.NAME is..."
-        raise InvalidInputError.for_field(field, str(exc)) from None
 
 
 def cluster_preset_dict(preset: Any) -> dict[str, Any]:
@@ -158,9 +149,10 @@ class CatalogService:
             if kind in DATACLASSES:
                 cls = DATACLASSES[kind]
                 spec = read_spec_numbers(cls, spec)  # "32" as 32; "1_6": the API's 422
-                check_bounds(spec)  # the numbers read from text: the schema saw text
                 check_spec_types(cls, spec)
                 return _jsonable(cls.from_dict({"name": slug, **spec}).to_dict())
+        except RequestError as exc:  # its numbers, named spec.FIELD already
+            raise InvalidInputError(exc.message, errors=exc.errors) from exc
         except SpecError as exc:
             field = f"spec.{exc.field}" if exc.field else "spec"
             raise InvalidInputError.for_field(field, exc.message) from exc

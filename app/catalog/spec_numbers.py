@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError, create_model
 
-from app.core.errors import InvalidInputError
+from app.core.bounds import check_spec_numbers
 from app.core.messages import problem_fields
 from app.core.schemas import RequestModel
 
@@ -57,21 +57,37 @@ def _numbers_model(cls: type[Any]) -> tuple[type[RequestModel], frozenset[str]]:
     return model, frozenset(ints)
 
 
-def read_spec_numbers(cls: type[Any], spec: dict[str, Any], where: str = "spec") -> dict[str, Any]:
-    """``spec`` with number text read as numbers (``"32"`` -> 32) and whole floats of int
-    fields as ints (``80e9`` -> 80000000000), else the API's 422 naming each bad
-    ``where.FIELD`` with the fix; other values are returned as they were."""
+def spec_numbers(
+    cls: type[Any], spec: dict[str, Any], where: str = "spec"
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """(``spec`` with number text read as numbers, ``"32"`` -> 32, and whole floats of int
+    fields as ints, ``80e9`` -> 80000000000; the API's problem fields of the numbers that
+    break the rule, each named ``where.FIELD`` with the fix). Other values are left as given."""
     model, ints = _numbers_model(cls)
     try:
         read = model.model_validate(spec)
     except ValidationError as exc:
-        errors = [{**e, "loc": (where, *e["loc"])} for e in exc.errors()]
-        fields = problem_fields(errors)
-        detail = "; ".join(e["message"] for e in fields[:5])
-        raise InvalidInputError(detail, errors=fields) from None
+        return spec, problem_fields([{**e, "loc": (where, *e["loc"])} for e in exc.errors()])
     out = dict(spec)
     for name in read.model_fields_set:
         value = spec[name]
         if isinstance(value, str) or (name in ints and isinstance(value, float)):
             out[name] = getattr(read, name)
+    return out, []
+
+
+def read_spec_numbers(cls: type[Any], spec: dict[str, Any], where: str = "spec") -> dict[str, Any]:
+    """:func:`spec_numbers`'s spec, or a ``RequestError`` (the API's 422 with every bad
+    number's field) for numbers that break the rule or their limit (``app.core.bounds``)."""
+    from app.planning.convert import RequestError  # the one "bad fields" error of a request
+
+    out, errors = spec_numbers(cls, spec, where)
+    if not errors:
+        try:
+            check_spec_numbers(out, where)  # the limits again: the schema saw text, not numbers
+        except ValueError as exc:  # "where.NAME=value is above ..." / "where.NAME is above ..."
+            field = str(exc).split("=", 1)[0].split(" ", 1)[0]
+            errors = [{"field": field, "message": str(exc)}]
+    if errors:
+        raise RequestError(errors)
     return out
