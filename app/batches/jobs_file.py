@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +137,7 @@ def batch_job(row: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-def refused_jobs(errors: list[Mapping[str, Any]], jobs: list[Mapping[str, Any]]) -> str:
+def refused_jobs(errors: Sequence[Mapping[str, Any]], jobs: Sequence[Mapping[str, Any]]) -> str:
     """A 422 from ``POST /v1/batches`` (fields ``jobs.N.field``) as ``planner batch --server``
     shows it: each bad job by its place in the file (from 1) and its name, then the message."""
     lines = []

@@ -21,8 +21,7 @@ from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
 from app.catalog.spec_numbers import read_spec_numbers
 from app.catalog.spec_types import check_spec_types
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
-from app.core.messages import problem_fields
-from app.planning.convert import RequestError
+from app.core.messages import RequestError, problem_fields
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
 log = logging.getLogger(__name__)

@@ -12,13 +12,12 @@ pass the one rule (``app.core.schemas``) and its errors get the one wording
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 from pydantic import ConfigDict, ValidationError, create_model
 
 from app.core.bounds import check_spec_numbers
-from app.core.messages import problem_fields
+from app.core.messages import RequestError, problem_fields
 from app.core.schemas import RequestModel
 
 _NUMBERS: dict[str, type] = {"int": int, "float": float}
@@ -39,9 +38,19 @@ def _number_type(annotation: Any) -> tuple[type, bool] | None:
     return _NUMBERS[rest[0]], nullable
 
 
-@functools.cache
+_MODELS: dict[str, tuple[type[RequestModel], frozenset[str]]] = {}
+
+
 def _numbers_model(cls: type[Any]) -> tuple[type[RequestModel], frozenset[str]]:
-    """The request model of ``cls``'s number fields, and the names of its int fields."""
+    """The request model of ``cls``'s number fields, and the names of its int fields (built
+    once per dataclass)."""
+    key = f"{cls.__module__}.{cls.__qualname__}"
+    if key not in _MODELS:
+        _MODELS[key] = _build(cls)
+    return _MODELS[key]
+
+
+def _build(cls: type[Any]) -> tuple[type[RequestModel], frozenset[str]]:
     fields: dict[str, Any] = {}
     ints = set()
     for f in dataclasses.fields(cls):
@@ -79,8 +88,6 @@ def spec_numbers(
 def read_spec_numbers(cls: type[Any], spec: dict[str, Any], where: str = "spec") -> dict[str, Any]:
     """:func:`spec_numbers`'s spec, or a ``RequestError`` (the API's 422 with every bad
     number's field) for numbers that break the rule or their limit (``app.core.bounds``)."""
-    from app.planning.convert import RequestError  # the one "bad fields" error of a request
-
     out, errors = spec_numbers(cls, spec, where)
     if not errors:
         try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.core.megatron_names import unknown_field_hint
 from app.core.schemas import BOOL_NOT_NUMBER, NUMBER_NOT_TEXT, SLUG_PATTERN
+from planner.specs import SpecError
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie"}
 _TYPE_TAGS = {
@@ -41,6 +42,15 @@ _SLUG_RULE = (  # SLUG_PATTERN in words, its length too: a 200-letter name break
     "a slug: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, "
     "at most 128 characters"
 )
+
+
+class RequestError(SpecError):
+    """A request that does not validate: every bad field, named as the user typed it."""
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        message = "; ".join(e["message"] for e in errors[:5]) or "the request is not valid"
+        super().__init__(message, field=errors[0]["field"] if errors else None)
+        self.errors = errors
 
 
 def _is_union_tag(part: Any) -> bool:

@@ -20,6 +20,7 @@ import models_db
 from app.catalog.names import cluster_slug_for, gpu_slug_for
 from app.catalog.network import BANDWIDTH_GROUP, check_network
 from app.catalog.spec_numbers import read_spec_numbers
+from app.core.messages import RequestError as RequestError  # its home: the catalog raises it
 from app.core.messages import problem_fields
 from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
@@ -51,15 +52,6 @@ HF_KEYS = frozenset({"architectures", "model_type"})
 """Keys that make an inline model a Hugging Face config.json (models_db.resolve_model)."""
 RANGE_FIELDS = {"num_gpus": "num_gpus_options", "global_batch_size": "global_batch_size_options"}
 MAX_LIST_VALUES = 64
-
-
-class RequestError(SpecError):
-    """A request that does not validate: every bad field, named as the user typed it."""
-
-    def __init__(self, errors: list[dict[str, str]]) -> None:
-        message = "; ".join(e["message"] for e in errors[:5]) or "the request is not valid"
-        super().__init__(message, field=errors[0]["field"] if errors else None)
-        self.errors = errors
 
 
 def error_text(exc: SpecError) -> str:
