@@ -7,35 +7,13 @@ two writes are sent for a state both have seen (the race, made certain)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.app.catalog.test_concurrent_deletes import SMALL_MODEL
-
-
-def _both_read_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first read of each of the two requests waits until the other has read too."""
-    from app.catalog.repository import CatalogRepository
-
-    barrier = threading.Barrier(2, timeout=10)
-    waiting = [2]
-    lock = threading.Lock()
-    original: Callable[..., Any] = CatalogRepository.get
-
-    def get_then_wait(self: CatalogRepository, kind: str, slug: str) -> Any:
-        found = original(self, kind, slug)
-        with lock:
-            wait, waiting[0] = waiting[0] > 0, waiting[0] - 1
-        if wait:
-            barrier.wait()
-        return found
-
-    monkeypatch.setattr(CatalogRepository, "get", get_then_wait)
+from tests.app.catalog.test_concurrent_deletes import SMALL_MODEL, _both_read_first
 
 
 def _versions(client: TestClient) -> list[tuple[int, int]]:
