@@ -262,3 +262,17 @@ def test_cli_batch_server_unreachable_fails_cleanly(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     code, _, err = run_cli("batch", str(jobs), "-o", str(tmp_path / "o.csv"), "--server", url)
     assert code == 2 and "cannot reach" in err
+
+
+def test_the_sdk_raises_the_refusal_with_its_fields(batch_client: TestClient) -> None:
+    from app.sdk import PlannerAPIError, PlannerClient
+
+    jobs = [{"name": "a", **GOOD}, {"name": "b", **GOOD, "seq_length": "8k"}]
+    with (
+        PlannerClient("http://testserver", transport=batch_client._transport) as sdk,
+        pytest.raises(PlannerAPIError) as caught,
+    ):
+        sdk.submit_batch(jobs)
+    assert caught.value.status == 422
+    assert [e["field"] for e in caught.value.errors] == ["jobs.1.seq_length"]
+    assert "jobs.1.seq_length: got the text '8k': a number is expected" in str(caught.value)
