@@ -88,3 +88,13 @@ def test_cluster_numbers_have_the_same_wording_under_spec(client: TestClient) ->
     huge = {**DGX, "inter_node_bandwidth_bytes_per_s": 10**400}
     error = _one_error(client.post("/v1/clusters", json={"slug": "c3", "spec": huge}))
     assert error["message"].endswith("too large (got a number of about 401 digits); see its limit")
+
+
+def test_a_huge_number_in_a_hugging_face_config_is_a_422(client: TestClient) -> None:
+    """The limit's message formatted 10**400 with :g, an OverflowError: a 500 before."""
+    config = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 10**400}
+    response = client.post("/v1/models/import-hf", json={"slug": "h", "config": config})
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"] == (
+        "config.num_hidden_layers is above the limit of 2048 (got a huge number)"
+    )
