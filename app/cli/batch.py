@@ -143,7 +143,7 @@ def _remote(
     """Submit the jobs as one batch, follow its progress, and write its results."""
     from rich.progress import Progress
 
-    from app.batches.jobs_file import refused_jobs
+    from app.batches.refusal import refused_jobs
     from app.cli.common import inline_model_file
     from app.planning.convert import expand_text_lists
     from app.sdk import PlannerAPIError, PlannerClient
