@@ -135,4 +135,3 @@ def batch_job(row: Mapping[str, Any]) -> dict[str, Any]:
     data = expand_text_lists(row)
     parse_request(BatchJobCreate, data, label=column_label(row))
     return data
-
