@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote_plus
@@ -106,8 +107,18 @@ def _load(body: bytes | str) -> Any:
         value = float(text)
         return value if math.isfinite(value) else constant(text)
 
+    def integer(text: str) -> int | _NonFinite:  # only when Python refused one: the slow path
+        if len(text.lstrip("-")) <= sys.get_int_max_str_digits():
+            return int(text)
+        return constant(f"a whole number of {len(text.lstrip('-'))} digits")
+
     try:
-        data = json.loads(body, parse_constant=constant, parse_float=number)
+        try:
+            data = json.loads(body, parse_constant=constant, parse_float=number)
+        except ValueError as exc:  # 10**5000: Python's digit limit, a 400 naming nothing before
+            if "int_max_str_digits" not in str(exc):
+                raise
+            data = json.loads(body, parse_constant=constant, parse_float=number, parse_int=integer)
     except RecursionError as exc:
         raise InputRejected(
             "body", f"the JSON is nested too deeply; at most {MAX_JSON_DEPTH} levels"
@@ -127,6 +138,11 @@ def _walk(data: Any) -> None:
             raise InputRejected(
                 _join(path[:3]) + "...",
                 f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep",
+            )
+        if isinstance(value, _NonFinite) and value.text.startswith("a whole number of"):
+            field = _join(path)
+            raise InputRejected(
+                field, f"{field} is {value.text}: far above any limit; send a smaller number"
             )
         if isinstance(value, _NonFinite):
             field = _join(path)

@@ -290,7 +290,10 @@ class PlannerClient:
 
     # --- batches and scaling curves -------------------------------------------------------------
     def submit_batch(self, jobs: list[JSON]) -> JSON:
-        """Queue plan jobs (each may carry a ``name``); ``POST /v1/batches`` -> the batch."""
+        """Queue plan jobs (each may carry a ``name``); ``POST /v1/batches`` -> the batch.
+
+        A job the single-plan request refuses makes the whole batch a :class:`PlannerAPIError`
+        (422, nothing queued) whose ``errors`` name each field as ``jobs.N.field``."""
         batch: JSON = self._request("POST", "/v1/batches", json={"jobs": jobs})
         return batch
 

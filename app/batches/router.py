@@ -52,7 +52,7 @@ class BatchRead(BatchCounts):
         },
         **problem_responses(422),
     },
-    summary="Queue a batch of plan jobs (a bad job fails on its own, the rest still run)",
+    summary="Queue a batch of plan jobs (a job that cannot be planned: 422, nothing stored)",
     operation_id="submit_batch",
 )
 def submit(
@@ -63,7 +63,8 @@ def submit(
     pool: PoolDep,
 ) -> JSONResponse:
     with unit_of_work(factory) as session:  # the jobs must be visible to the workers
-        batch = BatchService(session, backend, viewer).submit(body.jobs)
+        jobs = [job.model_dump(mode="json", exclude_none=True) for job in body.jobs]
+        batch = BatchService(session, backend, viewer).submit(jobs, all_or_nothing=True)
     if pool is not None:
         pool.wake()
     with unit_of_work(factory) as session:

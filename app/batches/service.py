@@ -1,7 +1,8 @@
 """Batches: N plan jobs submitted together, run by the ordinary workers, grouped by a batch row.
 
-A job that cannot run (bad field, unknown model) does not sink the batch: it becomes a failed
-plan job with the reason, and its own row in the results. Services flush, never commit.
+``POST /v1/batches`` takes a batch whole or not at all: a job that ``POST /v1/plan-jobs`` would
+refuse (bad field, unknown model) is a 422 naming ``jobs.N.field``, and nothing is stored. A job
+that is valid but has no feasible layout still runs and reports it. Services flush, never commit.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from app.batches.repository import BatchRepository
 from app.batches.rows import rows_for_stored
 from app.batches.schemas import BatchJobCreate
 from app.core.database import utcnow
-from app.core.errors import AppError, ConflictError, NotFoundError
+from app.core.errors import AppError, ConflictError, InvalidInputError, NotFoundError
 from app.planning.backend import PlanningBackend
 from app.planning.convert import error_text, parse_request
 from app.planning.models import PlanJobRow
@@ -37,8 +38,10 @@ class BatchService:
         self.viewer = viewer
         """The caller: owns the batches it submits; sees others' only as admin (None: all)."""
 
-    def submit(self, jobs: list[dict[str, Any]]) -> BatchRow:
-        """Queue every job of the batch; a job that cannot run is stored as failed."""
+    def submit(self, jobs: list[dict[str, Any]], *, all_or_nothing: bool = False) -> BatchRow:
+        """Queue every job of the batch; a job that cannot run is stored as failed, or with
+        ``all_or_nothing`` (the API) an InvalidInputError names every bad job's fields as
+        ``jobs.N.field`` once all were checked (the caller's unit of work then stores nothing)."""
         names = [str(job.get("name") or f"job-{i + 1}") for i, job in enumerate(jobs)]
         owner = self.viewer.key_id if self.viewer else None
         batch = self.repo.add(
@@ -47,6 +50,7 @@ class BatchService:
             )
         )
         plan_jobs = PlanJobService(self.session, self.backend, self.viewer)
+        refused: list[dict[str, str]] = []
         for index, job in enumerate(jobs):
             body = {k: v for k, v in job.items() if k != "name"}
             error: str | None = None
@@ -58,8 +62,10 @@ class BatchService:
                     )
             except SpecError as exc:  # RequestError too
                 error = error_text(exc)
+                refused += job_fields(index, getattr(exc, "errors", None), exc.field, exc.message)
             except AppError as exc:
                 error = exc.message
+                refused += job_fields(index, exc.errors, None, exc.message)
             if error is not None:
                 row = PlanJobRow(
                     id=str(uuid.uuid4()),
@@ -73,6 +79,14 @@ class BatchService:
                 )
                 self.session.add(row)
             row.batch_id, row.batch_index = batch.id, index
+        if all_or_nothing and refused:
+            bad = len({e["field"].split(".")[1] for e in refused})
+            detail = "; ".join(e["message"] for e in refused[:5])
+            raise InvalidInputError(
+                f"{bad} of {len(jobs)} jobs cannot be planned; fix them and send the batch "
+                f"again (nothing was stored): {detail}",
+                errors=refused,
+            )
         self.session.flush()
         return batch
 
@@ -168,6 +182,20 @@ class BatchService:
                 result = {"error": f"still {job.status}"}
             rows.extend(rows_for_stored(name, result, job.request))
         return rows
+
+
+def job_fields(
+    index: int, errors: list[dict[str, str]] | None, field: str | None, message: str
+) -> list[dict[str, str]]:
+    """A job's errors as the API's problem fields, under ``jobs.N`` (as FastAPI names a field
+    of a list in the body), each message saying which job it is about."""
+    found = errors or [{"field": field or "", "message": message}]
+    out = []
+    for err in found:
+        inner = err.get("field") or ""
+        where = f"jobs.{index}" + (f".{inner}" if inner not in ("", "body") else "")
+        out.append({"field": where, "message": f"jobs.{index}: {err['message']}"})
+    return out
 
 
 def batch_status(counts: Counter[str], total: int) -> str:

@@ -11,19 +11,23 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
 from app.catalog.cache import cache_of
 from app.catalog.models import CatalogEntryRow
 from app.catalog.network import check_network
 from app.catalog.repository import CatalogRepository
 from app.catalog.schemas import CatalogEntryRead, ClusterPresetSpec
+from app.catalog.spec_numbers import read_spec_numbers
 from app.catalog.spec_types import check_spec_types
 from app.core.errors import ConflictError, InvalidInputError, NotFoundError
+from app.core.messages import RequestError, problem_fields
 from planner.specs import GPUSpec, ModelSpec, SpecError
 
 log = logging.getLogger(__name__)
 
 KIND_NAMES = {"model": "model", "gpu": "GPU", "cluster": "cluster"}
+DATACLASSES: dict[str, type[ModelSpec] | type[GPUSpec]] = {"model": ModelSpec, "gpu": GPUSpec}
 
 
 def _jsonable(spec: dict[str, Any]) -> dict[str, Any]:
@@ -141,11 +145,13 @@ class CatalogService:
     def validate(self, kind: str, slug: str, spec: dict[str, Any]) -> dict[str, Any]:
         """The spec as stored, after the domain type has checked it (422 naming the field)."""
         try:
-            if kind == "model":
-                return _jsonable(ModelSpec.from_dict({"name": slug, **spec}).to_dict())
-            if kind == "gpu":
-                check_spec_types(GPUSpec, spec)
-                return _jsonable(GPUSpec.from_dict({"name": slug, **spec}).to_dict())
+            if kind in DATACLASSES:
+                cls = DATACLASSES[kind]
+                spec = read_spec_numbers(cls, spec)  # "32" as 32; "1_6": the API's 422
+                check_spec_types(cls, spec)
+                return _jsonable(cls.from_dict({"name": slug, **spec}).to_dict())
+        except RequestError as exc:  # its numbers, named spec.FIELD already
+            raise InvalidInputError(exc.message, errors=exc.errors) from exc
         except SpecError as exc:
             field = f"spec.{exc.field}" if exc.field else "spec"
             raise InvalidInputError.for_field(field, exc.message) from exc
@@ -153,15 +159,10 @@ class CatalogService:
             raise InvalidInputError.for_field("spec", f"invalid {kind} spec: {exc}") from exc
         try:
             preset = ClusterPresetSpec.model_validate(spec)
-        except ValidationError as exc:
-            errors = [
-                {
-                    "field": "spec." + ".".join(str(p) for p in e["loc"]),
-                    "message": str(e["msg"]),
-                }
-                for e in exc.errors()
-            ]
-            raise InvalidInputError("invalid cluster spec", errors=errors) from exc
+        except ValidationError as exc:  # worded as the plan request's errors, under spec.
+            errors = problem_fields([{**e, "loc": ("spec", *e["loc"])} for e in exc.errors()])
+            detail = "; ".join(e["message"] for e in errors[:5])
+            raise InvalidInputError(f"invalid cluster spec: {detail}", errors=errors) from exc
         try:
             per_gpu = check_network(
                 nics_per_node=preset.nics_per_node,
@@ -220,6 +221,11 @@ class CatalogService:
         try:
             with self.repo.session.begin_nested():
                 self.repo.add_version(row, stored, meta)
+        except StaleDataError as exc:  # a DELETE committed between our read and this write
+            raise NotFoundError(
+                f"{KIND_NAMES[kind]} {slug!r} was deleted by another request; POST /v1/{kind}s "
+                "creates it again"
+            ) from exc
         except IntegrityError as exc:  # another PUT took this version number first
             raise ConflictError(
                 f"{KIND_NAMES[kind]} {slug!r} was changed by another request at the same time; "

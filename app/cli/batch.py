@@ -143,22 +143,28 @@ def _remote(
     """Submit the jobs as one batch, follow its progress, and write its results."""
     from rich.progress import Progress
 
+    from app.batches.refusal import refused_jobs
     from app.cli.common import inline_model_file
     from app.planning.convert import expand_text_lists
-    from app.sdk import PlannerClient
+    from app.sdk import PlannerAPIError, PlannerClient
     from planner import SpecError
 
     for i, item in enumerate(items):  # the server never reads paths: send model files inline
         item["model"] = inline_model_file(item.get("model"))
         # the text forms of lists ('1,2,4', '64-1024') as the API's lists; a job whose lists
-        # do not parse is sent as written, and the server fails it alone, saying why
+        # do not parse is sent as written, and the server refuses the batch, saying why
         with contextlib.suppress(SpecError):
             items[i] = expand_text_lists(item)
     with (  # a refused connection, a bad key or a problem answer: app/cli/errors.py
         PlannerClient(server, api_key=api_key) as client,
         Progress(disable=not sys.stderr.isatty(), console=err_console) as bar,
     ):
-        submitted = client.submit_batch(items)
+        try:
+            submitted = client.submit_batch(items)
+        except PlannerAPIError as exc:  # a bad job: the server queued none of them
+            if exc.status != 422:
+                raise
+            fail(refused_jobs(exc.errors, items), field="JOBS")
         task = bar.add_task(f"batch {submitted['id'][:8]}", total=submitted["total"])
         try:
             done = client.wait_for_batch(

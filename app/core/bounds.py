@@ -39,6 +39,15 @@ MODEL_LIMITS: dict[str, int] = {
     "num_nextn_predict_layers": 64,
     # cluster presets
     "gpus_per_node": 576,  # NVLink domains up to NVL576; GB200/GB300 racks are 72
+    # user GPU specs: sanity caps far above any part (models_db/gpus: <= 288 GB of HBM, ~8 TB/s,
+    # ~5e15 FLOP/s), so that 10**400 bytes is a 422 rather than an overflow in the planner
+    "hbm_bytes": 1 << 44,
+    "hbm_bandwidth_bytes_per_s": 10**15,
+    "peak_bf16_flop_per_s": 10**18,
+    "peak_fp8_flop_per_s": 10**18,
+    "intra_node_bandwidth_bytes_per_s": 10**15,
+    "host_link_bandwidth_bytes_per_s": 10**15,
+    "sm_count": 1 << 20,
 }
 
 
@@ -49,7 +58,10 @@ def check_spec_numbers(spec: Any, where: str = "model") -> Any:
     for name, limit in MODEL_LIMITS.items():
         value = spec.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool) and value > limit:
-            raise ValueError(f"{where}.{name}={value:g} is above the limit of {limit}")
+            if isinstance(value, float) or value < 1e300:
+                raise ValueError(f"{where}.{name}={value:g} is above the limit of {limit}")
+            # 10**400 overflows :g (a 500 before), and str() refuses past 4 300 digits
+            raise ValueError(f"{where}.{name} is above the limit of {limit} (got a huge number)")
     text_config = spec.get("text_config")  # multimodal HF configs nest the language model
     if isinstance(text_config, dict):
         check_spec_numbers(text_config, f"{where}.text_config")

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.core.megatron_names import unknown_field_hint
 from app.core.schemas import BOOL_NOT_NUMBER, NUMBER_NOT_TEXT, SLUG_PATTERN
+from planner.specs import SpecError
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie"}
 _TYPE_TAGS = {
@@ -41,6 +42,15 @@ _SLUG_RULE = (  # SLUG_PATTERN in words, its length too: a 200-letter name break
     "a slug: lowercase letters, digits, '.', '_' or '-', starting with a letter or digit, "
     "at most 128 characters"
 )
+
+
+class RequestError(SpecError):
+    """A request that does not validate: every bad field, named as the user typed it."""
+
+    def __init__(self, errors: list[dict[str, str]]) -> None:
+        message = "; ".join(e["message"] for e in errors[:5]) or "the request is not valid"
+        super().__init__(message, field=errors[0]["field"] if errors else None)
+        self.errors = errors
 
 
 def _is_union_tag(part: Any) -> bool:
@@ -126,13 +136,17 @@ def _message(field: str, err: dict[str, Any]) -> str:
         and isinstance(given, str)
         and any(c in given for c in ",-")
     )  # a list, or the CLI's text forms '64,128' / '64-512'
-    if several and field in _OPTION_LISTS:
+    name = field.rsplit(".", 1)[-1]  # a batch's jobs.3.num_gpus is num_gpus too
+    if several and name in _OPTION_LISTS:
         return (  # "a valid integer" does not say where several values go
             f"{field} takes one number; a plan request (POST /v1/plan-jobs, /v1/scaling-curves) "
-            f"takes several as {field}_options"
+            f"takes several as {name}_options"
         )
     if kind == "int_parsing_size":  # 1e30 for an integer: pydantic says "input string"
         return f"{field} is too large (got {_shown(err.get('input'))}); see its limit in the schema"
+    if kind == "float_type" and isinstance(given, int) and not isinstance(given, bool):
+        digits = int(given.bit_length() * 0.30103) + 1  # 10**400: no float holds it
+        return f"{field} is too large (got a number of about {digits} digits); see its limit"
     if kind == "string_pattern_mismatch" and ctx.get("pattern") == SLUG_PATTERN:
         return f"{field} must be {_SLUG_RULE} (got {_shown(err.get('input'))})"
     message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")

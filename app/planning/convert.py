@@ -19,6 +19,8 @@ from pydantic import BaseModel, ValidationError
 import models_db
 from app.catalog.names import cluster_slug_for, gpu_slug_for
 from app.catalog.network import BANDWIDTH_GROUP, check_network
+from app.catalog.spec_numbers import read_spec_numbers
+from app.core.messages import RequestError as RequestError  # its home: the catalog raises it
 from app.core.messages import problem_fields
 from app.core.units import GIB
 from app.planning.schemas import MAX_GPUS, NETWORK_FIELDS, EvaluationRequest, PlanJobCreate
@@ -46,17 +48,10 @@ VERSIONED_LAYOUT_FIELDS = (
     "optimizer_state_dtype", "recompute_modules", "pipeline_layout",
 )  # fmt: skip
 """Request fields whose values need a Megatron-Core / TE release (stack_features.csv)."""
+HF_KEYS = frozenset({"architectures", "model_type"})
+"""Keys that make an inline model a Hugging Face config.json (models_db.resolve_model)."""
 RANGE_FIELDS = {"num_gpus": "num_gpus_options", "global_batch_size": "global_batch_size_options"}
 MAX_LIST_VALUES = 64
-
-
-class RequestError(SpecError):
-    """A request that does not validate: every bad field, named as the user typed it."""
-
-    def __init__(self, errors: list[dict[str, str]]) -> None:
-        message = "; ".join(e["message"] for e in errors[:5]) or "the request is not valid"
-        super().__init__(message, field=errors[0]["field"] if errors else None)
-        self.errors = errors
 
 
 def error_text(exc: SpecError) -> str:
@@ -167,6 +162,8 @@ def column_label(given: Mapping[str, Any]) -> Label:
 def resolve_model(ref: Any) -> ModelSpec:
     if isinstance(ref, ModelSpec):
         return ref
+    if isinstance(ref, dict) and not HF_KEYS & set(ref):  # ModelSpec fields: the API's numbers
+        ref = read_spec_numbers(ModelSpec, ref, "model")
     try:
         if isinstance(ref, str):  # a slug only: a service never opens files named in a request
             return models_db.load_model(ref)
@@ -228,6 +225,7 @@ def resolve_gpu(req: EvaluationRequest | PlanJobCreate) -> GPUSpec:
     if ref is None:
         raise SpecError(f"gpu is required; one of: {', '.join(models_db.list_gpus())}", field="gpu")
     if isinstance(ref, dict):
+        ref = read_spec_numbers(GPUSpec, ref, "gpu")  # "80e9" as a number; true refused
         try:
             gpu = GPUSpec.from_dict(ref)
         except SpecError as exc:

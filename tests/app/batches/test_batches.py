@@ -1,5 +1,6 @@
-"""``/v1/batches``: N plan jobs as one batch, a bad job failing alone, results as CSV/JSON with
-the columns of the local ``planner batch``; and ``planner batch --server`` against a live server.
+"""``/v1/batches``: N plan jobs as one batch, a bad job refusing it whole (422, nothing stored),
+a job failing at run time failing alone, results as CSV/JSON with the columns of the local
+``planner batch``; and ``planner batch --server`` against a live server.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from app.batches.rows import OUTPUT_COLUMNS
 from app.main import create_app
-from tests.app.conftest import SLOW_SEED, FakePlanner, fake_catalog, test_settings
+from tests.app.conftest import FAILING_SEED, SLOW_SEED, FakePlanner, fake_catalog, test_settings
 from tests.support.reports import plan_doc, plan_result_doc
 
 GOOD = {
@@ -78,10 +79,12 @@ def wait_finished(client: TestClient, batch_id: str, timeout_s: float = 20) -> d
         time.sleep(0.05)
 
 
-def test_batch_runs_every_job_and_a_bad_one_fails_alone(batch_client: TestClient) -> None:
+def test_batch_runs_every_job_and_one_failing_at_run_time_fails_alone(
+    batch_client: TestClient,
+) -> None:
     jobs = [
         {"name": "a", **GOOD},
-        {"name": "bad", **GOOD, "model": "no-such-model"},
+        {"name": "boom", **GOOD, "seed": FAILING_SEED},
         {"name": "c", **GOOD, "num_gpus": 128},
     ]
     response = batch_client.post("/v1/batches", json={"jobs": jobs})
@@ -89,9 +92,9 @@ def test_batch_runs_every_job_and_a_bad_one_fails_alone(batch_client: TestClient
     assert response.headers["location"] == f"/v1/batches/{response.json()['id']}"
     batch = wait_finished(batch_client, response.json()["id"])
     assert batch["total"] == 3 and batch["progress"] == 1.0
-    assert [j["name"] for j in batch["jobs"]] == ["a", "bad", "c"]
+    assert [j["name"] for j in batch["jobs"]] == ["a", "boom", "c"]
     assert [j["status"] for j in batch["jobs"]] == ["succeeded", "failed", "succeeded"]
-    assert "no-such-model" in batch["jobs"][1]["error"]
+    assert "the search exploded" in batch["jobs"][1]["error"]
     assert batch["counts"] == {
         "queued": 0,
         "running": 0,
@@ -101,21 +104,71 @@ def test_batch_runs_every_job_and_a_bad_one_fails_alone(batch_client: TestClient
     }
 
 
+def _nothing_stored(client: TestClient) -> None:
+    assert client.get("/v1/batches").json()["total"] == 0
+    assert client.get("/v1/plan-jobs").json()["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("bad", "field", "words"),
+    [
+        ({"seq_length": "8k"}, "jobs.1.seq_length", "a number is expected"),
+        ({"seq_length": -1}, "jobs.1.seq_length", "greater than"),
+        ({"num_gpus": [64, 128]}, "jobs.1.num_gpus", "num_gpus_options"),
+        ({"tensor_model_parallel_size": 8}, "jobs.1.tensor_model_parallel_size", "is tp here"),
+        ({"model": "no-such-model"}, "jobs.1.model", "unknown model 'no-such-model'"),
+    ],
+)
+def test_a_bad_job_refuses_the_whole_batch_naming_its_field(
+    batch_client: TestClient, bad: dict[str, Any], field: str, words: str
+) -> None:
+    """The single-plan request's checks, at submission: 422 naming ``jobs.N.field`` (as FastAPI
+    names a field of a body), and not one job or batch stored (they used to fail later)."""
+    jobs = [{"name": "a", **GOOD}, {"name": "bad", **GOOD, **bad}]
+    response = batch_client.post("/v1/batches", json={"jobs": jobs})
+    assert response.status_code == 422, response.text
+    errors = response.json()["errors"]
+    assert [e["field"] for e in errors] == [field]
+    assert words in errors[0]["message"] and words in response.json()["detail"]
+    _nothing_stored(batch_client)
+
+
+def test_every_bad_job_is_named_at_once(batch_client: TestClient) -> None:
+    missing = {k: v for k, v in GOOD.items() if k != "model"}
+    jobs = [{"name": "a", **missing}, {"name": "b", **GOOD}, {"name": "c", **GOOD, "top_k": 0}]
+    response = batch_client.post("/v1/batches", json={"jobs": jobs})
+    assert response.status_code == 422
+    fields = [e["field"] for e in response.json()["errors"]]
+    assert fields == ["jobs.0.model", "jobs.2.top_k"]
+    assert "jobs.0.model is required" in response.json()["detail"]
+    _nothing_stored(batch_client)
+
+
+def test_unknown_models_in_two_jobs_are_both_named(batch_client: TestClient) -> None:
+    jobs = [{**GOOD, "model": "nope"}, {**GOOD}, {**GOOD, "model": "nada"}]
+    response = batch_client.post("/v1/batches", json={"jobs": jobs})
+    assert response.status_code == 422
+    problem = response.json()
+    assert [e["field"] for e in problem["errors"]] == ["jobs.0.model", "jobs.2.model"]
+    assert problem["detail"].startswith("2 of 3 jobs cannot be planned")
+    _nothing_stored(batch_client)
+
+
 def test_results_have_the_local_columns_in_csv_and_json(batch_client: TestClient) -> None:
-    jobs = [{"name": "a", **GOOD}, {"name": "bad", **GOOD, "num_gpus": "many"}]
+    jobs = [{"name": "a", **GOOD}, {"name": "boom", **GOOD, "seed": FAILING_SEED}]
     batch_id = batch_client.post("/v1/batches", json={"jobs": jobs}).json()["id"]
     wait_finished(batch_client, batch_id)
     rows = batch_client.get(f"/v1/batches/{batch_id}/results?format=json").json()
-    assert [(r["name"], r["rank"]) for r in rows] == [("a", 1), ("a", 2), ("bad", "")]
+    assert [(r["name"], r["rank"]) for r in rows] == [("a", 1), ("a", 2), ("boom", "")]
     assert rows[0]["tp"] == 8 and rows[1]["tp"] == 4
     assert rows[0]["memory_weights_optimizer_gib"] == round(30e9 / 2**30, 2)  # (10 + 20) GB
     assert rows[1]["tokens_per_s_per_gpu"] == 500.0
-    assert "num_gpus" in rows[2]["error"]
+    assert "the search exploded" in rows[2]["error"]
     text = batch_client.get(f"/v1/batches/{batch_id}/results?format=csv")
     assert text.headers["content-type"].startswith("text/csv")
     table = list(csv.DictReader(io.StringIO(text.text)))
     assert tuple(table[0]) == OUTPUT_COLUMNS
-    assert [r["name"] for r in table] == ["a", "a", "bad"]
+    assert [r["name"] for r in table] == ["a", "a", "boom"]
     assert table[0]["megatron_command"].endswith("--tensor-model-parallel-size 8")
 
 
@@ -173,18 +226,34 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 def test_cli_batch_server_writes_the_same_rows(live_server: str, tmp_path: Path) -> None:
     jobs = tmp_path / "jobs.yaml"
     jobs.write_text(
-        json.dumps([{"name": "a", **GOOD}, {"name": "bad", **GOOD, "model": "nope"}])
+        json.dumps([{"name": "a", **GOOD}, {"name": "boom", **GOOD, "seed": FAILING_SEED}])
     )  # JSON is YAML
     out = tmp_path / "out.csv"
     code, _, err = run_cli("batch", str(jobs), "-o", str(out), "--server", live_server)
     assert code == 0, err
-    assert "bad:" in err and "2 jobs: 1 planned, 0 infeasible (no layout fits), 1 failed" in err
+    assert "boom:" in err and "2 jobs: 1 planned, 0 infeasible (no layout fits), 1 failed" in err
     table = list(csv.DictReader(out.open()))
-    assert [(r["name"], r["rank"]) for r in table] == [("a", "1"), ("a", "2"), ("bad", "")]
+    assert [(r["name"], r["rank"]) for r in table] == [("a", "1"), ("a", "2"), ("boom", "")]
     out_json = tmp_path / "out.json"
     code, _, _ = run_cli("batch", str(jobs), "-o", str(out_json), "--server", live_server)
     rows = json.loads(out_json.read_text())
-    assert code == 0 and rows[0]["tp"] == 8 and "nope" in rows[2]["error"]
+    assert code == 0 and rows[0]["tp"] == 8 and "exploded" in rows[2]["error"]
+
+
+def test_cli_batch_server_names_the_jobs_it_refused(live_server: str, tmp_path: Path) -> None:
+    """The service's 422 for a batch, as the CLI shows it: each bad job by its place in the
+    file and its name, with the field; exit 2 and no output file (nothing was queued)."""
+    jobs = tmp_path / "jobs.csv"
+    header = "name,model,gpu,num_gpus,seq_length,global_batch_size\n"
+    rows = ["a,llama3.1-70b,h100-sxm-80gb,64,8192,128", "b,nope,h100-sxm-80gb,64,8192,128"]
+    rows.append("c,llama3.1-70b,h100-sxm-80gb,64,8k,128")
+    jobs.write_text(header + "\n".join(rows) + "\n")
+    out = tmp_path / "out.csv"
+    code, _, err = run_cli("batch", str(jobs), "-o", str(out), "--server", live_server)
+    assert code == 2, err
+    assert "refused the batch (nothing was queued)" in err
+    assert "job 3 (c): seq_length: got the text '8k': a number is expected" in err
+    assert not out.exists()
 
 
 def test_cli_batch_server_unreachable_fails_cleanly(tmp_path: Path) -> None:
@@ -193,3 +262,17 @@ def test_cli_batch_server_unreachable_fails_cleanly(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     code, _, err = run_cli("batch", str(jobs), "-o", str(tmp_path / "o.csv"), "--server", url)
     assert code == 2 and "cannot reach" in err
+
+
+def test_the_sdk_raises_the_refusal_with_its_fields(batch_client: TestClient) -> None:
+    from app.sdk import PlannerAPIError, PlannerClient
+
+    jobs = [{"name": "a", **GOOD}, {"name": "b", **GOOD, "seq_length": "8k"}]
+    with (
+        PlannerClient("http://testserver", transport=batch_client._transport) as sdk,
+        pytest.raises(PlannerAPIError) as caught,
+    ):
+        sdk.submit_batch(jobs)
+    assert caught.value.status == 422
+    assert [e["field"] for e in caught.value.errors] == ["jobs.1.seq_length"]
+    assert "jobs.1.seq_length: got the text '8k': a number is expected" in str(caught.value)

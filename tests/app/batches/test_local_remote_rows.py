@@ -3,7 +3,8 @@ the SDK): one jobs file with a feasible and an infeasible job, real planning on 
 The infeasible job's row had its stack columns (precision, attention_backend, moe_imbalance,
 ...) filled by the service, which stores the parsed request, and empty locally, where the row
 came from the raw CSV cells: both rows now come from the job as the service stores it. A job
-that fails has one error text too (the field appended where the message does not name it)."""
+that cannot be planned (an unknown model) is an error row locally; the service refuses the
+batch whole instead (422 naming the job), so nothing half-done is queued."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ JOBS = (
     "name,model,gpu,num_gpus,seq_length,global_batch_size,top_k\n"
     "fits,llama3.1-8b,h100-sxm-80gb,8,4096,64,2\n"
     "too-big,llama3.1-405b,h100-sxm-80gb,8,8192,64,2\n"
-    "unknown,llama9-1t,h100-sxm-80gb,8,4096,64,2\n"
 )
+UNKNOWN = "unknown,llama9-1t,h100-sxm-80gb,8,4096,64,2\n"
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def server(tmp_path: Path) -> Iterator[str]:
 def _batch(*args: str) -> None:
     result = CliRunner().invoke(cli, ["batch", *args])
     assert result.exit_code == 0, result.stderr
-    assert "1 planned, 1 infeasible (no layout fits), 1 failed" in result.stderr
+    assert "1 planned, 1 infeasible (no layout fits), 0 failed" in result.stderr
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json"])
@@ -53,9 +54,24 @@ def test_local_and_service_rows_are_identical(server: str, tmp_path: Path, suffi
         rows = list(csv.DictReader(local.open(encoding="utf-8")))
     else:
         rows = json.loads(local.read_text(encoding="utf-8"))
-    assert [r["name"] for r in rows] == ["fits", "fits", "too-big", "unknown"]
+    assert [r["name"] for r in rows] == ["fits", "fits", "too-big"]
     infeasible = rows[2]
     assert str(infeasible["error"]).startswith("no feasible layout")
     assert infeasible["precision"] == "bf16" and infeasible["attention_backend"] == "auto"
-    assert "unknown model 'llama9-1t'" in str(rows[3]["error"])
     assert local.read_text(encoding="utf-8") == remote.read_text(encoding="utf-8")
+
+
+def test_an_unknown_model_is_a_row_locally_and_a_refusal_by_the_service(
+    server: str, tmp_path: Path
+) -> None:
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(JOBS + UNKNOWN, encoding="utf-8")
+    local = tmp_path / "local.csv"
+    result = CliRunner().invoke(cli, ["batch", str(jobs), "-o", str(local), "--workers", "1"])
+    assert "1 planned, 1 infeasible (no layout fits), 1 failed" in result.stderr
+    assert "unknown model 'llama9-1t'" in list(csv.DictReader(local.open()))[-1]["error"]
+    remote = tmp_path / "remote.csv"
+    result = CliRunner().invoke(cli, ["batch", str(jobs), "-o", str(remote), "--server", server])
+    assert result.exit_code == 2
+    assert "job 3 (unknown): unknown model 'llama9-1t'" in result.stderr
+    assert not remote.exists()
