@@ -126,7 +126,9 @@ class CalibrationService:
         if stored is None or stored.get("version") != COMPARISON_VERSION:
             rows = [m.data for m in self.measurements.list(slug)][: row.num_measurements]
             try:
-                computed = stored_comparison(rows, preset["gpu"], row.profile, row.report)
+                # on the GPU it was fitted on: the cluster may have moved to another since
+                gpu = str(row.profile.get("gpu") or preset["gpu"])
+                computed = stored_comparison(rows, gpu, row.profile, row.report)
             except SpecError as exc:
                 raise InvalidInputError.for_field("measurements", exc.message) from exc
             self.calibrations.store_comparison(row, computed)

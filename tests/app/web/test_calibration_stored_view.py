@@ -144,3 +144,23 @@ def test_a_calibration_older_than_the_honest_report_is_fitted_again_once(
     assert page.status_code == 200 and 'id="fit-errors"' in page.text, page.text[:500]
     assert len(fits) == 1
     assert client.get(location).status_code == 200 and len(fits) == 1
+
+
+def test_an_older_calibration_is_compared_on_the_gpu_it_was_fitted_on(
+    client: TestClient,  # noqa: F811
+) -> None:
+    """A cluster moved to another GPU keeps its calibrations (they apply again if it moves
+    back): the first view of an older one compares its rows on its own GPU, not a 422."""
+    location = _saved(client)
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    with factory() as session:
+        session.execute(update(CalibrationRow).values(comparison=None))
+        session.commit()
+    moved = client.put("/v1/clusters/my-h100", json={"spec": {**CLUSTER, "gpu": "h200-sxm-141gb"}})
+    assert moved.status_code == 200, moved.text
+    calibration_id = location.rsplit("/", 1)[1]
+    api = client.get(f"/v1/clusters/my-h100/calibrations/{calibration_id}")
+    assert api.status_code == 200, api.text
+    assert api.json()["comparison"]["n_rows"] > 0
+    assert api.json()["comparison"]["gpu"] == CLUSTER["gpu"]
+    assert client.get(location).status_code == 200
