@@ -107,8 +107,8 @@ def test_an_older_calibrations_page_shows_its_own_profile_not_a_refit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The profile a calibration stored is the one planning uses; a fit run again today (with
-    the fitting code of today: the stack key changed in this release) may give another, so the
-    first view of an older calibration predicts the rows with the stored profile, fitting none."""
+    the fitting code of a later release) may give another, so the first view of an older
+    calibration predicts the rows with the stored profile, fitting none."""
     location = _saved(client)
     factory = client.app.state.session_factory  # type: ignore[attr-defined]
     with factory() as session:  # stored before 0006, by a fit that gave another profile
