@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,6 +24,23 @@ def _saved(client: TestClient) -> str:  # noqa: F811
     r: Any = _upload(client, save="1")
     assert r.status_code == 303
     return str(r.headers["location"])
+
+
+def _saved_before_0006(
+    client: TestClient,  # noqa: F811
+    change: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] = lambda p, r: {},
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A saved calibration as one stored before migration 0006 left it (no comparison), with
+    ``change(profile, report)``'s columns set too: its page's URL, its profile and report."""
+    location = _saved(client)
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    with factory() as session:
+        row = session.query(CalibrationRow).one()
+        profile, report = dict(row.profile), dict(row.report)
+        values = {"comparison": None, **change(profile, report)}
+        session.execute(update(CalibrationRow).values(**values))
+        session.commit()
+    return location, profile, report
 
 
 def _chart(text: str) -> dict[str, Any]:
@@ -79,18 +97,14 @@ def test_an_older_calibration_is_compared_once_on_its_first_view(
     client: TestClient,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    location = _saved(client)
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
-    with factory() as session:  # as a calibration stored before migration 0006 left it
-        session.execute(update(CalibrationRow).values(comparison=None))
-        session.commit()
+    location, _, _ = _saved_before_0006(client)
     fits = _count_fits(monkeypatch)
     first = client.get(location)
     assert first.status_code == 200 and 'id="fit-errors"' in first.text
     assert fits == []  # from the stored profile (test below), not a fit again
     second = client.get(location)
     assert fits == [] and _chart(second.text) == _chart(first.text)
-    with factory() as session:
+    with client.app.state.session_factory() as session:  # type: ignore[attr-defined]
         stored = session.query(CalibrationRow).one().comparison
     assert stored is not None and stored["chart"] == _chart(first.text)
 
@@ -109,20 +123,18 @@ def test_an_older_calibrations_page_shows_its_own_profile_not_a_refit(
     """The profile a calibration stored is the one planning uses; a fit run again today (with
     the fitting code of a later release) may give another, so the first view of an older
     calibration predicts the rows with the stored profile, fitting none."""
-    location = _saved(client)
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
-    with factory() as session:  # stored before 0006, by a fit that gave another profile
-        row = session.query(CalibrationRow).one()
-        profile = {**row.profile, "gemm_efficiency": 0.5 * row.profile["gemm_efficiency"]}
-        session.execute(update(CalibrationRow).values(comparison=None, profile=profile))
-        session.commit()
-        rows = [m["data"] for m in client.get("/v1/clusters/my-h100/measurements").json()["items"]]
-        report = dict(row.report)
+
+    def slower(p: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+        return {"profile": {**p, "gemm_efficiency": 0.5 * p["gemm_efficiency"]}}
+
+    location, saved, report = _saved_before_0006(client, slower)  # a fit that gave another
+    profile = slower(saved, report)["profile"]
+    rows = [m["data"] for m in client.get("/v1/clusters/my-h100/measurements").json()["items"]]
     fits = _count_fits(monkeypatch)
     page = client.get(location)
     assert page.status_code == 200, page.text[:500]
     assert fits == []
-    expected = calibration_fit.fitted_comparison(rows, CLUSTER["gpu"], profile, report)
+    expected = calibration_fit.fitted_comparison(rows, str(CLUSTER["gpu"]), profile, report)
     assert _chart(page.text)["after"] == expected["chart"]["after"]
     assert _chart(page.text)["after"] != _chart(page.text)["before"]
 
@@ -132,13 +144,12 @@ def test_a_calibration_older_than_the_honest_report_is_fitted_again_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A report stored before the honest fit carries no errors to show: its page fits again."""
-    location = _saved(client)
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
-    with factory() as session:
-        row = session.query(CalibrationRow).one()
-        old = {k: v for k, v in row.report.items() if k not in ("fit", "cross_validation")}
-        session.execute(update(CalibrationRow).values(comparison=None, report=old))
-        session.commit()
+    location, _, _ = _saved_before_0006(
+        client,
+        lambda p, r: {
+            "report": {k: v for k, v in r.items() if k not in ("fit", "cross_validation")}
+        },
+    )
     fits = _count_fits(monkeypatch)
     page = client.get(location)
     assert page.status_code == 200 and 'id="fit-errors"' in page.text, page.text[:500]
@@ -151,11 +162,7 @@ def test_an_older_calibration_is_compared_on_the_gpu_it_was_fitted_on(
 ) -> None:
     """A cluster moved to another GPU keeps its calibrations (they apply again if it moves
     back): the first view of an older one compares its rows on its own GPU, not a 422."""
-    location = _saved(client)
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
-    with factory() as session:
-        session.execute(update(CalibrationRow).values(comparison=None))
-        session.commit()
+    location, _, _ = _saved_before_0006(client)
     moved = client.put("/v1/clusters/my-h100", json={"spec": {**CLUSTER, "gpu": "h200-sxm-141gb"}})
     assert moved.status_code == 200, moved.text
     calibration_id = location.rsplit("/", 1)[1]
