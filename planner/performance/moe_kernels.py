@@ -1,8 +1,9 @@
 """Kernel counts of a MoE layer's router region and token permutation (mechanisms-facts §3.2,
 §4.4): the one source of these counts for the host term (each kernel's launch,
 :func:`planner.performance.host_overhead.moe_layer_kernels`) and the compute term (each
-kernel's fixed GPU time, :mod:`planner.performance.moe_compute`), so a router fusion or DeepEP's
-fused layout kernel changes both sides alike.
+kernel's fixed GPU time, :mod:`planner.performance.moe_compute`), so DeepEP's fused layout
+kernel changes both sides alike (``router_fusion`` is off on both: neither term passes it,
+:mod:`planner.performance.host_term`'s stack decisions).
 
 The layer's MLP half after the dispatch sync runs in three parts, in program order: the
 dispatch (permute 1, the EP all-to-all of tokens and probs, permute 2), the experts, and the
