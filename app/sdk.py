@@ -277,7 +277,10 @@ class PlannerClient:
     ) -> JSON:
         """The ``k`` short runs that would most reduce one plan's uncertainty, each with its
         launch command (``POST /v1/calibration-suggestions``); give one of ``evaluation`` (a
-        layout) or ``plan`` (a search), and ``max_nodes`` as the budget per run."""
+        layout) or ``plan`` (a search), and ``max_nodes`` as the budget per run.
+        ``plan_uncertainty_pct_before`` / ``_after`` count the profile's coefficients and the
+        cluster's level together; ``uncertainty_before`` / ``_after`` give each part
+        (app.planning.suggestion_schemas)."""
         body: JSON = {"k": k}
         if evaluation is not None:
             body["evaluation"] = _body(evaluation)

@@ -164,6 +164,23 @@ def fitted_comparison(
     return _comparison(gpu, rows_used, skipped, others, load_profile(gpu), fitted, report)
 
 
+STORED_REPORT_KEYS = ("rows", "fit", "coefficients", "cross_validation")
+"""What :func:`_comparison` reads of a report: a calibration stored before the honest fit
+(2026-11-24) has a report without them."""
+
+
+def stored_comparison(
+    rows: list[dict[str, str]], gpu_slug: str, profile: dict[str, Any], report: dict[str, Any]
+) -> dict[str, Any]:
+    """:func:`fit_preview`'s answer for a calibration stored without it: its rows predicted with
+    the profile it stored (the one planning uses; a fit run again today, with today's fitting
+    code, may give another), fitting nothing; a report too old to carry the errors is fitted
+    again."""
+    if all(key in report for key in STORED_REPORT_KEYS):
+        return fitted_comparison(rows, gpu_slug, profile, report)
+    return fit_preview(rows, gpu_slug)
+
+
 def _comparison(
     gpu: GPUSpec,
     rows_used: list[Measurement],

@@ -110,7 +110,9 @@ class CalibrationService:
     def comparison(self, slug: str, calibration_id: int) -> CalibrationDetail:
         """A stored calibration with what its page shows: stored with the fit; for one stored
         before that (or by another version of the page), computed once from the rows it was
-        fitted on (the cluster's first ``num_measurements`` stored rows) and stored."""
+        fitted on (the cluster's first ``num_measurements`` stored rows) and its stored profile
+        and report, fitting nothing (a fit run again today may give another profile than the
+        one planning uses), and stored."""
         preset = self.cluster(slug)
         row = self.calibrations.get(slug, calibration_id)
         if row is None:
@@ -118,13 +120,15 @@ class CalibrationService:
                 f"cluster {slug!r} has no calibration {calibration_id} (its stored runs may "
                 "have been deleted since): upload the runs again on the calibration page"
             )
-        from app.calibration.fit import COMPARISON_VERSION, fit_preview
+        from app.calibration.fit import COMPARISON_VERSION, stored_comparison
 
         stored = row.comparison
         if stored is None or stored.get("version") != COMPARISON_VERSION:
             rows = [m.data for m in self.measurements.list(slug)][: row.num_measurements]
             try:
-                computed = fit_preview(rows, preset["gpu"])
+                # on the GPU it was fitted on: the cluster may have moved to another since
+                gpu = str(row.profile.get("gpu") or preset["gpu"])
+                computed = stored_comparison(rows, gpu, row.profile, row.report)
             except SpecError as exc:
                 raise InvalidInputError.for_field("measurements", exc.message) from exc
             self.calibrations.store_comparison(row, computed)

@@ -96,7 +96,7 @@ def print_suggestions(result: dict[str, Any]) -> None:
 
 
 def uncertainty_words(u: dict[str, Any]) -> str:
-    """'±14.9% (coefficients ±12.6%, the cluster's level ±11.4% from 0 rows)'."""
+    """'±14.9% (coefficients ±12.6%, the cluster's level ±11.4% from 0 of its runs)'."""
     return (
         f"±{u['total_pct']:.1f}% (coefficients ±{u['coefficients_pct']:.1f}%, the cluster's "
         f"level ±{u['cluster_level_pct']:.1f}% from {u['cluster_level_rows']} of its runs)"

@@ -11,6 +11,7 @@ from app.core.errors import InvalidInputError
 from app.core.schemas import problem_responses
 from app.planning.deps import BackendDep
 from app.planning.suggest import SuggestionRequest, suggest_stored
+from app.planning.suggestion_schemas import SuggestionAnswer
 from planner import SpecError
 
 router = APIRouter(prefix="/v1", tags=["calibration"])
@@ -18,6 +19,7 @@ router = APIRouter(prefix="/v1", tags=["calibration"])
 
 @router.post(
     "/calibration-suggestions",
+    response_model=SuggestionAnswer,  # documents the answer; the JSON is returned as it is
     responses=problem_responses(404, 422),
     summary="Which short runs to measure next to pin down one plan's prediction",
     operation_id="suggest_calibration_runs",

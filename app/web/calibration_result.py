@@ -5,7 +5,8 @@ rows and a calibration a second time).
 The page shows what the calibration stored with its fit (``CalibrationRow.comparison``: the
 rows it was fitted on, predicted before and after, the errors and the coefficients), so a view
 is a read; a calibration stored before that column existed gets it computed once, on its first
-view, by the same :func:`app.calibration.fit.fit_preview` the upload's page uses, and stored
+view, from its stored profile and report (:func:`app.calibration.fit.stored_comparison`, the
+form :func:`app.calibration.fit.fit_preview` gives the upload's page), and stored
 (:meth:`app.calibration.service.CalibrationService.comparison`, which the API's
 ``GET /v1/clusters/{slug}/calibrations/{id}`` reads too). An upload without "Save" stores
 nothing, so its page is the POST's answer: a reload fits the same file again and changes nothing.

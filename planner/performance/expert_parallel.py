@@ -78,7 +78,7 @@ def grouped_expert_time(
     return np.asarray(total, np.float64)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RoutedParts:
     """One MoE layer's routed work on one GPU in forward units ((forward + backward) / 3), in
     program order after the dispatch sync (:mod:`planner.performance.moe_kernels`)."""

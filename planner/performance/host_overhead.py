@@ -186,8 +186,8 @@ def moe_layer_kernels(
     flex = dispatcher.startswith("flex")
     # DeepEP fuses router and preprocess with its layout kernel (§3.2)
     router, router_bwd = router_region_kernels(flex=flex, router_fusion=router_fusion)
-    # permute 1 and 2 forward, unpermute 2 and 1 after the experts; flex fuses permute 1 into
-    # the communication kernel (MLM-DSV3 §2.1.1); the all-to-alls each way
+    # permute 1 and 2 forward, unpermute 2 and 1 after the experts; flex fuses permute 1 and
+    # unpermute 1 into its communication kernels (MLM-DSV3 §2.1.1, §4.4); the all-to-alls
     permutes = permute_kernels(flex=flex, permute_fusion=permute_fusion)
     a2a = a2a_kernels(flex=flex)
     dispatch = permutes.dispatch + a2a.dispatch

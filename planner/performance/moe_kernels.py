@@ -1,13 +1,16 @@
 """Kernel counts of a MoE layer's router region and token permutation (mechanisms-facts §3.2,
 §4.4): the one source of these counts for the host term (each kernel's launch,
 :func:`planner.performance.host_overhead.moe_layer_kernels`) and the compute term (each
-kernel's fixed GPU time, :mod:`planner.performance.moe_compute`), so a router fusion or DeepEP's
-fused layout kernel changes both sides alike.
+kernel's fixed GPU time, :mod:`planner.performance.moe_compute`), so DeepEP's fused layout
+kernel changes both sides alike (``router_fusion`` is off on both: neither term passes it,
+:mod:`planner.performance.host_term`'s stack decisions).
 
 The layer's MLP half after the dispatch sync runs in three parts, in program order: the
 dispatch (permute 1, the EP all-to-all of tokens and probs, permute 2), the experts, and the
 combine (unpermute 2, the all-to-all back, unpermute 1); the backward runs them in reverse.
-The flex dispatcher fuses permute 1 into its communication kernel (MLM-DSV3 §2.1.1).
+The flex dispatcher fuses permute 1 into its communication kernel (MLM-DSV3 §2.1.1) and
+unpermute 1, the weighted sum over the top-k copies, into its combine: one permute op a side,
+as its ~8 K h bytes per token count them (mechanisms-facts §4.4, moe_compute).
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ def router_region_kernels(*, flex: bool, router_fusion: bool = False) -> tuple[f
 
 def permute_ops(*, flex: bool) -> SideKernels:
     """Permute / unpermute operations per pass: permute 1 and 2 before the experts, unpermute 2
-    and 1 after them; flex fuses permute 1 into the dispatch kernel (§4.4)."""
-    return SideKernels(dispatch=1.0 if flex else 2.0, combine=2.0)
+    and 1 after them; flex fuses permute 1 into the dispatch kernel and unpermute 1 into the
+    combine (§4.4: ~8 K h bytes per token, permute 2 and unpermute 2 only)."""
+    each = 1.0 if flex else 2.0
+    return SideKernels(dispatch=each, combine=each)
 
 
 def permute_kernels(*, flex: bool, permute_fusion: bool) -> SideKernels:

@@ -38,3 +38,19 @@ def test_cli_says_both_parts(tmp_path: Path) -> None:
     text = " ".join(result.stdout.split())
     assert f"the cluster's level ±{100 * math.expm1(TAU):.1f}% from 0 of its runs) now" in text
     assert "from 2 of its runs) once these runs are measured" in text
+
+
+def test_the_api_documents_what_the_uncertainty_counts(client: TestClient) -> None:
+    """plan_uncertainty_pct_* changed meaning (the level is counted now): the OpenAPI document
+    says so, and describes every field of a real answer."""
+    doc = client.get("/openapi.json").json()
+    ok = doc["paths"]["/v1/calibration-suggestions"]["post"]["responses"]["200"]
+    ref = ok["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    props = doc["components"]["schemas"][ref]["properties"]
+    assert "cluster level" in props["plan_uncertainty_pct_before"]["description"]
+    r = client.post("/v1/calibration-suggestions", json={"evaluation": LAYOUT_70B, "k": 2})
+    assert r.status_code == 200, r.text
+    assert set(r.json()) <= set(props)
+    from app.planning.suggestion_schemas import SuggestionAnswer
+
+    SuggestionAnswer.model_validate(r.json())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,6 +24,23 @@ def _saved(client: TestClient) -> str:  # noqa: F811
     r: Any = _upload(client, save="1")
     assert r.status_code == 303
     return str(r.headers["location"])
+
+
+def _saved_before_0006(
+    client: TestClient,  # noqa: F811
+    change: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] = lambda p, r: {},
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """A saved calibration as one stored before migration 0006 left it (no comparison), with
+    ``change(profile, report)``'s columns set too: its page's URL, its profile and report."""
+    location = _saved(client)
+    factory = client.app.state.session_factory  # type: ignore[attr-defined]
+    with factory() as session:
+        row = session.query(CalibrationRow).one()
+        profile, report = dict(row.profile), dict(row.report)
+        values = {"comparison": None, **change(profile, report)}
+        session.execute(update(CalibrationRow).values(**values))
+        session.commit()
+    return location, profile, report
 
 
 def _chart(text: str) -> dict[str, Any]:
@@ -79,18 +97,14 @@ def test_an_older_calibration_is_compared_once_on_its_first_view(
     client: TestClient,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    location = _saved(client)
-    factory = client.app.state.session_factory  # type: ignore[attr-defined]
-    with factory() as session:  # as a calibration stored before migration 0006 left it
-        session.execute(update(CalibrationRow).values(comparison=None))
-        session.commit()
+    location, _, _ = _saved_before_0006(client)
     fits = _count_fits(monkeypatch)
     first = client.get(location)
     assert first.status_code == 200 and 'id="fit-errors"' in first.text
-    assert len(fits) == 1
+    assert fits == []  # from the stored profile (test below), not a fit again
     second = client.get(location)
-    assert len(fits) == 1 and _chart(second.text) == _chart(first.text)
-    with factory() as session:
+    assert fits == [] and _chart(second.text) == _chart(first.text)
+    with client.app.state.session_factory() as session:  # type: ignore[attr-defined]
         stored = session.query(CalibrationRow).one().comparison
     assert stored is not None and stored["chart"] == _chart(first.text)
 
@@ -100,3 +114,60 @@ def test_an_unknown_calibration_is_a_404_in_the_api_too(client: TestClient) -> N
     r = client.get("/v1/clusters/my-h100/calibrations/99")
     assert r.status_code == 404
     assert "has no calibration 99" in r.text
+
+
+def test_an_older_calibrations_page_shows_its_own_profile_not_a_refit(
+    client: TestClient,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The profile a calibration stored is the one planning uses; a fit run again today (with
+    the fitting code of a later release) may give another, so the first view of an older
+    calibration predicts the rows with the stored profile, fitting none."""
+
+    def slower(p: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
+        return {"profile": {**p, "gemm_efficiency": 0.5 * p["gemm_efficiency"]}}
+
+    location, saved, report = _saved_before_0006(client, slower)  # a fit that gave another
+    profile = slower(saved, report)["profile"]
+    rows = [m["data"] for m in client.get("/v1/clusters/my-h100/measurements").json()["items"]]
+    fits = _count_fits(monkeypatch)
+    page = client.get(location)
+    assert page.status_code == 200, page.text[:500]
+    assert fits == []
+    expected = calibration_fit.fitted_comparison(rows, str(CLUSTER["gpu"]), profile, report)
+    assert _chart(page.text)["after"] == expected["chart"]["after"]
+    assert _chart(page.text)["after"] != _chart(page.text)["before"]
+
+
+def test_a_calibration_older_than_the_honest_report_is_fitted_again_once(
+    client: TestClient,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A report stored before the honest fit carries no errors to show: its page fits again."""
+    location, _, _ = _saved_before_0006(
+        client,
+        lambda p, r: {
+            "report": {k: v for k, v in r.items() if k not in ("fit", "cross_validation")}
+        },
+    )
+    fits = _count_fits(monkeypatch)
+    page = client.get(location)
+    assert page.status_code == 200 and 'id="fit-errors"' in page.text, page.text[:500]
+    assert len(fits) == 1
+    assert client.get(location).status_code == 200 and len(fits) == 1
+
+
+def test_an_older_calibration_is_compared_on_the_gpu_it_was_fitted_on(
+    client: TestClient,  # noqa: F811
+) -> None:
+    """A cluster moved to another GPU keeps its calibrations (they apply again if it moves
+    back): the first view of an older one compares its rows on its own GPU, not a 422."""
+    location, _, _ = _saved_before_0006(client)
+    moved = client.put("/v1/clusters/my-h100", json={"spec": {**CLUSTER, "gpu": "h200-sxm-141gb"}})
+    assert moved.status_code == 200, moved.text
+    calibration_id = location.rsplit("/", 1)[1]
+    api = client.get(f"/v1/clusters/my-h100/calibrations/{calibration_id}")
+    assert api.status_code == 200, api.text
+    assert api.json()["comparison"]["n_rows"] > 0
+    assert api.json()["comparison"]["gpu"] == CLUSTER["gpu"]
+    assert client.get(location).status_code == 200

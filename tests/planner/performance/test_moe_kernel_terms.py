@@ -16,7 +16,8 @@ from planner.performance.host_overhead import (
     micro_batch_time,
     moe_layer_kernels,
 )
-from planner.performance.moe_kernels import PERMUTE_FUSED, PERMUTE_UNFUSED
+from planner.performance.moe_compute import PERMUTE_BYTES_PER_COPY
+from planner.performance.moe_kernels import PERMUTE_FUSED, PERMUTE_UNFUSED, permute_ops
 from planner.specs import Layout
 from tests.planner.fixtures import MIXTRAL_8X7B
 from tests.planner.performance.test_host_term import _kernels_seen
@@ -54,12 +55,12 @@ def test_a_release_without_permute_fusion_moves_no_row_id_map() -> None:
 
 def test_dispatch_and_combine_kernels_add_up_to_the_eager_launches() -> None:
     """§4.4 / §3.2: alltoall runs permute 1 and 2, tokens and probs out; unpermute 2 and 1,
-    the combine back; flex fuses permute 1 into its one dispatch kernel."""
+    the combine back; flex fuses permute 1 and unpermute 1 into its one kernel each way."""
     one = dict(tp=A([1.0]), cp=A([1.0]), local_experts=A([8.0]))
     k = moe_layer_kernels(**one)  # type: ignore[arg-type]
     assert (k.dispatch_fwd, k.combine_fwd) == (2 * 2 + 2, 2 * 2 + 2)
     flex = moe_layer_kernels(dispatcher="flex_deepep", **one)  # type: ignore[arg-type]
-    assert (flex.dispatch_fwd, flex.combine_fwd) == (1 * 2 + 1, 2 * 2 + 1)
+    assert (flex.dispatch_fwd, flex.combine_fwd) == (1 * 2 + 1, 1 * 2 + 1)
     # the experts' group keeps the GEMMs (2 per local expert + 8 stream events) and activation
     assert float(k.eager_fwd[0]) - k.dispatch_fwd - k.combine_fwd == 2 * 8 + 8 + 1
 
@@ -108,3 +109,18 @@ def test_the_host_term_passes_the_permute_sides(monkeypatch: pytest.MonkeyPatch)
     assert float(np.ravel(d)[0]) == pytest.approx(3.0 * parts.dispatch[0] / per_layer)
     assert float(np.ravel(c)[0]) == pytest.approx(3.0 * parts.combine[0] / per_layer)
     assert float(np.ravel(d)[0]) > float(np.ravel(c)[0]) > 0  # §4.4: 8 K h before, 6 K h after
+
+
+def test_each_side_launches_the_permutes_its_bytes_count() -> None:
+    """mechanisms-facts §4.4: the flex path moves ~8 K h B per token, permute 2 (4 K h) before
+    the experts and unpermute 2 (4 K h) after them: DeepEP's dispatch does permute 1's copies
+    and its combine unpermute 1's weighted sum. Its kernels are one permute op a side, as its
+    bytes are (moe_compute.PERMUTE_BYTES_PER_COPY); alltoall runs two a side."""
+    flex, alltoall = permute_ops(flex=True), permute_ops(flex=False)
+    assert (flex.dispatch, flex.combine) == (1.0, 1.0)
+    assert (alltoall.dispatch, alltoall.combine) == (2.0, 2.0)
+    # an op reads and writes K h 2 B (4 K h); unpermute 1 only reads (2 K h): §4.4
+    for ops, side in ((flex, PERMUTE_BYTES_PER_COPY["flex"]),
+                      (alltoall, PERMUTE_BYTES_PER_COPY["alltoall"])):  # fmt: skip
+        assert 4.0 * ops.dispatch == side.dispatch
+        assert 4.0 * ops.combine - (2.0 if ops.combine == 2.0 else 0.0) == side.combine
