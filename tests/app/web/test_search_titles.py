@@ -1,0 +1,83 @@
+"""What one search was asked, on its pages (web11): two searches that differ in one setting
+had the same heading and title ('llama3.1-8b on 64 × h100-sxm-80gb', 'Plan 1 · ...')."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.web import job_summary
+from tests.app.web.test_web import build_app, submit, wait_done
+
+
+@pytest.fixture()
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    with TestClient(build_app(tmp_path)) as c:
+        yield c
+
+
+def _title(html: str) -> str:
+    found = re.search(r"<title>(.*?)</title>", html, re.S)
+    assert found is not None, html[:300]
+    return found.group(1)
+
+
+def test_two_searches_differing_in_sequence_length_have_their_own_titles(
+    client: TestClient,
+) -> None:
+    short, long = submit(client), submit(client, seq_length="32768")
+    wait_done(client, short)
+    wait_done(client, long)
+    short_page, long_page = client.get(short).text, client.get(long).text
+    assert _title(short_page).startswith(
+        "Plans: mixtral-8x22b on 256 × h100-sxm-80gb, sequence 4,096 tokens, global batch 1,024"
+    )
+    assert "sequence 32,768 tokens" in _title(long_page)
+    assert 'id="job-asked">mixtral-8x22b on 256 × h100-sxm-80gb, sequence 32,768' in long_page
+
+
+def test_a_plan_page_title_names_the_layout_and_the_search(client: TestClient) -> None:
+    location = submit(client, seq_length="8192")
+    wait_done(client, location)
+    html = client.get(f"{location}/2").text
+    title = _title(html)
+    assert re.match(r"Plan 2: TP\d+ PP\d+ .* · mixtral-8x22b on 256 × h100-sxm-80gb, ", title)
+    assert "sequence 8,192 tokens" in title
+    assert 'id="plan-asked"' in html
+
+
+def test_the_progress_fragment_renames_the_page_and_says_how_it_ended(
+    client: TestClient,
+) -> None:
+    location = submit(client)
+    fragment = wait_done(client, location)
+    assert fragment.startswith("<title>Plans: mixtral-8x22b on 256 × h100-sxm-80gb")
+    announce = re.search(r'data-announce="([^"]*)"', fragment)
+    assert announce is not None
+    assert re.fullmatch(
+        r"Search finished: \d+ plans? shown; the best is TP\d+ .* at [\d,]+ tokens/s per GPU\.",
+        announce.group(1),
+    )
+
+
+def test_a_pasted_spec_and_a_cluster_are_named() -> None:
+    asked = {
+        "model": {"name": "mistral", "num_layers": 32},
+        "cluster": "dgx-h100",
+        "num_gpus": 1024,
+        "seq_length": 8192,
+        "precision": "fp8",
+    }
+    assert job_summary.summary(asked) == (
+        "mistral on 1,024 × dgx-h100, sequence 8,192 tokens, fp8"
+    )
+    nameless = {"model": {"hf_config": {"model_type": "qwen2"}}, "gpu": "h100-sxm-80gb"}
+    assert job_summary.summary(nameless) == "qwen2 on h100-sxm-80gb"
+    assert job_summary.model_name({"model": {"num_layers": 2}}) == "your model"
+    assert job_summary.page_title(asked, finished=True, status="failed").startswith(
+        "Search failed: mistral"
+    )
