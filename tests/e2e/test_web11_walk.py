@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.e2e.conftest import start_server
 from playwright.sync_api import Browser, Page, Route, expect
+
+from tests.e2e.conftest import start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -22,9 +23,7 @@ PLAN_URL = re.compile(r"/plans/[0-9a-f-]{36}$")
 @pytest.fixture(scope="module")
 def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The canned planner, each search taking about 3 s (ten steps of 0.3 s)."""
-    proc, url = start_server(
-        tmp_path_factory.mktemp("slow-db"), env={"PLANNER_FAKE_STEP_S": "0.3"}
-    )
+    proc, url = start_server(tmp_path_factory.mktemp("slow-db"), env={"PLANNER_FAKE_STEP_S": "0.3"})
     yield url
     proc.terminate()
     proc.wait(10)
@@ -42,9 +41,7 @@ def _problem(status: int, title: str, detail: str) -> dict[str, object]:
     return {"status": status, "content_type": "application/problem+json", "body": json.dumps(body)}
 
 
-def test_two_searches_that_differ_in_one_setting_can_be_told_apart(
-    page: Page, server: str
-) -> None:
+def test_two_searches_that_differ_in_one_setting_can_be_told_apart(page: Page, server: str) -> None:
     """Both said 'llama3.1-8b on 64 × h100-sxm-80gb' under the same title 'Parallel Planner'."""
     page.goto(server + "/")
     page.locator("#model").select_option("llama3.1-8b")

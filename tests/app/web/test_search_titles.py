@@ -72,9 +72,7 @@ def test_a_pasted_spec_and_a_cluster_are_named() -> None:
         "seq_length": 8192,
         "precision": "fp8",
     }
-    assert job_summary.summary(asked) == (
-        "mistral on 1,024 × dgx-h100, sequence 8,192 tokens, fp8"
-    )
+    assert job_summary.summary(asked) == ("mistral on 1,024 × dgx-h100, sequence 8,192 tokens, fp8")
     nameless = {"model": {"hf_config": {"model_type": "qwen2"}}, "gpu": "h100-sxm-80gb"}
     assert job_summary.summary(nameless) == "qwen2 on h100-sxm-80gb"
     assert job_summary.model_name({"model": {"num_layers": 2}}) == "your model"
