@@ -79,3 +79,30 @@ def test_a_pasted_spec_and_a_cluster_are_named() -> None:
     assert job_summary.page_title(asked, finished=True, status="failed").startswith(
         "Search failed: mistral"
     )
+
+
+def test_the_stack_choices_line_says_what_its_counts_are(tmp_path: Path) -> None:
+    """'The planner chose: cp_comm_type p2p 294, all_gather 163' left a first-time user to
+    guess what the numbers counted."""
+    from app.core.settings import Settings
+    from app.main import create_app
+    from app.web import mount_static, router
+
+    settings = Settings(data_dir=tmp_path, job_poll_s=0.05, job_heartbeat_s=0.05)
+    app = create_app(settings)  # the real planner: its funnel counts the choices
+    if not any(getattr(r, "path", None) == "/plans/{job_id}" for r in app.routes):
+        app.include_router(router)
+    if not any(getattr(r, "path", None) == "/static" for r in app.routes):
+        mount_static(app)
+    with TestClient(app) as real:
+        job = {"model": "llama3.1-8b", "num_gpus": "16", "seq_length": "32768"}
+        location = submit(real, **job, global_batch_size="16", recompute=["none", "selective"])
+        wait_done(real, location, timeout_s=60)
+        html = real.get(location).text
+    line = re.search(r'<p class="search-meta" id="stack-choices">(.*?)</p>', html)
+    assert line is not None
+    assert line.group(1).startswith(
+        "Stack settings the search chose, with how many of the layouts it weighed got each: "
+        "cp_comm_type "
+    )
+    assert "Each plan's page and launch command say which one it uses." in line.group(1)
