@@ -159,3 +159,49 @@ def test_a_search_gone_from_the_server_stops_the_polling_and_says_what_to_do(
     asked = len(checks)
     time.sleep(1.5)  # three poll intervals
     assert len(checks) == asked
+
+
+CONFIG = {
+    "architectures": ["MistralForCausalLM"],
+    "model_type": "mistral",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 32768,
+    "max_position_embeddings": 32768,
+}
+
+
+def test_a_config_json_on_disk_is_loaded_and_planned(page: Page, server: str) -> None:
+    """The form took pasted text only; a user with the file had to open it elsewhere."""
+    page.goto(server + "/")
+    expect(page.locator("#model_source_catalog")).to_be_checked()
+    page.get_by_label("or load the model's config.json from a file").set_input_files(
+        files=[
+            {
+                "name": "config.json",
+                "mimeType": "application/json",
+                "buffer": json.dumps(CONFIG).encode(),
+            }
+        ]
+    )
+    expect(page.locator("#hf_config_file-status")).to_have_text(
+        re.compile(r"^Loaded config\.json \(\d+ bytes\) into config\.json above\.$")
+    )
+    expect(page.locator("#hf_config")).to_have_value(re.compile('"model_type": "mistral"'))
+    expect(page.locator("#model_source_hf")).to_be_checked()
+    page.get_by_role("button", name="Find the best layouts").click()
+    expect(page.locator("#job-asked")).to_contain_text("mistral on ")
+
+
+def test_a_pasted_config_is_planned_without_ticking_its_source(page: Page, server: str) -> None:
+    """Pasting left 'From the catalog' ticked: the catalog's model was planned, silently."""
+    page.goto(server + "/")
+    page.locator("#hf_config").fill(json.dumps(CONFIG))
+    expect(page.locator("#model_source_hf")).to_be_checked()
+    page.get_by_role("button", name="Find the best layouts").click()
+    expect(page.locator("#job-asked")).to_contain_text("mistral on ")
+    page.locator("#model").select_option("llama3.1-8b")  # the select takes the choice back
+    expect(page.locator("#model_source_catalog")).to_be_checked()
