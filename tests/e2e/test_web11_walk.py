@@ -205,3 +205,26 @@ def test_a_pasted_config_is_planned_without_ticking_its_source(page: Page, serve
     expect(page.locator("#job-asked")).to_contain_text("mistral on ")
     page.locator("#model").select_option("llama3.1-8b")  # the select takes the choice back
     expect(page.locator("#model_source_catalog")).to_be_checked()
+
+
+def test_a_batch_whose_progress_checks_fail_says_so_and_catches_up(
+    page: Page, slow_server: str
+) -> None:
+    jobs = (
+        "name,model,gpu,num_gpus,gpus_per_node,seq_length,global_batch_size,precision\n"
+        + "".join(f"j{i},llama3.1-8b,h100-sxm-80gb,16,8,{1024 << i},128,bf16\n" for i in range(3))
+    )
+    status = re.compile(r"/batches/[0-9a-f-]{36}/status$")
+    problem = _problem(503, "Service unavailable", "The database is not reachable.")
+    page.route(status, lambda route: route.fulfill(**problem))  # type: ignore[arg-type]
+    page.goto(slow_server + "/batches")
+    page.get_by_label("Jobs file").set_input_files(
+        files=[{"name": "jobs.csv", "mimeType": "text/csv", "buffer": jobs.encode()}]
+    )
+    page.get_by_role("button", name="Plan the batch").click()
+    note = page.locator("#batch-poll-error")
+    expect(note).to_contain_text("HTTP 503 Service unavailable", timeout=10_000)
+    expect(note).to_contain_text("still trying")
+    page.unroute(status)
+    expect(page.locator("#batch")).to_have_attribute("data-status", "finished", timeout=60_000)
+    expect(note).to_have_count(0)

@@ -31,8 +31,10 @@
     el.hidden = !text;
   }
 
+  // a poller: the plan's progress (#job), a batch's jobs, the recent batches
   function isPoll(detail) {
-    return !!(detail.elt && detail.elt.id === "job");
+    var trigger = detail.elt && detail.elt.getAttribute && detail.elt.getAttribute("hx-trigger");
+    return !!(trigger && /^every /.test(trigger) && detail.elt.id);
   }
 
   function formError(detail, failed) {
@@ -47,25 +49,28 @@
   }
 
   function pollError(detail, failed) {
-    var job = detail.elt;
-    var note = document.getElementById("poll-error");
+    var box = detail.elt, id = box.id === "job" ? "poll-error" : box.id + "-poll-error";
+    var plan = box.id === "job";
+    var note = document.getElementById(id);
     if (!note) {
       note = document.createElement("p");
-      note.id = "poll-error"; note.className = "form-error"; note.setAttribute("role", "alert");
-      job.appendChild(note);
+      note.id = id; note.className = "form-error"; note.setAttribute("role", "alert");
+      box.appendChild(note);
     }
     if (!failed && detail.xhr.status === 404) {
-      // the search is gone (a restart, or a deleted job): stop asking, say what to do
-      var still = job.cloneNode(true);
+      // the work is gone (a restart, or a deletion): stop asking, say what to do
+      var still = box.cloneNode(true);
       still.removeAttribute("hx-get"); still.removeAttribute("hx-trigger");
-      job.replaceWith(still);
-      say(still.querySelector("#poll-error"), "This search is no longer on the server (" +
-        problemText(detail.xhr) + "). Press the button of the form to plan it again.");
+      box.replaceWith(still);
+      say(still.querySelector("#" + id), "This " + (plan ? "search" : "list") +
+        " is no longer on the server (" + problemText(detail.xhr) + "). " +
+        (plan ? "Press the button of the form to plan it again." : "Reload the page to see what is left."));
       return;
     }
     say(note, "The last progress check got no answer (" + (failed ? "no connection" :
-      problemText(detail.xhr)) + "); still trying. The search runs on the server: its " +
-      "results show here as soon as the server answers again.");
+      problemText(detail.xhr)) + "); still trying. The work runs on the server: " +
+      (plan ? "its results show" : "this part is brought up to date") +
+      " here as soon as the server answers again.");
   }
 
   function failedRequest(event, failed) {
