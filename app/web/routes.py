@@ -108,6 +108,8 @@ def _job_context(job: JobView) -> dict[str, Any]:
         ctx["funnel"] = insight.funnel_steps(job.result)
         ctx["infeasible"] = insight.infeasible_view(job.result)
         ctx["head"] = views.result_head(job.result)
+        # how sure: plan 1's predictive band, said beside the pick on the results page
+        ctx["best_band"] = insight.prediction(plans[0])["tokens"] if plans else None
     return ctx
 
 

@@ -81,15 +81,16 @@ def test_a_pasted_spec_and_a_cluster_are_named() -> None:
     )
 
 
-def test_the_stack_choices_line_says_what_its_counts_are(tmp_path: Path) -> None:
-    """'The planner chose: cp_comm_type p2p 294, all_gather 163' left a first-time user to
-    guess what the numbers counted."""
+@pytest.fixture(scope="module")
+def real_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(location, page) of one search by the real planner (its funnel and its bands)."""
     from app.core.settings import Settings
     from app.main import create_app
     from app.web import mount_static, router
 
-    settings = Settings(data_dir=tmp_path, job_poll_s=0.05, job_heartbeat_s=0.05)
-    app = create_app(settings)  # the real planner: its funnel counts the choices
+    data_dir = tmp_path_factory.mktemp("real-web")
+    settings = Settings(data_dir=data_dir, job_poll_s=0.05, job_heartbeat_s=0.05)
+    app = create_app(settings)
     if not any(getattr(r, "path", None) == "/plans/{job_id}" for r in app.routes):
         app.include_router(router)
     if not any(getattr(r, "path", None) == "/static" for r in app.routes):
@@ -98,11 +99,33 @@ def test_the_stack_choices_line_says_what_its_counts_are(tmp_path: Path) -> None
         job = {"model": "llama3.1-8b", "num_gpus": "16", "seq_length": "32768"}
         location = submit(real, **job, global_batch_size="16", recompute=["none", "selective"])
         wait_done(real, location, timeout_s=60)
-        html = real.get(location).text
-    line = re.search(r'<p class="search-meta" id="stack-choices">(.*?)</p>', html)
+        return location, real.get(location).text
+
+
+def test_the_stack_choices_line_says_what_its_counts_are(real_page: tuple[str, str]) -> None:
+    """'The planner chose: cp_comm_type p2p 294, all_gather 163' left a first-time user to
+    guess what the numbers counted."""
+    line = re.search(r'<p class="search-meta" id="stack-choices">(.*?)</p>', real_page[1])
     assert line is not None
     assert line.group(1).startswith(
         "Stack settings the search chose, with how many of the layouts it weighed got each: "
         "cp_comm_type "
     )
     assert "Each plan's page and launch command say which one it uses." in line.group(1)
+
+
+def test_the_results_say_which_plan_to_launch_how_fast_how_sure_and_how_big(
+    real_page: tuple[str, str],
+) -> None:
+    """The table gave no band and no way to the launch command but 'Details' on each row."""
+    location, html = real_page
+    pick = re.search(r'<div class="best-pick" id="best-pick">(.*?)</div>', html, re.S)
+    assert pick is not None
+    text = re.sub(r"[ \n]+", " ", re.sub(r"<[^>]+>", "", pick.group(1))).strip()
+    assert re.search(r"Launch plan 1: TP\d+ PP\d+ .*mbs\d+ recompute \w+", text), text
+    assert re.search(
+        r"[\d,]+ tokens/s per GPU \(80 % likely between [\d,]+ and [\d,]+\), "
+        r"[\d.]+\xa0s per step, [\d.]+\xa0GiB of [\d.]+\xa0GiB per GPU\.",
+        text,
+    ), text
+    assert f'href="{location}/1#launch-title">Copy its launch command</a>' in pick.group(1)
