@@ -129,3 +129,13 @@ def test_the_results_say_which_plan_to_launch_how_fast_how_sure_and_how_big(
         text,
     ), text
     assert f'href="{location}/1#launch-title">Copy its launch command</a>' in pick.group(1)
+
+
+def test_every_page_of_the_menu_has_a_title_of_its_own(client: TestClient) -> None:
+    """The plan form was titled with the bare site name, as every page is at its end."""
+    pages = ["/", "/batches", "/catalog/models", "/catalog/gpus", "/catalog/clusters"]
+    pages += ["/scaling", "/calibration"]
+    titles = [_title(client.get(path).text) for path in pages]
+    assert titles[0] == "Plan a training run · Parallel Planner"
+    assert len(set(titles)) == len(titles), titles
+    assert all(t.endswith(" · Parallel Planner") for t in titles), titles
