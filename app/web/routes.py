@@ -18,6 +18,7 @@ from starlette.templating import Jinja2Templates
 from app.planning.reports import RankedPlan
 from app.security.ownership import NotYoursError, Viewer, viewer_of
 from app.web import (
+    compare,
     form_checks,
     forms,
     insight,
@@ -177,6 +178,7 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
         return RedirectResponse(f"/plans/{job_id}", status_code=303)
     job = _get_job(backend, job_id, viewer_of(request))
     ctx = _form_context(backend, forms.FormState(values=values)) | _job_context(job)
+    ctx |= compare.context(backend, job, viewer_of(request))
     # a fragment with its own <title>: htmx renames the tab and the history entry it pushes
     ctx["partial"] = "_workspace.html"
     response = _templates(request).TemplateResponse(request, "_partial.html", ctx)
@@ -198,6 +200,7 @@ def plan_page(request: Request, job_id: str, backend: Backend) -> Response:
         return _not_found(request, str(exc))
     state = forms.FormState(values=forms.values_from_request(job.request))
     ctx = _form_context(backend, state) | _job_context(job)
+    ctx |= compare.context(backend, job, viewer_of(request))
     return _templates(request).TemplateResponse(request, "home.html", ctx)
 
 
@@ -207,7 +210,8 @@ def plan_status(request: Request, job_id: str, backend: Backend) -> Response:
         job = _get_job(backend, job_id, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
-    ctx = _job_context(job) | {"partial": "_job.html"}
+    ctx = _job_context(job) | compare.context(backend, job, viewer_of(request))
+    ctx["partial"] = "_job.html"
     return _templates(request).TemplateResponse(request, "_partial.html", ctx)
 
 

@@ -139,3 +139,35 @@ def test_every_page_of_the_menu_has_a_title_of_its_own(client: TestClient) -> No
     assert titles[0] == "Plan a training run · Parallel Planner"
     assert len(set(titles)) == len(titles), titles
     assert all(t.endswith(" · Parallel Planner") for t in titles), titles
+
+
+def test_a_result_is_compared_with_the_recent_searches(client: TestClient) -> None:
+    """Comparing two searches meant Back, Forward and keeping the numbers in mind."""
+    first = submit(client)
+    wait_done(client, first)
+    again = submit(client)  # the same request: the same answer, listed once
+    wait_done(client, again)
+    second = submit(client, seq_length="32768")
+    html = wait_done(client, second)
+    table = re.search(r'<table id="recent-searches">(.*?)</table>', html, re.S)
+    assert table is not None
+    rows = re.findall(r"<tr[ >](.*?)</tr>", table.group(1), re.S)[1:]  # past the head
+    assert len(rows) == 2, rows
+    assert "sequence 32,768 tokens" in rows[0] and "(this one)" in rows[0]
+    assert f'href="{first}">mixtral-8x22b on 256 × h100-sxm-80gb, sequence 4,096' in rows[1] or (
+        f'href="{again}">mixtral-8x22b on 256 × h100-sxm-80gb, sequence 4,096' in rows[1]
+    )
+    assert re.search(r"<code>TP\d+ PP\d+ .*</code>", rows[1])
+
+
+def test_a_first_search_has_nothing_to_compare_with_even_after_a_batch(
+    client: TestClient,
+) -> None:
+    """A batch's jobs are plan jobs too: they belong to the batch page, not to this list."""
+    from tests.app.web.test_batch_page import GOOD, upload, wait_finished
+
+    batch = upload(client, "jobs.csv", GOOD)
+    assert batch.status_code == 303, batch.text[:300]
+    wait_finished(client, batch.headers["location"])
+    location = submit(client)
+    assert 'id="recent-searches"' not in wait_done(client, location)
