@@ -171,3 +171,11 @@ def test_a_first_search_has_nothing_to_compare_with_even_after_a_batch(
     wait_finished(client, batch.headers["location"])
     location = submit(client)
     assert 'id="recent-searches"' not in wait_done(client, location)
+
+
+def test_the_config_file_loader_waits_for_the_script(client: TestClient) -> None:
+    """Reading a file into the text box needs form.js: without it the control is hidden."""
+    html = client.get("/").text
+    assert '<div class="file-load" id="hf_config_loader" hidden>' in html
+    assert '<input type="file" id="hf_config_file"' in html  # no name: the file is never posted
+    assert 'name="hf_config_file"' not in html
