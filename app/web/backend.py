@@ -64,6 +64,7 @@ class WebBackend(Protocol):
     ) -> dict[str, Any]: ...
     def suggest_runs(self, body: dict[str, Any]) -> dict[str, Any]: ...
     def get_plan(self, job_id: str) -> JobView | None: ...
+    def recent_plans(self, owner: str | None, limit: int) -> list[JobView]: ...
     def stored_rows(self, cluster: str) -> tuple[int, int]: ...
     def delete_entry(self, kind: str, slug: str, *, purge: bool) -> None: ...
     def delete_measurements(self, cluster: str) -> None: ...
@@ -321,25 +322,40 @@ class ServiceBackend:
 
         with self._session() as session:
             row = PlanJobRepository(session).get(job_id)
-            if row is None:
-                return None
-            elapsed = None
-            if row.started_at is not None:
-                end = row.finished_at or row.heartbeat_at or row.started_at
-                elapsed = (end - row.started_at).total_seconds()
-            result, unreadable = read_result(row.result)
-            return JobView(
-                id=row.id,
-                status="failed" if unreadable else row.status,
-                progress=row.progress,
-                evaluated=row.layouts_evaluated,
-                total=row.layouts_total,
-                request=dict(row.request),
-                result=result,
-                error=unreadable or row.error,
-                elapsed_s=elapsed,
-                owner_key_id=row.owner_key_id,
+            return None if row is None else _job_view(row)
+
+    def recent_plans(self, owner: str | None, limit: int) -> list[JobView]:
+        """The newest searches of the plan form by ``owner`` (every search without sign-in),
+        finished or not; a batch's jobs are the batch page's."""
+        from app.planning.repository import PlanJobRepository
+
+        with self._session() as session:
+            rows, _ = PlanJobRepository(session).list(
+                None, 4 * limit, 0, only_owner=True, owner=owner
             )
+            own = [r for r in rows if r.batch_id is None and r.parent_id is None][:limit]
+            return [_job_view(row) for row in own]
+
+
+def _job_view(row: Any) -> JobView:
+    """A plan-job row as the pages show it."""
+    elapsed = None
+    if row.started_at is not None:
+        end = row.finished_at or row.heartbeat_at or row.started_at
+        elapsed = (end - row.started_at).total_seconds()
+    result, unreadable = read_result(row.result)
+    return JobView(
+        id=row.id,
+        status="failed" if unreadable else row.status,
+        progress=row.progress,
+        evaluated=row.layouts_evaluated,
+        total=row.layouts_total,
+        request=dict(row.request),
+        result=result,
+        error=unreadable or row.error,
+        elapsed_s=elapsed,
+        owner_key_id=row.owner_key_id,
+    )
 
 
 def read_result(stored: dict[str, Any] | None) -> tuple[PlanAnswer | None, str | None]:

@@ -17,7 +17,17 @@ from starlette.templating import Jinja2Templates
 
 from app.planning.reports import RankedPlan
 from app.security.ownership import NotYoursError, Viewer, viewer_of
-from app.web import form_checks, forms, insight, memory_form, present, stack_form, views
+from app.web import (
+    compare,
+    form_checks,
+    forms,
+    insight,
+    job_summary,
+    memory_form,
+    present,
+    stack_form,
+    views,
+)
 from app.web.backend import Backend, JobView, WebBackend
 from app.web.templating import templates as make_templates
 from planner.specs import SpecError
@@ -84,7 +94,11 @@ def _cluster_choices(backend: WebBackend) -> list[tuple[str, list[dict[str, Any]
 
 
 def _job_context(job: JobView) -> dict[str, Any]:
-    ctx: dict[str, Any] = {"job": job}
+    ctx: dict[str, Any] = {
+        "job": job,
+        "asked": job_summary.summary(job.request),
+        "page_title": job_summary.page_title(job.request, finished=job.finished, status=job.status),
+    }
     if job.status == "succeeded" and job.result is not None:
         plans = job.result.plans
         rows = [views.plan_row(i + 1, p) for i, p in enumerate(plans)]
@@ -95,6 +109,8 @@ def _job_context(job: JobView) -> dict[str, Any]:
         ctx["funnel"] = insight.funnel_steps(job.result)
         ctx["infeasible"] = insight.infeasible_view(job.result)
         ctx["head"] = views.result_head(job.result)
+        # how sure: plan 1's predictive band, said beside the pick on the results page
+        ctx["best_band"] = insight.prediction(plans[0])["tokens"] if plans else None
     return ctx
 
 
@@ -162,7 +178,10 @@ async def submit_plan(request: Request, backend: Backend) -> Response:
         return RedirectResponse(f"/plans/{job_id}", status_code=303)
     job = _get_job(backend, job_id, viewer_of(request))
     ctx = _form_context(backend, forms.FormState(values=values)) | _job_context(job)
-    response = _templates(request).TemplateResponse(request, "_workspace.html", ctx)
+    ctx |= compare.context(backend, job, viewer_of(request))
+    # a fragment with its own <title>: htmx renames the tab and the history entry it pushes
+    ctx["partial"] = "_workspace.html"
+    response = _templates(request).TemplateResponse(request, "_partial.html", ctx)
     response.headers["HX-Push-Url"] = f"/plans/{job_id}"
     return response
 
@@ -181,6 +200,7 @@ def plan_page(request: Request, job_id: str, backend: Backend) -> Response:
         return _not_found(request, str(exc))
     state = forms.FormState(values=forms.values_from_request(job.request))
     ctx = _form_context(backend, state) | _job_context(job)
+    ctx |= compare.context(backend, job, viewer_of(request))
     return _templates(request).TemplateResponse(request, "home.html", ctx)
 
 
@@ -190,7 +210,9 @@ def plan_status(request: Request, job_id: str, backend: Backend) -> Response:
         job = _get_job(backend, job_id, viewer_of(request))
     except _NotFound as exc:
         return _not_found(request, str(exc))
-    return _templates(request).TemplateResponse(request, "_job.html", _job_context(job))
+    ctx = _job_context(job) | compare.context(backend, job, viewer_of(request))
+    ctx["partial"] = "_job.html"
+    return _templates(request).TemplateResponse(request, "_partial.html", ctx)
 
 
 @router.post("/plans/{job_id}/try/{index}", response_class=HTMLResponse)
@@ -234,6 +256,7 @@ def plan_detail(request: Request, job_id: str, rank: int, backend: Backend) -> R
         return _not_found(request, str(exc))
     ctx = {
         "job": job,
+        "asked": job_summary.summary(job.request),
         "rank": rank,
         "plan": plan,
         "row": views.plan_row(rank, plan),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from typing import Any
 
 from app.planning.backend import PlanningBackend
@@ -175,8 +176,9 @@ def validate(request: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def fake_backend(gate: threading.Event | None = None) -> PlanningBackend:
-    """A backend whose searches report progress and, given a ``gate``, wait for it to open."""
+def fake_backend(gate: threading.Event | None = None, step_s: float = 0.0) -> PlanningBackend:
+    """A backend whose searches report progress and, given a ``gate``, wait for it to open;
+    ``step_s`` makes each of its ten steps take that long (a slow search, seen in a browser)."""
 
     def plan(
         request: dict[str, Any], *, profile: Any = None, progress: Any = None
@@ -186,6 +188,7 @@ def fake_backend(gate: threading.Event | None = None) -> PlanningBackend:
                 progress(i, 10)
             if gate is not None and i == 5:
                 gate.wait(30)
+            time.sleep(step_s)
         return canned_result(request)
 
     return PlanningBackend(evaluate=lambda r, **k: {}, plan=plan, validate_plan=validate)

@@ -5,6 +5,7 @@ Without ``real`` the planning backend is the canned stand-in from ``fake_plannin
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -23,7 +24,9 @@ def main() -> None:
     port, data_dir = int(sys.argv[1]), Path(sys.argv[2])
     real = len(sys.argv) > 3 and sys.argv[3] == "real"
     settings = Settings(data_dir=data_dir, job_poll_s=0.05, job_heartbeat_s=0.2)
-    app = create_app(settings, backend=None if real else fake_backend(), catalog=catalog_source)
+    step_s = float(os.environ.get("PLANNER_FAKE_STEP_S", "0"))  # a slow canned search
+    backend = None if real else fake_backend(step_s=step_s)
+    app = create_app(settings, backend=backend, catalog=catalog_source)
     if not any(getattr(r, "path", None) == "/plans/{job_id}" for r in app.routes):
         app.include_router(router)
     if not any(getattr(r, "path", None) == "/static" for r in app.routes):

@@ -156,7 +156,46 @@
 
   document.addEventListener("change", function (event) {
     if (event.target && event.target.id === "cluster") syncCluster(event.target.form);
+    if (event.target && event.target.id === "model") pickSource("catalog");
+    if (event.target && event.target.id === "hf_config_file") loadConfig(event.target);
   });
+
+  // Both model inputs are always shown: a config pasted while "From the catalog" stayed
+  // ticked planned the catalog model without a word. Using one of them now picks its source.
+  function pickSource(source) {
+    var radio = document.getElementById(source === "catalog" ? "model_source_catalog" : "model_source_hf");
+    if (radio) radio.checked = true;
+  }
+  document.addEventListener("input", function (event) {
+    if (event.target && event.target.id === "hf_config" && event.target.value.trim()) pickSource("hf_config");
+  });
+
+  // A config.json on disk is read into the text box (the file itself is never sent: the
+  // input has no name), where the user sees it and the server checks it as pasted text.
+  var CONFIG_MAX_BYTES = 1048576;
+  function loadConfig(input) {
+    var file = input.files && input.files[0], status = document.getElementById("hf_config_file-status");
+    var box = document.getElementById("hf_config");
+    if (!file || !box) return;
+    if (file.size > CONFIG_MAX_BYTES) {
+      say(status, file.name + " is " + (file.size / 1048576).toFixed(1) + " MiB: a config.json is a few KiB; pick the model's config.json.", true);
+      return;
+    }
+    var reader = new FileReader();
+    reader.onload = function () {
+      box.value = String(reader.result || "");
+      pickSource("hf_config");
+      say(status, "Loaded " + file.name + " (" + fmt(file.size) + " bytes) into config.json above.", false);
+    };
+    reader.onerror = function () { say(status, "Could not read " + file.name + ": pick the file again, or paste its text.", true); };
+    reader.readAsText(file);
+  }
+  function say(status, text, bad) {
+    if (!status) return;
+    status.textContent = text;
+    status.className = bad ? "hint load-error" : "hint";
+    status.hidden = false;
+  }
 
   // errors the server found (a page without script's checks, or a rule only the planner knows)
   // come back in the swapped form: focus moves to the first, as it does for the page's own
@@ -184,6 +223,8 @@
   function init() {
     var form = document.getElementById("plan-form");
     if (form) { syncCluster(form); focusFirstError(form); }
+    var loader = document.getElementById("hf_config_loader");
+    if (loader) loader.hidden = false;  // reading a file needs this script
   }
   document.addEventListener("DOMContentLoaded", function () {
     init();

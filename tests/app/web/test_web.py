@@ -177,7 +177,10 @@ def test_bad_pasted_config_is_an_error_under_the_textarea(client: TestClient) ->
 def test_htmx_post_returns_fragment_and_pushes_url(client: TestClient) -> None:
     response = client.post("/plans", data=FORM, headers={"HX-Request": "true"})
     assert response.status_code == 200
-    assert response.text.lstrip().startswith('<div id="workspace"')
+    # a fragment: the page's new title (htmx renames the tab with it), then the workspace
+    title, rest = response.text.split("</title>", 1)
+    assert re.match(r"<title>(Searching|Plans): mixtral-8x22b on 256 × h100-sxm-80gb", title)
+    assert rest.lstrip().startswith('<div id="workspace"')
     assert re.fullmatch(r"/plans/[0-9a-f-]{36}", response.headers["HX-Push-Url"])
 
 
