@@ -171,3 +171,13 @@ def test_an_older_calibration_is_compared_on_the_gpu_it_was_fitted_on(
     assert api.json()["comparison"]["n_rows"] > 0
     assert api.json()["comparison"]["gpu"] == CLUSTER["gpu"]
     assert client.get(location).status_code == 200
+
+
+def test_a_saved_calibrations_page_names_it_and_selects_its_cluster(client: TestClient) -> None:  # noqa: F811
+    # web11's walk: every calibration page was titled "Calibration", and the stored-runs select
+    # offered the first cluster (dgx-a100-40gb) after saving one for my-h100
+    page = client.get(_saved(client)).text
+    title = re.search(r"<title>(.*?)</title>", page, flags=re.S)
+    assert title and re.match(r"Calibration \d+ of my-h100 ", title.group(1)), title
+    select = re.search(r'<select id="delete_cluster".*?</select>', page, flags=re.S)
+    assert select and 'value="my-h100" selected' in select.group(0), select
