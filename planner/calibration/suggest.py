@@ -22,7 +22,7 @@ cluster's offset, the same as the calibration's level uses (``level.new_cluster_
 the interval table's transfer block, what the band of an uncalibrated cluster uses). The noise
 model is a required argument (callers pass ``models_db.intervals.cluster_level_noise()``), so
 that no caller gets another sigma_b than the band's unnoticed (the four shared campaigns' REML
-sigma_b, 0.022, understates a new cluster's shift). A larger sigma_b makes the K runs' common
+sigma_b, 0.025, understates a new cluster's shift). A larger sigma_b makes the K runs' common
 shift less informative (rho 0.82 with tau 0.107 against 0.16): what they share is the cluster's
 offset, which the level absorbs, not the coefficients. That offset is itself part of the plan's
 uncertainty on a cluster not yet calibrated, and every run on the cluster informs it: the plan's
@@ -238,7 +238,15 @@ def candidate_runs(
                 if _feasible(proxy, small, small_job, sized, threshold):
                     seen.add(key)
                     what = _describe(change, fit.change, layout, proxy, model, sized)
-                    out.append((f"{what} on {nodes} node(s)", proxy, small, small_job, sized))
+                    out.append(
+                        (
+                            f"{what} on {nodes} node{'' if nodes == 1 else 's'}",
+                            proxy,
+                            small,
+                            small_job,
+                            sized,
+                        )
+                    )
                     break
     return out
 

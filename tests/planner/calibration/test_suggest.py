@@ -88,3 +88,12 @@ def test_measured_rows_of_one_campaign_weigh_less_than_independent_ones() -> Non
     sd_one = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, noise=NOISE, measured=one)
     sd_many = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, prior, k=1, noise=NOISE, measured=many)
     assert sd_one.plan_sd_before > sd_many.plan_sd_before
+
+
+def test_a_suggested_runs_description_counts_its_nodes_in_words() -> None:
+    # web11's walk read "on 1 node(s)"
+    result = suggest_runs(LLAMA_70B, CLUSTER, JOB, PLAN, default_profile(H100), k=3, noise=NOISE)
+    for run in result.runs:
+        nodes = run.cluster.num_gpus // run.cluster.gpus_per_node
+        assert "node(s)" not in run.change
+        assert run.change.endswith(f" on {nodes} node{'' if nodes == 1 else 's'}")
