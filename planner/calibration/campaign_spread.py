@@ -2,7 +2,7 @@
 of a prediction band for a new cluster or stack (issue 12 item 9).
 
 Why this module. The table's bands (:mod:`planner.calibration.interval_bands`) take the
-between-campaign sd sigma_b from REML on the shared rows' four campaigns (0.022, three degrees
+between-campaign sd sigma_b from REML on the shared rows' four campaigns (0.025, three degrees
 of freedom). Those four (dgxc and NeMo on H100, Korthikanti and Narayanan on A100) are the
 campaigns the model's structure and priors were built around, so their held-out offsets
 understate what a user's new cluster, stack or model family does: on published runs never fitted

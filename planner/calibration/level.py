@@ -22,7 +22,7 @@ fit never saw, tau of the interval table's transfer block (:mod:`.campaign_sprea
 shared rows' four campaigns and the published campaigns never fitted), the same number the
 prediction band of an uncalibrated cluster uses, so the level's prior and the band agree on how
 far a new cluster sits from the prediction; the REML sigma_b of the four shared campaigns
-(``regularised.NOISE_SHARED_LOG_SD``, 0.022) understates it (campaigns the fit never saw shift by
+(``regularised.NOISE_SHARED_LOG_SD``, 0.025) understates it (campaigns the fit never saw shift by
 ~0.1 in log) and is only the fallback of a table without a transfer block. sigma_w is the
 prediction noise's (``regularised.NOISE_LOG_SD``: REML on held-out residuals,
 ``bench/results/noise.md``). Neither is the fit weighting (``regularised.FIT_NOISE``): that is
