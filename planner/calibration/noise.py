@@ -24,7 +24,7 @@ the other H100 campaign (1.8 % -> 4.8 % median); the design effect kept it (2.0 
 
 A user's upload from one cluster is one campaign (its rows share a source_id and a GPU type):
 five rows count as ``effective_rows(5)`` (2.5 with the fit's weighting ``FIT_NOISE``, rho 0.25;
-the prediction noise ``NOISE`` has rho 0.22, planner.calibration.regularised), so a small upload
+the prediction noise ``NOISE`` has rho 0.21, planner.calibration.regularised), so a small upload
 pulls the coefficients less than five independent rows would. The rows' shared error is partly the
 cluster's own level, which the user's later runs share too; but it is also what the model gets
 wrong for that stack and those layouts, and fitting it fully moved coefficients that then
